@@ -1,0 +1,69 @@
+# posenc: every target sets up .venv itself when it is missing or stale.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# Fixed threads and hashing so every run computes the same numbers.
+export OMP_NUM_THREADS := 2
+export MKL_NUM_THREADS := 2
+export PYTHONHASHSEED := 0
+# Progress bars print only their first and final state, with no rate or time,
+# so executed notebooks are byte-identical run to run.
+export POSENC_DETERMINISTIC := 1
+export TOKENIZERS_PARALLELISM := false
+export HF_HUB_OFFLINE := 1
+
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+.PHONY: help setup test unit nbval execute sync html lab bench clean
+
+help:
+	@echo "make test    - unit tests + nbval (strict) over every notebook"
+	@echo "make html    - execute every notebook into build/ and render build/html/index.html"
+	@echo "make lab     - open the series in JupyterLab"
+	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
+	@echo "make execute - re-execute notebooks in place, deterministically"
+	@echo "make bench   - RoPE and position-scheme benchmarks"
+	@echo "make setup   - create .venv with the pinned environment"
+	@echo "make clean   - remove build outputs and caches (keeps .venv)"
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posenc)" >/dev/null
+	@touch $@
+
+test: unit nbval
+
+unit: $(STAMP)
+	$(PY) -m pytest tests
+
+nbval: $(STAMP)
+	$(PY) -m pytest --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+
+sync: $(STAMP)
+	$(VENV)/bin/jupytext --sync notebooks/[0-9][0-9]_*.py
+
+execute: $(STAMP)
+	$(PY) tools/execute.py $(NOTEBOOKS)
+
+html: $(STAMP)
+	$(PY) tools/build_html.py
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --allow-root --notebook-dir=notebooks
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf build .pytest_cache .hypothesis
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

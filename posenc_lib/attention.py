@@ -1,0 +1,212 @@
+"""Multi-head attention that takes a *position scheme*.
+
+Every positional encoding in this library injects position in one (or more) of
+three places, and a :class:`PositionScheme` is the object that does it:
+
+1. ``add_to_embeddings`` - a vector added to the token embeddings before the
+   first layer (sinusoidal, learnable, 2-D tables).
+2. ``rotate_qk`` - a transform of queries and keys after the projection and head
+   split, before the scores (RoPE and its variants). Values are never touched.
+3. ``score_bias`` - a tensor added to the attention scores after the
+   ``1/sqrt(head_dim)`` scale (T5, ALiBi, Swin).
+
+The default of every hook is "do nothing", so :class:`NoPosition` is simply the
+base class, and a scheme only overrides what it uses. One scheme object is
+shared by all layers of a model (as T5 shares its bias and RoPE its tables).
+
+Shapes used throughout:
+    x          (batch, seq, d_model)
+    positions  (batch, seq) integer positions of the tokens (0-based)
+    q, k, v    (batch, heads, seq, head_dim)
+    bias       broadcastable to (batch, heads, q_len, k_len)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "PositionScheme",
+    "NoPosition",
+    "KVCache",
+    "MultiHeadAttention",
+    "default_positions",
+    "check_positions",
+]
+
+
+def default_positions(batch: int, seq: int, device: torch.device | None = None, offset: int = 0) -> Tensor:
+    """Positions ``offset .. offset+seq-1`` for every row: shape (batch, seq), int64."""
+    return torch.arange(offset, offset + seq, device=device).expand(batch, seq)
+
+
+def check_positions(positions: Tensor, batch: int, seq: int) -> None:
+    """Raise a clear error unless ``positions`` is an integer (batch|1, seq) tensor."""
+    if not isinstance(positions, Tensor) or positions.dtype.is_floating_point or positions.is_complex():
+        dtype = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
+        raise TypeError(f"positions must be an integer tensor (torch.long), got dtype {dtype}")
+    if positions.dim() != 2 or positions.shape[1] != seq or positions.shape[0] not in (1, batch):
+        raise ValueError(
+            f"positions must have shape (batch, seq) = ({batch}, {seq}) or (1, {seq}), "
+            f"got {tuple(positions.shape)}"
+        )
+
+
+class PositionScheme(nn.Module):
+    """Where position enters a Transformer. The base class adds nothing.
+
+    Subclasses override any of the three hooks below. ``kind`` names the place
+    the scheme acts ("none", "embedding", "rotary", "bias"), for tables and plots.
+    """
+
+    kind: str = "none"
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
+        return x
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
+        return q, k
+
+    def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
+        """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.
+
+        q_positions: (batch, q_len); k_positions: (batch, k_len).
+        """
+        return None
+
+
+class NoPosition(PositionScheme):
+    """No positional information at all: attention sees a bag of tokens."""
+
+
+@dataclass
+class KVCache:
+    """Keys, values and key positions of the tokens seen so far, for one attention layer.
+
+    k, v: (batch, heads, cached_len, head_dim); positions: (batch, cached_len).
+    Keys are stored *after* ``rotate_qk``, so a decode step only rotates the new token.
+    """
+
+    k: Tensor | None = None
+    v: Tensor | None = None
+    positions: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def extend(self, k: Tensor, v: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Append the new keys/values/positions and return the full ones."""
+        if self.k is None:
+            self.k, self.v, self.positions = k, v, positions
+        else:
+            self.k = torch.cat([self.k, k], dim=-2)
+            self.v = torch.cat([self.v, v], dim=-2)
+            self.positions = torch.cat([self.positions.expand(k.shape[0], -1), positions.expand(k.shape[0], -1)], dim=-1)
+        return self.k, self.v, self.positions
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention with a pluggable position scheme.
+
+    Args:
+        d_model: model width; must be divisible by ``n_heads``.
+        n_heads: number of heads.
+        scheme: the :class:`PositionScheme` whose ``rotate_qk`` and ``score_bias``
+            hooks this layer calls (its ``add_to_embeddings`` is the model's job).
+            ``None`` means :class:`NoPosition`.
+        bias: whether the q/k/v/out projections have a bias.
+
+    Call with x: (batch, seq, d_model) and get (batch, seq, d_model).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, scheme: PositionScheme | None = None, bias: bool = True):
+        super().__init__()
+        if n_heads <= 0 or d_model <= 0 or d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be a positive multiple of n_heads, got d_model={d_model}, n_heads={n_heads}"
+            )
+        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
+        self.scheme = scheme if scheme is not None else NoPosition()
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+
+    def _heads(self, t: Tensor) -> Tensor:
+        b, s, _ = t.shape
+        return t.view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
+
+    def forward(
+        self,
+        x: Tensor,
+        positions: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        causal: bool = False,
+        cache: KVCache | None = None,
+        return_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Attend.
+
+        Args:
+            x: (batch, seq, d_model) float tensor.
+            positions: (batch, seq) integer positions; default ``len(cache) .. len(cache)+seq-1``.
+            attn_mask: boolean, True = may attend. (batch, k_len) masks padded keys;
+                anything broadcastable to (batch, heads, q_len, k_len) is used as is.
+            causal: each query sees only keys at or before its own index in the sequence
+                (the cache, if any, counts as earlier).
+            cache: a :class:`KVCache` to read earlier keys/values from and append to.
+            return_weights: also return the attention weights (batch, heads, q_len, k_len).
+        """
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
+        b, s, _ = x.shape
+        past = 0 if cache is None else len(cache)
+        if positions is None:
+            positions = default_positions(b, s, x.device, offset=past)
+        check_positions(positions, b, s)
+
+        q, k, v = (self._heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.scheme.rotate_qk(q, k, positions)
+        k_positions = positions
+        if cache is not None:
+            k, v, k_positions = cache.extend(k, v, positions)
+        mask = self._mask(positions, k_positions, attn_mask, causal, past, x.dtype)
+
+        if return_weights:
+            scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
+            if mask is not None:
+                scores = scores + mask
+            weights = scores.softmax(dim=-1)
+            y = weights @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        y = self.out(y.transpose(1, 2).reshape(b, s, self.d_model))
+        return (y, weights) if return_weights else y
+
+    def _mask(
+        self, q_pos: Tensor, k_pos: Tensor, attn_mask: Tensor | None, causal: bool, past: int, dtype: torch.dtype
+    ) -> Tensor | None:
+        """Fold score bias, causal mask and padding mask into one additive float mask (or None)."""
+        bias = self.scheme.score_bias(q_pos, k_pos)
+        q_len, k_len = q_pos.shape[-1], k_pos.shape[-1]
+        allowed = None
+        if attn_mask is not None:
+            if attn_mask.dtype != torch.bool:
+                raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got dtype {attn_mask.dtype}")
+            allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask
+        if causal:
+            i = torch.arange(q_len, device=q_pos.device)[:, None] + past
+            j = torch.arange(k_len, device=q_pos.device)[None, :]
+            allowed = (j <= i) if allowed is None else allowed & (j <= i)
+        if bias is None and allowed is None:
+            return None
+        mask = torch.zeros((), dtype=dtype, device=q_pos.device) if bias is None else bias.to(dtype)
+        if allowed is not None:
+            mask = mask.masked_fill(~allowed, float("-inf"))
+        return mask

@@ -1,0 +1,150 @@
+"""Tiny Transformers that take a position scheme: an encoder (classifier) and a causal decoder (LM).
+
+Both are the same pre-LayerNorm stack; ``causal=True`` turns it into a decoder.
+Position enters only through the scheme (see :mod:`posenc_lib.attention`), so swapping
+encodings never changes anything else in the model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme, check_positions, default_positions
+
+__all__ = ["TransformerBlock", "TinyTransformer", "last_token_logits_two_ways"]
+
+Pool = Literal["none", "mean", "first", "last"]
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LN block: x + attn(ln(x)), then x + mlp(ln(x)). x: (batch, seq, d_model)."""
+
+    def __init__(self, d_model: int, n_heads: int, scheme: PositionScheme, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, scheme)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, positions: Tensor, attn_mask: Tensor | None, causal: bool, cache: KVCache | None) -> Tensor:
+        x = x + self.drop(self.attn(self.ln1(x), positions, attn_mask, causal, cache))
+        return x + self.drop(self.mlp(self.ln2(x)))
+
+
+class TinyTransformer(nn.Module):
+    """Token embedding -> scheme.add_to_embeddings -> blocks -> LayerNorm -> pool -> linear head.
+
+    Args:
+        vocab_size: number of token ids; ``None`` when ``embed`` is given.
+        n_outputs: width of the output head (classes, or vocab size for a language model).
+        d_model, n_heads, n_layers: size of the stack; d_model must be divisible by n_heads.
+        scheme: the position scheme, shared by all layers; ``None`` = :class:`NoPosition`.
+        causal: decoder (each token sees only itself and earlier tokens) instead of encoder.
+        pool: "none" gives per-token outputs (batch, seq, n_outputs); "mean" (masked by
+            ``attn_mask``), "first" or "last" give one output per sequence (batch, n_outputs).
+        embed_scale: multiply token embeddings by sqrt(d_model) before adding position
+            (as in Vaswani et al.), so that the two have comparable scales.
+        embed: a module mapping inputs to (batch, seq, d_model); default ``nn.Embedding``.
+            A vision model passes its patch embedding here.
+        d_ff: MLP width, default 4 * d_model.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int | None,
+        n_outputs: int,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        scheme: PositionScheme | None = None,
+        causal: bool = False,
+        pool: Pool = "mean",
+        embed_scale: bool = False,
+        embed: nn.Module | None = None,
+        d_ff: int | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if pool not in ("none", "mean", "first", "last"):
+            raise ValueError(f"pool must be one of 'none', 'mean', 'first', 'last', got {pool!r}")
+        if embed is None and vocab_size is None:
+            raise ValueError("vocab_size is required when no embed module is given")
+        self.scheme = scheme if scheme is not None else NoPosition()
+        self.causal, self.pool, self.d_model = causal, pool, d_model
+        self.embed = embed if embed is not None else nn.Embedding(vocab_size, d_model)
+        self.embed_scale = d_model**0.5 if embed_scale else 1.0
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, self.scheme, d_ff or 4 * d_model, dropout) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_outputs)
+
+    def new_cache(self) -> list[KVCache]:
+        """One empty :class:`KVCache` per layer, for incremental decoding."""
+        return [KVCache() for _ in self.blocks]
+
+    def features(
+        self,
+        inputs: Tensor,
+        positions: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> Tensor:
+        """Per-token hidden states after the final LayerNorm: (batch, seq, d_model).
+
+        inputs: (batch, seq) token ids (or whatever ``embed`` takes); positions: (batch, seq),
+        default counts on from the cache length; attn_mask: (batch, seq) bool, True = real token.
+        """
+        x = self.embed(inputs) * self.embed_scale
+        b, s = x.shape[:2]
+        past = 0 if cache is None else len(cache[0])
+        if positions is None:
+            positions = default_positions(b, s, x.device, offset=past)
+        check_positions(positions, b, s)
+        x = self.scheme.add_to_embeddings(x, positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, attn_mask, self.causal, None if cache is None else cache[i])
+        return self.ln_f(x)
+
+    def forward(
+        self,
+        inputs: Tensor,
+        positions: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        cache: list[KVCache] | None = None,
+    ) -> Tensor:
+        """Logits: (batch, seq, n_outputs) when pool="none", else (batch, n_outputs)."""
+        h = self.features(inputs, positions, attn_mask, cache)
+        if self.pool == "mean":
+            if attn_mask is None:
+                h = h.mean(dim=1)
+            else:
+                w = attn_mask.to(h.dtype).unsqueeze(-1)
+                h = (h * w).sum(dim=1) / w.sum(dim=1).clamp_min(1.0)
+        elif self.pool == "first":
+            h = h[:, 0]
+        elif self.pool == "last":
+            h = h[:, -1]
+        return self.head(h)
+
+    def num_parameters(self) -> int:
+        """Trainable parameters (position tables included, buffers excluded)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+@torch.no_grad()
+def last_token_logits_two_ways(model: TinyTransformer, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    """Logits of the last token computed two ways: full recomputation, and prefix + one cached step.
+
+    Returns (full, cached), each (batch, n_outputs); they agree when the scheme handles
+    cache offsets correctly. tokens: (batch, seq) with seq >= 2; model must be causal, pool="none".
+    """
+    full = model(tokens)[:, -1]
+    cache = model.new_cache()
+    model(tokens[:, :-1], cache=cache)
+    cached = model(tokens[:, -1:], cache=cache)[:, -1]
+    return full, cached

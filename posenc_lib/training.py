@@ -1,0 +1,120 @@
+"""Reproducibility, progress bars and a tiny training loop.
+
+Everything a notebook trains goes through :func:`train`, so every experiment in the
+series is seeded the same way and reports progress the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.std import tqdm
+
+__all__ = ["seed_everything", "progress", "train", "accuracy", "cross_entropy"]
+
+T = TypeVar("T")
+Batch = tuple[Tensor, Tensor]
+
+
+def seed_everything(seed: int = 0) -> torch.Generator:
+    """Seed Python, NumPy and PyTorch, make PyTorch pick deterministic kernels.
+
+    Returns a fresh ``torch.Generator`` seeded with ``seed`` for data sampling.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return torch.Generator().manual_seed(seed)
+
+
+def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> Iterator[T]:
+    """A text progress bar (tqdm) on stderr.
+
+    With the environment variable ``POSENC_DETERMINISTIC`` set (the Makefile sets it), the bar
+    prints only its first and final state and leaves out time and rate, so an executed notebook
+    is identical from run to run. In JupyterLab it updates live as usual.
+    """
+    if os.environ.get("POSENC_DETERMINISTIC"):
+        return tqdm(
+            iterable, total=total, desc=desc, file=sys.stderr, mininterval=float("inf"), ascii=True,
+            bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
+        )
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)
+
+
+def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Cross-entropy for (batch, classes) or per-token (batch, seq, classes) logits; -100 targets are ignored."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
+
+
+def train(
+    model: nn.Module,
+    data: Batch | Callable[[int], Batch],
+    steps: int,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    weight_decay: float = 0.0,
+    generator: torch.Generator | None = None,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] = cross_entropy,
+    desc: str | None = "training",
+) -> list[float]:
+    """Train ``model`` with AdamW for ``steps`` steps; return the loss of every step.
+
+    data: either a fixed data set ``(inputs, targets)`` from which minibatches of ``batch_size``
+    rows are drawn with ``generator``, or a function ``step -> (inputs, targets)`` that makes
+    each batch. The learning rate decays linearly to 10% over the run.
+    """
+    if steps <= 0:
+        raise ValueError(f"steps must be a positive integer, got {steps}")
+    if isinstance(data, tuple):
+        inputs, targets = data
+        if inputs.shape[0] != targets.shape[0]:
+            raise ValueError(f"data inputs and targets differ in length: {inputs.shape[0]} vs {targets.shape[0]}")
+        gen = generator if generator is not None else torch.Generator().manual_seed(0)
+
+        def batch(_: int) -> Batch:
+            idx = torch.randint(0, inputs.shape[0], (min(batch_size, inputs.shape[0]),), generator=gen)
+            return inputs[idx], targets[idx]
+    else:
+        batch = data
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - 0.9 * s / steps)
+    model.train()
+    losses: list[float] = []
+    bar = progress(range(steps), total=steps, desc=desc)
+    for step in bar:
+        x, y = batch(step)
+        loss = loss_fn(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step == steps - 1:
+            bar.set_postfix_str(f"loss={sum(losses[-20:]) / len(losses[-20:]):.4f}", refresh=False)
+    bar.close()
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, inputs: Tensor, targets: Tensor, batch_size: int = 1024) -> float:
+    """Fraction of correct argmax predictions; per-token targets of -100 are skipped."""
+    model.eval()
+    correct = total = 0
+    for i in range(0, inputs.shape[0], batch_size):
+        pred = model(inputs[i : i + batch_size]).argmax(-1)
+        y = targets[i : i + batch_size]
+        keep = y != -100
+        correct += (pred[keep] == y[keep]).sum().item()
+        total += keep.sum().item()
+    return correct / total

@@ -1,0 +1,69 @@
+"""Execute notebooks deterministically, in place (or into another folder).
+
+    python tools/execute.py notebooks/00_*.ipynb            # in place
+    python tools/execute.py --out build/notebooks nb.ipynb  # write executed copies elsewhere
+
+nbclient with no timing metadata and merged stream outputs, run from the notebook's own
+folder, gives byte-identical files run after run (the Makefile also fixes the thread count
+and sets POSENC_DETERMINISTIC so progress bars print no rates). Prints each notebook's
+wall time and writes them to build/timings.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMINGS = ROOT / "build" / "timings.json"
+
+
+def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> float:
+    """Execute one notebook; return its wall time in seconds."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        coalesce_streams=True,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    # Keep the notebook-level metadata stable: only kernelspec and language_info name.
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        **({"jupytext": nb.metadata["jupytext"]} if "jupytext" in nb.metadata else {}),
+    }
+    target = (out_dir / path.name) if out_dir else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return elapsed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=None, help="folder for executed copies (default: in place)")
+    args = parser.parse_args(argv)
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    for path in args.notebooks:
+        seconds = execute(path, args.out)
+        timings[path.stem] = round(seconds, 1)
+        print(f"{path.name}: {seconds:.1f} s", flush=True)
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
