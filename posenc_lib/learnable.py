@@ -1,0 +1,78 @@
+"""Learnable absolute position embeddings: one trained vector per position (BERT, GPT-2, ViT).
+
+The encoding is a parameter table ``weight`` of shape (max_len, d_model); position ``p``
+looks up row ``p`` and adds it to the token embedding. Nothing ties row ``p`` to row
+``p + 1``: any structure the table has comes from training. The table has no row for a
+position ``>= max_len``, so such a position is an error here rather than a silent wrap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import PositionScheme
+
+__all__ = ["LearnablePE"]
+
+_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+class LearnablePE(PositionScheme):
+    """A trained (max_len, d_model) table added to the token embeddings.
+
+    Args:
+        d_model: width of each position vector (the model width).
+        max_len: number of rows; valid positions are ``0 .. max_len - 1``.
+        init_std: standard deviation of the N(0, init_std) initialisation (GPT-2 and
+            BERT use 0.02); must be > 0.
+
+    ``forward(positions)`` with integer positions (batch, seq) returns (batch, seq, d_model).
+    """
+
+    kind = "embedding"
+
+    def __init__(self, d_model: int, max_len: int, init_std: float = 0.02):
+        super().__init__()
+        for name, value in (("d_model", d_model), ("max_len", max_len)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+            if value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value}")
+        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)):
+            raise TypeError(f"init_std must be a float, got {type(init_std).__name__} {init_std!r}")
+        if not (math.isfinite(init_std) and init_std > 0):
+            raise ValueError(f"init_std must be a finite float > 0, got {init_std}")
+        self.d_model, self.max_len, self.init_std = d_model, max_len, float(init_std)
+        self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw every row again from N(0, init_std)."""
+        nn.init.normal_(self.weight, mean=0.0, std=self.init_std)
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """Look up the rows of ``positions``: integer (batch, seq) -> (batch, seq, d_model)."""
+        if not isinstance(positions, Tensor) or positions.dtype not in _INTEGER_DTYPES:
+            got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
+            raise TypeError(f"positions must be an integer tensor (torch.long), got {got}")
+        if positions.numel() > 0:
+            low, high = int(positions.min()), int(positions.max())
+            if low < 0 or high >= self.max_len:
+                bad = f"max position {high}" if high >= self.max_len else f"min position {low}"
+                raise ValueError(
+                    f"positions must lie in [0, max_len) = [0, {self.max_len}), got {bad}: a learnable "
+                    f"table has no row for it. Raise max_len (and train on such positions) or use an "
+                    f"encoding that extends to any position (sinusoidal, RoPE, ALiBi)."
+                )
+        return F.embedding(positions.long(), self.weight)
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x + table[positions]. x: (batch, seq, d_model); positions: (batch|1, seq)."""
+        return x + self.forward(positions)
+
+    def extra_repr(self) -> str:
+        return f"max_len={self.max_len}, d_model={self.d_model}, init_std={self.init_std}"
