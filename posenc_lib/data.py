@@ -1,0 +1,237 @@
+"""Small synthetic tasks and the tokenisation helpers the notebooks train on.
+
+Everything here is seeded through a ``torch.Generator`` the caller passes in, so a
+notebook that fixes its seed gets the same data on every run.
+
+Contents:
+    Vocab        - a fixed list of token strings <-> integer ids
+    WhoDidWhat   - "who did what to whom": sentences whose label (the agent) can only be
+                   read from word order, with an exact bag-of-words ceiling
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+__all__ = ["PAD", "Vocab", "WhoDidWhat"]
+
+PAD = "<pad>"
+
+Split = Literal["all", "train", "test"]
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """A fixed, ordered list of distinct token strings; a token's id is its index.
+
+    Example: ``Vocab.from_texts(["the cat", "the dog"])`` has tokens
+    ``("<pad>", "the", "cat", "dog")`` (specials first, then first appearance).
+    """
+
+    tokens: tuple[str, ...]
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tokens = tuple(self.tokens)
+        if not all(isinstance(t, str) for t in tokens):
+            raise TypeError(f"tokens must all be str, got types {sorted({type(t).__name__ for t in tokens})}")
+        duplicates = sorted({t for t in tokens if tokens.count(t) > 1})
+        if duplicates:
+            raise ValueError(f"tokens must be distinct, got duplicates {duplicates}")
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "index", {t: i for i, t in enumerate(tokens)})
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        tokenize: Callable[[str], Sequence[str]] = str.split,
+        specials: Sequence[str] = (PAD,),
+    ) -> Vocab:
+        """Specials first, then every token of ``texts`` (split by ``tokenize``) in order of first appearance.
+
+        Use ``tokenize=list`` for character-level tokens (e.g. Chinese text).
+        """
+        seen = dict.fromkeys(specials)
+        for text in texts:
+            seen.update(dict.fromkeys(tokenize(text)))
+        return cls(tuple(seen))
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def encode(self, pieces: Sequence[str]) -> Tensor:
+        """Token strings -> ids, shape (len(pieces),) int64. Unknown tokens raise ValueError."""
+        unknown = [p for p in pieces if p not in self.index]
+        if unknown:
+            raise ValueError(f"pieces contain tokens not in the vocabulary: {unknown}; known tokens: {list(self.tokens)}")
+        return torch.tensor([self.index[p] for p in pieces], dtype=torch.long)
+
+    def decode(self, ids: Tensor | Sequence[int], skip: Sequence[str] = (PAD,)) -> list[str]:
+        """Ids (1-D) -> token strings, leaving out the tokens in ``skip`` (padding by default)."""
+        ids = ids.tolist() if isinstance(ids, Tensor) else list(ids)
+        bad = [i for i in ids if not isinstance(i, int) or not 0 <= i < len(self.tokens)]
+        if bad:
+            raise ValueError(f"ids must be integers in [0, {len(self.tokens)}), got {bad}")
+        return [self.tokens[i] for i in ids if self.tokens[i] not in skip]
+
+
+@dataclass(frozen=True)
+class WhoDidWhat:
+    """"Who did what to whom": the label is the agent of a short sentence.
+
+    Active:  ``the [adj] AGENT verb the [adj] PATIENT``           e.g. "the cat chases the small mouse"
+    Passive: ``the [adj] PATIENT was participle by the [adj] AGENT``  e.g. "the mouse was chased by the cat"
+
+    Both entities are always present, and nothing but word order says which one is the agent:
+    swapping them gives a sentence with the same bag of tokens and the same probability (when
+    ``patients`` is the same list as ``agents``), so a model that sees only the bag of tokens
+    cannot beat 50%. :meth:`bag_of_words_ceiling` computes that ceiling exactly for any
+    configuration, by enumerating every sentence the generator can produce.
+
+    Sampling: the (agent, patient) pair is drawn as agent uniform over ``agents`` then patient
+    uniform over ``patients`` minus the agent; the verb uniformly; passive voice with
+    probability ``p_passive``; each entity independently gets an adjective (uniform over
+    ``adjectives``) with probability ``p_adjective``. Sentences are right-padded with
+    :data:`PAD` to :attr:`seq_len` tokens.
+
+    ``held_out_pairs`` are unordered entity pairs that appear only in the "test" split, so a
+    test accuracy measures a rule learned from word order, not memorised sentences.
+    """
+
+    agents: tuple[str, ...] = ("cat", "dog", "mouse", "bird", "fox", "bear")
+    patients: tuple[str, ...] | None = None
+    verbs: tuple[tuple[str, str], ...] = (("chases", "chased"), ("sees", "seen"), ("bites", "bitten"), ("feeds", "fed"))
+    adjectives: tuple[str, ...] = ("big", "small", "old")
+    p_adjective: float = 0.5
+    p_passive: float = 0.5
+    held_out_pairs: tuple[tuple[str, str], ...] = (("cat", "bird"), ("dog", "fox"), ("mouse", "bear"))
+
+    def __post_init__(self) -> None:
+        if self.patients is None:
+            object.__setattr__(self, "patients", self.agents)
+        for name in ("agents", "patients", "adjectives"):
+            values = getattr(self, name)
+            if not all(isinstance(v, str) for v in values) or len(set(values)) != len(values):
+                raise ValueError(f"{name} must be distinct strings, got {values!r}")
+        if not self.agents or any(not set(self.patients) - {a} for a in self.agents):
+            raise ValueError(
+                f"agents must be non-empty and every agent needs a patient other than itself, "
+                f"got agents={self.agents}, patients={self.patients}"
+            )
+        if not self.verbs or not all(isinstance(v, tuple) and len(v) == 2 and all(isinstance(w, str) for w in v) for v in self.verbs):
+            raise ValueError(f"verbs must be (active, participle) string pairs, got {self.verbs!r}")
+        for name in ("p_adjective", "p_passive"):
+            p = getattr(self, name)
+            if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+        if self.p_adjective > 0 and not self.adjectives:
+            raise ValueError(f"p_adjective={self.p_adjective} > 0 needs at least one adjective, got adjectives=()")
+        unknown = sorted({e for pair in self.held_out_pairs for e in pair} - set(self.entities))
+        if unknown or any(len(pair) != 2 for pair in self.held_out_pairs):
+            raise ValueError(f"held_out_pairs must be pairs of known entities {self.entities}, got {self.held_out_pairs!r}")
+
+    # ----------------------------------------------------------------- vocabulary
+    @property
+    def entities(self) -> tuple[str, ...]:
+        """Agents, then patients that are not agents: the classes of the label."""
+        return tuple(dict.fromkeys(self.agents + self.patients))
+
+    @property
+    def vocab(self) -> Vocab:
+        """PAD, function words, adjectives, entities, verb forms."""
+        words = ("the", "was", "by", *self.adjectives, *self.entities, *itertools.chain(*self.verbs))
+        return Vocab((PAD, *dict.fromkeys(words)))
+
+    @property
+    def seq_len(self) -> int:
+        """Length every sentence is padded to: that of the longest sentence the task can produce."""
+        longest = 9 if self.p_passive > 0 else 7
+        return longest if self.p_adjective > 0 else longest - 2
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.entities)
+
+    # ----------------------------------------------------------------- generation
+    @staticmethod
+    def sentence(agent: str, patient: str, verb: tuple[str, str], passive: bool, adj_first: str | None,
+                 adj_second: str | None) -> list[str]:
+        """The words of one sentence; ``adj_first`` goes with the entity mentioned first."""
+        first, second = (patient, agent) if passive else (agent, patient)
+        middle = ["was", verb[1], "by"] if passive else [verb[0]]
+        return ["the", *([adj_first] if adj_first else []), first, *middle,
+                "the", *([adj_second] if adj_second else []), second]
+
+    def _pairs(self, split: Split) -> list[tuple[str, str, float]]:
+        """(agent, patient, probability) of every ordered pair in ``split``, renormalised to sum to 1."""
+        if split not in ("all", "train", "test"):
+            raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
+        held = {frozenset(p) for p in self.held_out_pairs}
+        pairs = []
+        for a in self.agents:
+            others = [p for p in self.patients if p != a]
+            for p in others:
+                is_test = frozenset((a, p)) in held
+                if split == "all" or (split == "test") == is_test:
+                    pairs.append((a, p, 1.0 / (len(self.agents) * len(others))))
+        if not pairs:
+            raise ValueError(f"split {split!r} is empty for held_out_pairs={self.held_out_pairs}")
+        total = sum(w for *_, w in pairs)
+        return [(a, p, w / total) for a, p, w in pairs]
+
+    def _adjective_choices(self) -> list[tuple[str | None, float]]:
+        choices = [(None, 1.0 - self.p_adjective)] + [(a, self.p_adjective / len(self.adjectives)) for a in self.adjectives]
+        return [(a, w) for a, w in choices if w > 0]
+
+    def enumerate(self, split: Split = "all") -> Iterator[tuple[list[str], str, float]]:
+        """Every sentence the generator can produce: (words, agent, probability); probabilities sum to 1."""
+        voices = [(v, w) for v, w in ((False, 1.0 - self.p_passive), (True, self.p_passive)) if w > 0]
+        adjectives = self._adjective_choices()
+        for (agent, patient, w_pair), verb, (passive, w_voice), (adj1, w1), (adj2, w2) in itertools.product(
+            self._pairs(split), self.verbs, voices, adjectives, adjectives
+        ):
+            weight = w_pair / len(self.verbs) * w_voice * w1 * w2
+            yield self.sentence(agent, patient, verb, passive, adj1, adj2), agent, weight
+
+    def bag_of_words_ceiling(self, split: Split = "all") -> float:
+        """Best expected accuracy of ANY classifier that sees only the multiset of tokens (exact).
+
+        Sentences are grouped by their sorted tokens; within a bag the best guess is the most
+        probable agent, so the ceiling is the sum over bags of that agent's probability.
+        """
+        by_bag: dict[tuple[str, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for words, agent, weight in self.enumerate(split):
+            by_bag[tuple(sorted(words))][agent] += weight
+        return sum(max(agents.values()) for agents in by_bag.values())
+
+    def sample(self, n: int, generator: torch.Generator, split: Split = "all") -> tuple[Tensor, Tensor]:
+        """``n`` random sentences: inputs (n, seq_len) int64 token ids, right-padded; targets (n,) agent class ids."""
+        if not isinstance(n, int) or n <= 0:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        pairs = self._pairs(split)
+        adjectives = self._adjective_choices()
+        pair_idx = torch.multinomial(torch.tensor([w for *_, w in pairs]), n, replacement=True, generator=generator)
+        verb_idx = torch.randint(len(self.verbs), (n,), generator=generator)
+        passive = torch.rand(n, generator=generator) < self.p_passive
+        adj_idx = torch.multinomial(torch.tensor([w for _, w in adjectives]), 2 * n, replacement=True,
+                                    generator=generator).view(n, 2)
+        vocab, classes = self.vocab, {e: i for i, e in enumerate(self.entities)}
+        inputs = torch.full((n, self.seq_len), vocab.index[PAD], dtype=torch.long)
+        targets = torch.empty(n, dtype=torch.long)
+        for row in range(n):
+            agent, patient, _ = pairs[pair_idx[row]]
+            words = self.sentence(agent, patient, self.verbs[verb_idx[row]], bool(passive[row]),
+                                  adjectives[adj_idx[row, 0]][0], adjectives[adj_idx[row, 1]][0])
+            inputs[row, : len(words)] = vocab.encode(words)
+            targets[row] = classes[agent]
+        return inputs, targets
