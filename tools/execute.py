@@ -50,18 +50,27 @@ def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> floa
     return elapsed
 
 
+def execute_all(paths: list[Path], out_dir: Path | None = None) -> dict[str, float]:
+    """Execute each notebook in turn, print its wall time and record it in build/timings.json.
+
+    Returns every recorded time, by notebook stem (earlier runs of other notebooks included).
+    """
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    for path in paths:
+        seconds = execute(path, out_dir)
+        timings[path.stem] = round(seconds, 1)
+        print(f"{path.name}: {seconds:.1f} s", flush=True)
+        TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+        TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
+    return timings
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=None, help="folder for executed copies (default: in place)")
     args = parser.parse_args(argv)
-    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    for path in args.notebooks:
-        seconds = execute(path, args.out)
-        timings[path.stem] = round(seconds, 1)
-        print(f"{path.name}: {seconds:.1f} s", flush=True)
-    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
-    TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
+    execute_all(args.notebooks, args.out)
     return 0
 
 
