@@ -194,7 +194,9 @@ def test_alibi_full_and_compact_schemes_agree_in_a_causal_model():
     torch.testing.assert_close(attn(x, causal=True), full, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("scheme", [ALiBi(4, causal=True), T5RelativeBias(4, 16, 32, bidirectional=False)], ids=str)
+@pytest.mark.parametrize(
+    "scheme", [ALiBi(4, causal=True), T5RelativeBias(4, 16, 32, bidirectional=False)], ids=["alibi", "t5_causal"]
+)
 def test_bias_schemes_kv_cache_step_matches_full_pass(scheme):
     torch.manual_seed(0)
     model = TinyTransformer(11, 11, d_model=32, n_heads=4, n_layers=2, scheme=scheme, causal=True, pool="none")

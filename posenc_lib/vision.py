@@ -1,0 +1,383 @@
+"""Position in vision Transformers: 2-D tables, 2-D RoPE, and resizing a learned grid.
+
+An image of ``grid_h x grid_w`` patches becomes a sequence of tokens in row-major order
+(patch (r, c) is token ``r * grid_w + c``), optionally preceded by ``n_prefix`` class-like
+tokens. Positions index into that sequence: position ``p < n_prefix`` is a prefix token,
+position ``n_prefix + r * grid_w + c`` is patch (r, c). A 1-D encoding sees patch
+(r, grid_w - 1) and (r + 1, 0) as neighbours; the encodings here know rows and columns.
+
+Tables (kind "embedding"), each also a plain function:
+
+    sincos_2d_table / SinCos2DPE   fixed: half the channels encode the row, half the column
+    learnable_2d_table / Learnable2DPE   a learned row table and column table, added or concatenated
+
+Rotations of q and k (kind "rotary", Heo et al. 2024):
+
+    apply_axial_rope_2d / AxialRoPE2D   half the rotary pairs turn with the row, half with the column
+    apply_mixed_rope_2d / MixedRoPE2D   every pair turns with a learned per-head mix of both axes
+
+And :func:`resample_grid` to carry a learned (n_prefix + H*W, d) table to another grid size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import PositionScheme
+from .relative import _check_int, _check_integer_tensor, _check_position_range
+from .rope import apply_rope, rope_cos_sin, rope_inv_freq
+
+__all__ = [
+    "grid_coordinates",
+    "sincos_2d_table",
+    "learnable_2d_table",
+    "SinCos2DPE",
+    "Learnable2DPE",
+    "apply_axial_rope_2d",
+    "apply_mixed_rope_2d",
+    "mixed_rope_init",
+    "AxialRoPE2D",
+    "MixedRoPE2D",
+    "resample_grid",
+]
+
+Mode = Literal["add", "concat"]
+
+
+def _check_grid(grid_h: int, grid_w: int, n_prefix: int) -> None:
+    _check_int("grid_h", grid_h)
+    _check_int("grid_w", grid_w)
+    _check_int("n_prefix", n_prefix, minimum=0)
+
+
+def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> tuple[Tensor, Tensor]:
+    """Row and column of each token: two int64 tensors shaped like ``positions``.
+
+    positions: integer (batch, seq) in ``[0, n_prefix + grid_h*grid_w)``. Prefix tokens get
+    row = column = 0, which a 2-D RoPE turns into "no rotation" (as Heo et al. treat the class token).
+    """
+    _check_integer_tensor("positions", positions)
+    _check_grid(grid_h, grid_w, n_prefix)
+    what = f"{n_prefix} prefix tokens + a {grid_h}x{grid_w} grid"
+    _check_position_range("positions", positions, n_prefix + grid_h * grid_w, what)
+    patch = (positions.long() - n_prefix).clamp_min(0)
+    return patch // grid_w, patch % grid_w
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def sincos_2d_table(
+    grid_h: int, grid_w: int, d_model: int, base: float = 10000.0, n_prefix: int = 0, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """Fixed 2-D sin-cos encodings (MAE-style): shape (n_prefix + grid_h*grid_w, d_model).
+
+    With ``w_k = base^(-k/(d_model/4))``, k = 0 .. d_model/4 - 1, patch (r, c) gets
+
+        [ sin(r w) | cos(r w) | sin(c w) | cos(c w) ]      (four blocks of d_model/4)
+
+    and prefix tokens get zero rows. Angles are computed in float64, then cast to ``dtype``.
+
+    Channel order: this is the row-first order of Hugging Face's
+    ``build_2d_sinusoidal_position_embedding``. The original MAE code (``get_2d_sincos_pos_embed``)
+    builds its grid with ``np.meshgrid(grid_w, grid_h)``, so its *first* half encodes the
+    column: MAE's table is ours with the two halves swapped,
+    ``mae = ours[:, cat(arange(d/2, d), arange(0, d/2))]`` (Hugging Face's ``ViTMAEEmbeddings``
+    swaps them too, to load MAE checkpoints). The two orders carry the same information.
+    """
+    _check_grid(grid_h, grid_w, n_prefix)
+    _check_int("d_model", d_model, minimum=4)
+    if d_model % 4:
+        raise ValueError(f"d_model must be divisible by 4 (sin and cos for two axes), got {d_model}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    k = torch.arange(d_model // 4, dtype=torch.float64)
+    omega = torch.exp(-k / (d_model // 4) * math.log(base))
+    rows = torch.arange(grid_h, dtype=torch.float64).repeat_interleave(grid_w)[:, None] * omega
+    cols = torch.arange(grid_w, dtype=torch.float64).repeat(grid_h)[:, None] * omega
+    grid = torch.cat([rows.sin(), rows.cos(), cols.sin(), cols.cos()], dim=1)
+    return torch.cat([torch.zeros(n_prefix, d_model, dtype=torch.float64), grid]).to(dtype)
+
+
+def learnable_2d_table(row: Tensor, col: Tensor, prefix: Tensor, mode: Mode = "add") -> Tensor:
+    """Assemble a 2-D table from a row table and a column table: (n_prefix + H*W, d_model).
+
+    row: (H, dim), col: (W, dim), prefix: (n_prefix, d_model) rows for the prefix tokens.
+    mode "add": patch (r, c) gets ``row[r] + col[c]`` (dim = d_model);
+    mode "concat": ``[row[r] | col[c]]`` (dim = d_model / 2).
+    """
+    if mode not in ("add", "concat"):
+        raise ValueError(f"mode must be 'add' or 'concat', got {mode!r}")
+    h, w = row.shape[0], col.shape[0]
+    if row.dim() != 2 or col.dim() != 2 or row.shape[1] != col.shape[1]:
+        raise ValueError(
+            f"row and col must be (H, dim) and (W, dim) tables, got {tuple(row.shape)} and {tuple(col.shape)}"
+        )
+    r = row[:, None, :].expand(h, w, -1)
+    c = col[None, :, :].expand(h, w, -1)
+    grid = (r + c) if mode == "add" else torch.cat([r, c], dim=-1)
+    grid = grid.reshape(h * w, -1)
+    if prefix.dim() != 2 or prefix.shape[1] != grid.shape[1]:
+        raise ValueError(f"prefix must be (n_prefix, d_model={grid.shape[1]}), got {tuple(prefix.shape)}")
+    return torch.cat([prefix, grid])
+
+
+class _GridTable(PositionScheme):
+    """A scheme that adds ``table()[positions]`` to the embeddings; subclasses define ``table()``."""
+
+    kind = "embedding"
+    grid_h: int
+    grid_w: int
+    n_prefix: int
+
+    def table(self) -> Tensor:
+        """The full (n_prefix + grid_h*grid_w, d_model) table."""
+        raise NotImplementedError
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """Encodings of integer ``positions`` (batch, seq): (batch, seq, d_model)."""
+        _check_integer_tensor("positions", positions)
+        what = f"{self.n_prefix} prefix tokens + a {self.grid_h}x{self.grid_w} grid"
+        _check_position_range("positions", positions, self.n_prefix + self.grid_h * self.grid_w, what)
+        return F.embedding(positions.long(), self.table())
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """x (batch, seq, d_model) + encodings of positions (batch|1, seq)."""
+        return x + self(positions)
+
+    def extra_repr(self) -> str:
+        return f"grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}"
+
+
+class SinCos2DPE(_GridTable):
+    """Fixed 2-D sin-cos encoding (:func:`sincos_2d_table`) as a scheme; ``table`` is a non-persistent buffer.
+
+    Args:
+        d_model: width, divisible by 4.
+        grid_h, grid_w: patch grid.
+        n_prefix: leading class-like tokens (zero rows).
+        base: frequency base.
+    """
+
+    def __init__(self, d_model: int, grid_h: int, grid_w: int, n_prefix: int = 0, base: float = 10000.0):
+        super().__init__()
+        self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
+        self.register_buffer("_table", sincos_2d_table(grid_h, grid_w, d_model, base, n_prefix), persistent=False)
+
+    def table(self) -> Tensor:
+        return self._table
+
+
+class Learnable2DPE(_GridTable):
+    """Learned row and column tables (:func:`learnable_2d_table`) as a scheme.
+
+    Args:
+        d_model: width (even for ``mode="concat"``).
+        grid_h, grid_w: patch grid.
+        mode: "add" (``row`` (H, d), ``col`` (W, d), summed) or "concat" (each d/2 channels).
+        n_prefix: leading class-like tokens; each gets its own learned row in ``prefix``.
+        init_std: N(0, init_std) initialisation of every table.
+
+    Parameters: ``(grid_h + grid_w) * dim + n_prefix * d_model`` instead of the
+    ``grid_h * grid_w * d_model`` of a 1-D table over the patches.
+    """
+
+    def __init__(
+        self, d_model: int, grid_h: int, grid_w: int, mode: Mode = "add", n_prefix: int = 0, init_std: float = 0.02
+    ):
+        super().__init__()
+        _check_grid(grid_h, grid_w, n_prefix)
+        _check_int("d_model", d_model)
+        if mode not in ("add", "concat"):
+            raise ValueError(f"mode must be 'add' or 'concat', got {mode!r}")
+        if mode == "concat" and d_model % 2:
+            raise ValueError(f"d_model must be even for mode='concat' (half row, half column), got {d_model}")
+        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
+            raise ValueError(f"init_std must be a number > 0, got {init_std!r}")
+        self.grid_h, self.grid_w, self.n_prefix, self.mode = grid_h, grid_w, n_prefix, mode
+        dim = d_model if mode == "add" else d_model // 2
+        self.row = nn.Parameter(torch.randn(grid_h, dim) * init_std)
+        self.col = nn.Parameter(torch.randn(grid_w, dim) * init_std)
+        self.prefix = nn.Parameter(torch.randn(n_prefix, d_model) * init_std)
+
+    def table(self) -> Tensor:
+        return learnable_2d_table(self.row, self.col, self.prefix, self.mode)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, mode={self.mode!r}"
+
+
+# --------------------------------------------------------------------------- 2-D RoPE
+
+
+def _check_qk(q: Tensor, k: Tensor, head_dim: int, positions: Tensor) -> None:
+    for name, t in (("q", q), ("k", k)):
+        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+        if t.dim() != 4 or t.shape[-1] != head_dim:
+            raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim={head_dim}), got {tuple(t.shape)}")
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape, got {tuple(q.shape)} and {tuple(k.shape)}")
+    if positions.dim() != 2 or positions.shape[-1] != q.shape[-2] or positions.shape[0] not in (1, q.shape[0]):
+        raise ValueError(
+            f"positions must have shape (batch, seq) = ({q.shape[0]}, {q.shape[-2]}) or (1, {q.shape[-2]}), "
+            f"got {tuple(positions.shape)}"
+        )
+
+
+def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor) -> Tensor:
+    """Axial 2-D RoPE of x (batch, heads, seq, head_dim) with integer rows, cols (batch|1, seq).
+
+    inv_freq: (head_dim // 4,) frequencies shared by both axes. In the "half" layout of
+    :func:`posenc_lib.rope.apply_rope`, pair i is (x[i], x[i + head_dim/2]); pairs
+    0 .. head_dim/4 - 1 turn by ``row * inv_freq``, the next head_dim/4 by ``col * inv_freq``.
+    The score of a query at (r, c) and a key at (r', c') then depends only on (r - r', c - c').
+    """
+    cos_r, sin_r = rope_cos_sin(rows, inv_freq, dtype=x.dtype)
+    cos_c, sin_c = rope_cos_sin(cols, inv_freq, dtype=x.dtype)
+    return apply_rope(x, torch.cat([cos_r, cos_c], dim=-1), torch.cat([sin_r, sin_c], dim=-1), layout="half")
+
+
+def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor) -> Tensor:
+    """Mixed 2-D RoPE (Heo et al. 2024) of x (batch, heads, seq, head_dim).
+
+    freqs: (2, heads, head_dim // 2) learned frequencies; pair i of head h turns by
+    ``rows * freqs[0, h, i] + cols * freqs[1, h, i]``, a frequency along any direction of the
+    image plane, not only along the axes. rows, cols: integer (batch|1, seq). Half layout.
+    """
+    b, h, s, d = x.shape
+    angles = rows[:, None, :, None].to(freqs.dtype) * freqs[0, None, :, None, :]
+    angles = angles + cols[:, None, :, None].to(freqs.dtype) * freqs[1, None, :, None, :]  # (b|1, h, s, d/2)
+    angles = angles.expand(b, h, s, d // 2).reshape(b * h, s, d // 2)
+    # one "batch" row per (batch, head) pair, so the per-head tables broadcast over a single head
+    out = apply_rope(x.reshape(b * h, 1, s, d), angles.cos().to(x.dtype), angles.sin().to(x.dtype), layout="half")
+    return out.reshape(b, h, s, d)
+
+
+def mixed_rope_init(head_dim: int, n_heads: int, base: float = 10.0) -> Tensor:
+    """Initial frequencies (2, n_heads, head_dim // 2) for :func:`apply_mixed_rope_2d`, as in Heo et al.
+
+    Magnitudes ``base^(-k/(head_dim/4))``, k = 0 .. head_dim/4 - 1; each head draws a random
+    direction phi (uses the global torch RNG): its first head_dim/4 pairs point along phi, the
+    others along phi + pi/2. Row component = magnitude * sin, column component = magnitude * cos.
+    """
+    _check_int("head_dim", head_dim, minimum=4)
+    _check_int("n_heads", n_heads)
+    if head_dim % 4:
+        raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
+    magnitude = rope_inv_freq(head_dim // 2, base)  # (head_dim/4,)
+    phi = torch.rand(n_heads, 1) * 2 * math.pi
+    direction = torch.cat([phi.expand(-1, head_dim // 4), (phi + math.pi / 2).expand(-1, head_dim // 4)], dim=1)
+    magnitude = magnitude.repeat(2)[None, :]
+    return torch.stack([magnitude * direction.sin(), magnitude * direction.cos()])
+
+
+class _GridRoPE(PositionScheme):
+    """Shared plumbing of the 2-D RoPE schemes: validate, map positions to (row, col), rotate q and k."""
+
+    kind = "rotary"
+    head_dim: int
+    grid_h: int
+    grid_w: int
+    n_prefix: int
+
+    def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """q, k: (batch, heads, seq, head_dim); positions: integer (batch|1, seq)."""
+        _check_integer_tensor("positions", positions)
+        _check_qk(q, k, self.head_dim, positions)
+        rows, cols = grid_coordinates(positions, self.grid_h, self.grid_w, self.n_prefix)
+        return self._rotate(q, rows, cols), self._rotate(k, rows, cols)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}"
+
+
+class AxialRoPE2D(_GridRoPE):
+    """Axial 2-D RoPE (:func:`apply_axial_rope_2d`): half the pairs use the row, half the column.
+
+    Args:
+        head_dim: per-head width, divisible by 4.
+        grid_h, grid_w: patch grid; positions index the row-major token sequence.
+        base: frequency base (100 in Heo et al. for images, since grids are short).
+        n_prefix: leading class-like tokens, left unrotated.
+
+    ``inv_freq`` (head_dim // 4,) is a non-persistent buffer.
+    """
+
+    def __init__(self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0):
+        super().__init__()
+        _check_grid(grid_h, grid_w, n_prefix)
+        _check_int("head_dim", head_dim, minimum=4)
+        if head_dim % 4:
+            raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
+        self.head_dim, self.grid_h, self.grid_w, self.n_prefix = head_dim, grid_h, grid_w, n_prefix
+        self.register_buffer("inv_freq", rope_inv_freq(head_dim // 2, base), persistent=False)
+
+    def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+        return apply_axial_rope_2d(x, rows, cols, self.inv_freq)
+
+
+class MixedRoPE2D(_GridRoPE):
+    """Mixed-frequency 2-D RoPE (:func:`apply_mixed_rope_2d`) with learned per-head frequencies.
+
+    Args:
+        head_dim: per-head width, divisible by 4.
+        n_heads: number of heads (each learns its own frequencies).
+        grid_h, grid_w: patch grid.
+        base: base of the initial magnitudes (10 in Heo et al. for the mixed variant).
+        n_prefix: leading class-like tokens, left unrotated.
+
+    Parameter ``freqs`` (2, n_heads, head_dim // 2), initialised by :func:`mixed_rope_init`.
+    """
+
+    def __init__(self, head_dim: int, n_heads: int, grid_h: int, grid_w: int, base: float = 10.0, n_prefix: int = 0):
+        super().__init__()
+        _check_grid(grid_h, grid_w, n_prefix)
+        self.freqs = nn.Parameter(mixed_rope_init(head_dim, n_heads, base))
+        self.head_dim, self.n_heads = head_dim, n_heads
+        self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
+
+    def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+        if x.shape[1] != self.n_heads:
+            raise ValueError(f"q and k must have n_heads={self.n_heads} heads, got {x.shape[1]}")
+        return apply_mixed_rope_2d(x, rows, cols, self.freqs)
+
+
+# --------------------------------------------------------------------------- resizing
+
+
+def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> Tensor:
+    """Resize a learned position table to another patch grid by bicubic interpolation.
+
+    table: (n_prefix + H*W, d) with the prefix rows first and the patches row-major. The prefix
+    rows are kept as they are; the (H, W, d) grid is interpolated in float32 with
+    ``F.interpolate(mode="bicubic", align_corners=False)`` to exactly ``new_hw`` (the target
+    size is passed, never a scale factor, which can round to the wrong size), and the result
+    is cast back to the table's dtype. Returns (n_prefix + H'*W', d).
+    """
+    if not isinstance(table, Tensor) or not table.dtype.is_floating_point:
+        raise TypeError(f"table must be a floating-point tensor, got {getattr(table, 'dtype', type(table).__name__)}")
+    for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
+        if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
+            raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
+        _check_int(f"{name}[0]", hw[0])
+        _check_int(f"{name}[1]", hw[1])
+    _check_int("n_prefix", n_prefix, minimum=0)
+    (h, w), (new_h, new_w) = old_hw, new_hw
+    if table.dim() != 2 or table.shape[0] != n_prefix + h * w:
+        raise ValueError(
+            f"table must have shape (n_prefix + H*W, d) = ({n_prefix} + {h}*{w}, d) for old_hw={tuple(old_hw)}, "
+            f"got {tuple(table.shape)}"
+        )
+    d = table.shape[1]
+    grid = table[n_prefix:].float().reshape(h, w, d).permute(2, 0, 1)[None]
+    grid = F.interpolate(grid, size=(new_h, new_w), mode="bicubic", align_corners=False)
+    return torch.cat([table[:n_prefix], grid[0].permute(1, 2, 0).reshape(new_h * new_w, d).to(table.dtype)])
