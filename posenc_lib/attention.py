@@ -36,6 +36,7 @@ __all__ = [
     "MultiHeadAttention",
     "default_positions",
     "check_positions",
+    "check_attn_mask",
 ]
 
 
@@ -46,13 +47,29 @@ def default_positions(batch: int, seq: int, device: torch.device | None = None, 
 
 def check_positions(positions: Tensor, batch: int, seq: int) -> None:
     """Raise a clear error unless ``positions`` is an integer (batch|1, seq) tensor."""
-    if not isinstance(positions, Tensor) or positions.dtype.is_floating_point or positions.is_complex():
+    if (
+        not isinstance(positions, Tensor)
+        or positions.dtype.is_floating_point
+        or positions.is_complex()
+        or positions.dtype == torch.bool
+    ):
         dtype = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
         raise TypeError(f"positions must be an integer tensor (torch.long), got dtype {dtype}")
     if positions.dim() != 2 or positions.shape[1] != seq or positions.shape[0] not in (1, batch):
         raise ValueError(
             f"positions must have shape (batch, seq) = ({batch}, {seq}) or (1, {seq}), "
             f"got {tuple(positions.shape)}"
+        )
+
+
+def check_attn_mask(attn_mask: Tensor, batch: int, k_len: int) -> None:
+    """Raise a clear error unless ``attn_mask`` is a bool tensor; a 2-D one must be (batch, k_len)."""
+    if not isinstance(attn_mask, Tensor) or attn_mask.dtype != torch.bool:
+        dtype = attn_mask.dtype if isinstance(attn_mask, Tensor) else type(attn_mask).__name__
+        raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got dtype {dtype}")
+    if attn_mask.dim() == 2 and tuple(attn_mask.shape) != (batch, k_len):
+        raise ValueError(
+            f"attn_mask of dim 2 must have shape (batch, k_len) = ({batch}, {k_len}), got {tuple(attn_mask.shape)}"
         )
 
 
@@ -176,13 +193,18 @@ class MultiHeadAttention(nn.Module):
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)
+        if attn_mask is not None:
+            check_attn_mask(attn_mask, b, k.shape[-2])
         mask = self._mask(positions, k_positions, attn_mask, causal, past, x.dtype)
 
         if return_weights:
             scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
             if mask is not None:
                 scores = scores + mask
-            weights = scores.softmax(dim=-1)
+            # A query allowed to see no key at all (a left pad under a causal mask) gets all-zero
+            # weights, as SDPA gives it, instead of the NaN of a softmax over -inf only.
+            dead = scores.isneginf().all(dim=-1, keepdim=True)
+            weights = scores.masked_fill(dead, 0.0).softmax(dim=-1).masked_fill(dead, 0.0)
             y = weights @ v
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -197,8 +219,6 @@ class MultiHeadAttention(nn.Module):
         q_len, k_len = q_pos.shape[-1], k_pos.shape[-1]
         allowed = None
         if attn_mask is not None:
-            if attn_mask.dtype != torch.bool:
-                raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got dtype {attn_mask.dtype}")
             allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask
         if causal:
             i = torch.arange(q_len, device=q_pos.device)[:, None] + past

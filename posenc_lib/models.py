@@ -44,8 +44,9 @@ class TinyTransformer(nn.Module):
         d_model, n_heads, n_layers: size of the stack; d_model must be divisible by n_heads.
         scheme: the position scheme, shared by all layers; ``None`` = :class:`NoPosition`.
         causal: decoder (each token sees only itself and earlier tokens) instead of encoder.
-        pool: "none" gives per-token outputs (batch, seq, n_outputs); "mean" (masked by
-            ``attn_mask``), "first" or "last" give one output per sequence (batch, n_outputs).
+        pool: "none" gives per-token outputs (batch, seq, n_outputs); "mean", "first" or "last"
+            give one output per sequence (batch, n_outputs), over the real tokens only when an
+            ``attn_mask`` is given (the mean of the real tokens, the first or the last real token).
         embed_scale: multiply token embeddings by sqrt(d_model) before adding position
             (as in Vaswani et al.), so that the two have comparable scales.
         embed: a module mapping inputs to (batch, seq, d_model); default ``nn.Embedding``.
@@ -125,10 +126,15 @@ class TinyTransformer(nn.Module):
             else:
                 w = attn_mask.to(h.dtype).unsqueeze(-1)
                 h = (h * w).sum(dim=1) / w.sum(dim=1).clamp_min(1.0)
-        elif self.pool == "first":
-            h = h[:, 0]
-        elif self.pool == "last":
-            h = h[:, -1]
+        elif self.pool in ("first", "last"):
+            if attn_mask is None:
+                h = h[:, 0] if self.pool == "first" else h[:, -1]
+            else:
+                # Index of the first / last True of each row (argmax returns the first maximum).
+                real = attn_mask if self.pool == "first" else attn_mask.flip(-1)
+                idx = real.to(torch.uint8).argmax(dim=-1)
+                idx = idx if self.pool == "first" else attn_mask.shape[-1] - 1 - idx
+                h = h[torch.arange(h.shape[0], device=h.device), idx]
         return self.head(h)
 
     def num_parameters(self) -> int:

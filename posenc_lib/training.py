@@ -73,8 +73,8 @@ def train(
     rows are drawn with ``generator``, or a function ``step -> (inputs, targets)`` that makes
     each batch. The learning rate decays linearly to 10% over the run.
     """
-    if steps <= 0:
-        raise ValueError(f"steps must be a positive integer, got {steps}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if isinstance(data, tuple):
         inputs, targets = data
         if inputs.shape[0] != targets.shape[0]:
@@ -117,4 +117,6 @@ def accuracy(model: nn.Module, inputs: Tensor, targets: Tensor, batch_size: int 
         keep = y != -100
         correct += (pred[keep] == y[keep]).sum().item()
         total += keep.sum().item()
+    if total == 0:
+        raise ValueError(f"targets must contain at least one label other than -100, got shape {tuple(targets.shape)}")
     return correct / total
