@@ -1,0 +1,80 @@
+"""Shared test set-up: reproducible Hypothesis runs, and three tiny position schemes for testing the core.
+
+The schemes below are deliberately minimal stand-ins for the three places a real encoding acts
+(embedding, rotation of q/k, score bias); they let the core tests check position plumbing
+(KV-cache offsets, masks, symmetry) without depending on the encodings under test elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from hypothesis import settings
+from torch import Tensor, nn
+
+from posenc_lib.attention import NoPosition, PositionScheme
+
+# Same examples on every run and machine; no per-example deadline (2 shared CPU cores are slow and noisy).
+settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=True)
+settings.load_profile("posenc")
+
+
+class AddedTable(PositionScheme):
+    """Adds a random fixed row per position to the embeddings (a learnable-table stand-in)."""
+
+    kind = "embedding"
+
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(max_len, d_model, generator=torch.Generator().manual_seed(1)))
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        return x + self.table[positions].to(x.dtype)
+
+
+class PairRotation(PositionScheme):
+    """Rotates each pair (x[2i], x[2i+1]) of q and k by the angle position / (i + 1) (a RoPE stand-in)."""
+
+    kind = "rotary"
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        return self._rotate(q, positions), self._rotate(k, positions)
+
+    @staticmethod
+    def _rotate(x: Tensor, positions: Tensor) -> Tensor:
+        freqs = 1.0 / torch.arange(1, x.shape[-1] // 2 + 1, dtype=x.dtype)
+        angle = positions[:, None, :, None].to(x.dtype) * freqs  # (batch, 1, seq, head_dim/2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        cos, sin = angle.cos(), angle.sin()
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+class DistanceBias(PositionScheme):
+    """Adds -0.5 |i - j| to the scores (an ALiBi stand-in)."""
+
+    kind = "bias"
+
+    def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
+        distance = q_positions[:, None, :, None] - k_positions[:, None, None, :]
+        return -0.5 * distance.abs().to(torch.float32)
+
+
+SchemeFactory = Callable[[str, int], PositionScheme]
+
+
+@pytest.fixture
+def make_scheme() -> SchemeFactory:
+    """``make_scheme(name, d_model)`` with name in "none", "embedding", "rotary", "bias"."""
+
+    def make(name: str, d_model: int) -> PositionScheme:
+        schemes = {
+            "none": NoPosition,
+            "embedding": lambda: AddedTable(64, d_model),
+            "rotary": PairRotation,
+            "bias": DistanceBias,
+        }
+        return schemes[name]()
+
+    return make

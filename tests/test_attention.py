@@ -1,0 +1,206 @@
+"""MultiHeadAttention: permutation symmetry, shapes, masks, KV cache, explicit weights, input errors.
+
+Each property is checked together with its counter-case (a position-aware scheme breaks the
+symmetry, a missing mask changes the output, ...), so every test can fail.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.testing import assert_close
+
+from posenc_lib.attention import KVCache, MultiHeadAttention, NoPosition
+
+POSITION_AWARE = ["rotary", "bias"]  # the schemes MultiHeadAttention itself applies
+
+
+def mha(d_model: int, n_heads: int, scheme=None, seed: int = 0) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    return MultiHeadAttention(d_model, n_heads, scheme).double().eval()
+
+
+def randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+# --- permutation equivariance -------------------------------------------------------------------
+
+
+@settings(max_examples=40)
+@given(
+    batch=st.integers(1, 3),
+    seq=st.integers(1, 9),
+    n_heads=st.integers(1, 4),
+    head_dim=st.integers(1, 8),
+    seed=st.integers(0, 2**16),
+)
+def test_no_position_attention_is_permutation_equivariant(batch, seq, n_heads, head_dim, seed):
+    layer = mha(n_heads * head_dim, n_heads, NoPosition(), seed)
+    x = randn(batch, seq, n_heads * head_dim, seed=seed)
+    perm = torch.randperm(seq, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        assert_close(layer(x[:, perm]), layer(x)[:, perm])
+
+
+@pytest.mark.parametrize("name", POSITION_AWARE)
+def test_position_aware_attention_is_not_equivariant(make_scheme, name):
+    layer = mha(16, 2, make_scheme(name, 16))
+    x = randn(2, 6, 16)
+    perm = torch.tensor([2, 0, 5, 1, 4, 3])  # not a reversal, which keeps every |i - j|
+    with torch.no_grad():
+        assert not torch.allclose(layer(x[:, perm]), layer(x)[:, perm], atol=1e-4)
+
+
+# --- shapes ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch, seq, d_model, n_heads", [(1, 1, 4, 1), (3, 7, 12, 3), (2, 5, 32, 8)])
+def test_shapes(batch, seq, d_model, n_heads):
+    layer = mha(d_model, n_heads)
+    y, w = layer(randn(batch, seq, d_model), return_weights=True)
+    assert y.shape == (batch, seq, d_model)
+    assert w.shape == (batch, n_heads, seq, seq)
+    assert layer.head_dim == d_model // n_heads
+
+
+# --- padding and causal masks ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["none", *POSITION_AWARE])
+def test_padding_mask_gives_the_unpadded_outputs(make_scheme, name):
+    layer = mha(16, 4, make_scheme(name, 16))
+    long, short = randn(1, 6, 16, seed=1), randn(1, 4, 16, seed=2)
+    padded = torch.cat([short, randn(1, 2, 16, seed=3)], dim=1)  # right padding with junk vectors
+    x = torch.cat([long, padded])
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    with torch.no_grad():
+        y = layer(x, attn_mask=mask)
+        assert_close(y[0], layer(long)[0])
+        assert_close(y[1, :4], layer(short)[0])
+        assert not torch.allclose(layer(x)[1, :4], layer(short)[0], atol=1e-4)  # without the mask, pads leak in
+
+
+@pytest.mark.parametrize("name", ["none", *POSITION_AWARE])
+@pytest.mark.parametrize("t", [0, 3])
+def test_causal_output_ignores_future_tokens(make_scheme, name, t):
+    layer = mha(16, 2, make_scheme(name, 16))
+    x = randn(2, 6, 16, seed=1)
+    changed = x.clone()
+    changed[:, t + 1 :] = randn(2, 6 - t - 1, 16, seed=2)
+    with torch.no_grad():
+        y, y_changed = layer(x, causal=True), layer(changed, causal=True)
+        assert_close(y_changed[:, : t + 1], y[:, : t + 1])
+        assert not torch.allclose(y_changed[:, t + 1 :], y[:, t + 1 :], atol=1e-4)
+        # Without the causal mask the past does see the change.
+        assert not torch.allclose(layer(changed)[:, : t + 1], layer(x)[:, : t + 1], atol=1e-4)
+
+
+# --- KV cache -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["none", *POSITION_AWARE])
+def test_kv_cache_decode_equals_full_recomputation(make_scheme, name):
+    layer = mha(16, 2, make_scheme(name, 16))
+    x = randn(2, 7, 16)
+    cache = KVCache()
+    with torch.no_grad():
+        full = layer(x, causal=True)
+        steps = [layer(x[:, :3], causal=True, cache=cache)]  # a prompt, then one token at a time
+        steps += [layer(x[:, i : i + 1], causal=True, cache=cache) for i in range(3, 7)]
+    assert len(cache) == 7
+    assert_close(torch.cat(steps, dim=1), full)
+    assert_close(cache.positions, torch.arange(7).expand(2, 7))
+
+
+@pytest.mark.parametrize("name", POSITION_AWARE)
+def test_kv_cache_step_with_wrong_position_differs(make_scheme, name):
+    """The decode step must use the new token's absolute position; position 0 gives another answer."""
+    layer = mha(16, 2, make_scheme(name, 16))
+    x = randn(1, 5, 16)
+    cache = KVCache()
+    with torch.no_grad():
+        full = layer(x, causal=True)
+        layer(x[:, :4], causal=True, cache=cache)
+        wrong = layer(x[:, 4:], positions=torch.zeros(1, 1, dtype=torch.long), causal=True, cache=cache)
+    assert not torch.allclose(wrong[:, 0], full[:, 4], atol=1e-4)
+
+
+# --- explicit weights (return_weights=True) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["none", *POSITION_AWARE])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_explicit_weights_path_equals_sdpa(make_scheme, name, causal, padded):
+    layer = mha(16, 4, make_scheme(name, 16))
+    x = randn(2, 5, 16)
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2]) if padded else None
+    with torch.no_grad():
+        y, w = layer(x, attn_mask=mask, causal=causal, return_weights=True)
+        assert_close(y, layer(x, attn_mask=mask, causal=causal))
+    assert_close(w.sum(-1), torch.ones(2, 4, 5, dtype=w.dtype))
+    assert (w >= 0).all()
+    if causal:
+        assert (w.triu(diagonal=1) == 0).all()
+    if padded:
+        assert (w[1, :, :, 3:] == 0).all()
+
+
+def test_query_that_sees_no_key_gets_zero_weights_not_nan():
+    """Left padding under a causal mask: the pads see no key at all. Both paths give zeros, no NaN."""
+    layer = mha(8, 2)
+    x = randn(1, 4, 8)
+    mask = torch.tensor([[False, False, True, True]])
+    with torch.no_grad():
+        y, w = layer(x, attn_mask=mask, causal=True, return_weights=True)
+        assert_close(y, layer(x, attn_mask=mask, causal=True))
+    assert not y.isnan().any()
+    assert (w[0, :, :2] == 0).all()
+    assert_close(w[0, :, 2:].sum(-1), torch.ones(2, 2, dtype=w.dtype))
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 0), (0, 2), (-4, 2)])
+def test_d_model_not_a_multiple_of_n_heads(d_model, n_heads):
+    with pytest.raises(ValueError, match=rf"d_model must be a positive multiple of n_heads, got d_model={d_model}, n_heads={n_heads}"):
+        MultiHeadAttention(d_model, n_heads)
+
+
+@pytest.mark.parametrize("shape", [(5, 8), (2, 5, 6), (1, 2, 5, 8)])
+def test_x_of_wrong_shape(shape):
+    with pytest.raises(ValueError, match=re.escape(f"x must have shape (batch, seq, d_model=8), got {shape}")):
+        MultiHeadAttention(8, 2)(torch.zeros(shape))
+
+
+def test_x_of_integer_dtype():
+    with pytest.raises(TypeError, match=r"x must be a floating-point tensor, got dtype torch.int64"):
+        MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8, dtype=torch.long))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool])
+def test_positions_of_non_integer_dtype(dtype):
+    with pytest.raises(TypeError, match=rf"positions must be an integer tensor \(torch.long\), got dtype {dtype}"):
+        MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), positions=torch.zeros(1, 3, dtype=dtype))
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (1, 4), (1, 1, 3)])
+def test_positions_of_wrong_shape(shape):
+    with pytest.raises(ValueError, match=r"positions must have shape \(batch, seq\) = \(3, 3\) or \(1, 3\), got"):
+        MultiHeadAttention(8, 2)(torch.zeros(3, 3, 8), positions=torch.zeros(shape, dtype=torch.long))
+
+
+def test_attn_mask_not_bool():
+    with pytest.raises(TypeError, match=r"attn_mask must be a bool tensor \(True = may attend\), got dtype torch.float32"):
+        MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), attn_mask=torch.ones(1, 3))
+
+
+def test_attn_mask_of_wrong_length():
+    with pytest.raises(ValueError, match=r"attn_mask of dim 2 must have shape \(batch, k_len\) = \(1, 3\), got \(1, 4\)"):
+        MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), attn_mask=torch.ones(1, 4, dtype=torch.bool))

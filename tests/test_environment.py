@@ -1,0 +1,82 @@
+"""The pinned environment: requirements.txt is the single source of exact pins, and the venv matches it."""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!-]+)$")
+
+
+def requirement_lines() -> list[str]:
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def pins() -> dict[str, str]:
+    return {canonicalize_name(m["name"]): m["version"] for m in map(PIN.match, requirement_lines()) if m}
+
+
+def direct_dependencies() -> list[str]:
+    """The packages the course uses itself: the first block of requirements.txt, up to the next comment."""
+    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    block = text.split("# --- used directly", 1)[1].split("\n# ---", 1)[0]
+    return [PIN.match(line.strip())["name"] for line in block.splitlines()[1:] if PIN.match(line.strip())]
+
+
+def test_every_requirement_is_an_exact_pin():
+    bad = [line for line in requirement_lines() if not PIN.match(line)]
+    assert not bad, f"requirements.txt lines that are not 'name==version': {bad}"
+    names = [canonicalize_name(PIN.match(line)["name"]) for line in requirement_lines()]
+    assert len(names) == len(set(names)), "a package is pinned twice"
+
+
+def test_torch_is_pinned_to_2_13_0():
+    assert pins()["torch"] == "2.13.0"
+
+
+def test_environment_yml_installs_exactly_requirements_txt():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    deps = env["dependencies"]
+    assert "python=3.11" in deps
+    pip_sections = [d["pip"] for d in deps if isinstance(d, dict) and "pip" in d]
+    assert pip_sections == [["-r requirements.txt", "-e ."]]
+    assert [d for d in deps if isinstance(d, str)] == ["python=3.11", "pip"], "pins belong in requirements.txt only"
+
+
+def test_python_is_3_11():
+    assert sys.version_info[:2] == (3, 11)
+
+
+def test_the_direct_dependencies_are_the_expected_ones():
+    names = {canonicalize_name(n) for n in direct_dependencies()}
+    assert {"torch", "numpy", "matplotlib", "nbval", "pytest", "jupytext", "nbconvert"} <= names
+
+
+@pytest.mark.parametrize("name", direct_dependencies())
+def test_installed_version_equals_the_pin(name):
+    """Guards against a stale venv: re-run `make setup` (or touch requirements.txt) if this fails."""
+    expected = pins()[canonicalize_name(name)]
+    try:
+        installed = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pytest.fail(f"{name} is pinned to {expected} in requirements.txt but not installed")
+    assert installed.split("+")[0] == expected, f"{name}: installed {installed}, pinned {expected}"
+
+
+def test_pyproject_dependencies_are_satisfied_by_the_pins():
+    """posenc-lib's own dependencies (pyproject.toml) must all be pinned, at versions they accept."""
+    requirements = [Requirement(r) for r in metadata.requires("posenc-lib") or []]
+    assert requirements, "posenc-lib is not installed in this environment (pip install -e .)"
+    for req in requirements:
+        pinned = pins().get(canonicalize_name(req.name))
+        assert pinned is not None, f"{req.name} is a dependency of posenc-lib but not pinned in requirements.txt"
+        assert req.specifier.contains(pinned), f"{req.name}: pinned {pinned} does not satisfy {req}"

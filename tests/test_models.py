@@ -1,0 +1,169 @@
+"""TinyTransformer: pooling and permutation invariance, padding, KV-cache decoding, sizes, input errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+
+SCHEMES = ["none", "embedding", "rotary", "bias"]
+
+
+def model(scheme=None, seed: int = 0, **kwargs) -> TinyTransformer:
+    torch.manual_seed(seed)
+    kwargs = {"d_model": 16, "n_heads": 2, "n_layers": 2} | kwargs
+    return TinyTransformer(11, 5, scheme=scheme, **kwargs).double().eval()
+
+
+def tokens(batch: int, seq: int, seed: int = 0) -> torch.Tensor:
+    return torch.randint(1, 11, (batch, seq), generator=torch.Generator().manual_seed(seed))
+
+
+# --- permutation invariance with mean pooling ----------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mean_pooled_output_is_permutation_invariant_without_positions(seed):
+    net = model(seed=seed)
+    x = tokens(3, 8, seed)
+    perm = torch.randperm(8, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        assert_close(net(x[:, perm]), net(x))
+        # Per token it is equivariant: the outputs move with their tokens.
+        assert_close(model(seed=seed, pool="none")(x[:, perm]), model(seed=seed, pool="none")(x)[:, perm])
+
+
+@pytest.mark.parametrize("name", ["embedding", "rotary", "bias"])
+def test_mean_pooled_output_depends_on_order_with_positions(make_scheme, name):
+    net = model(make_scheme(name, 16))
+    x = tokens(3, 8)
+    perm = torch.tensor([3, 0, 7, 1, 6, 2, 5, 4])
+    with torch.no_grad():
+        assert not torch.allclose(net(x[:, perm]), net(x), atol=1e-4)
+
+
+# --- pooling and padding --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pool, shape", [("none", (2, 6, 5)), ("mean", (2, 5)), ("first", (2, 5)), ("last", (2, 5))])
+def test_output_shapes(pool, shape):
+    net = model(pool=pool)
+    assert net(tokens(2, 6)).shape == shape
+    assert net.features(tokens(2, 6)).shape == (2, 6, 16)
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+@pytest.mark.parametrize("pool", ["mean", "first", "last"])
+def test_right_padded_batch_gives_the_unpadded_outputs(make_scheme, name, pool):
+    net = model(make_scheme(name, 16), pool=pool)
+    a, b = tokens(1, 6, seed=1), tokens(1, 4, seed=2)
+    batch = torch.cat([a, torch.cat([b, torch.zeros(1, 2, dtype=torch.long)], dim=1)])
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    with torch.no_grad():
+        out = net(batch, attn_mask=mask)
+        assert_close(out[0], net(a)[0])
+        assert_close(out[1], net(b)[0])
+        assert not torch.allclose(net(batch)[1], net(b)[0], atol=1e-4)  # the mask is what makes it work
+
+
+@pytest.mark.parametrize("pool", ["mean", "first", "last"])
+def test_left_padded_batch_with_positions_from_the_mask(make_scheme, pool):
+    """Left padding is harmless when positions count from the first real token (cumsum of the mask - 1)."""
+    net = model(make_scheme("embedding", 16), pool=pool)
+    b = tokens(1, 4, seed=2)
+    padded = torch.cat([torch.zeros(1, 2, dtype=torch.long), b], dim=1)
+    mask = torch.tensor([[False, False, True, True, True, True]])
+    positions = (mask.long().cumsum(-1) - 1).clamp_min(0)
+    with torch.no_grad():
+        assert_close(net(padded, positions=positions, attn_mask=mask), net(b))
+
+
+# --- causal decoding with a KV cache --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_last_token_logits_two_ways_agree(make_scheme, name):
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    full, cached = last_token_logits_two_ways(net, tokens(2, 9))
+    assert full.shape == cached.shape == (2, 5)
+    assert_close(cached, full)
+
+
+@pytest.mark.parametrize("name", SCHEMES)
+def test_token_by_token_decoding_equals_full_recomputation(make_scheme, name):
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    x = tokens(2, 7)
+    cache = net.new_cache()
+    with torch.no_grad():
+        steps = torch.cat([net(x[:, i : i + 1], cache=cache) for i in range(7)], dim=1)
+        assert_close(steps, net(x))
+    assert [len(c) for c in cache] == [7, 7]
+
+
+@pytest.mark.parametrize("name", ["embedding", "rotary", "bias"])
+def test_cached_step_at_the_wrong_position_differs(make_scheme, name):
+    """A decode step that restarts positions at 0 (a classic cache bug) gives other logits."""
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    x = tokens(1, 6)
+    cache = net.new_cache()
+    with torch.no_grad():
+        full = net(x)[:, -1]
+        net(x[:, :-1], cache=cache)
+        wrong = net(x[:, -1:], positions=torch.zeros(1, 1, dtype=torch.long), cache=cache)[:, -1]
+    assert not torch.allclose(wrong, full, atol=1e-4)
+
+
+def test_causal_model_ignores_future_tokens():
+    net = model(causal=True, pool="none")
+    x = tokens(2, 8)
+    changed = x.clone()
+    changed[:, 5:] = tokens(2, 3, seed=7)
+    with torch.no_grad():
+        assert_close(net(changed)[:, :5], net(x)[:, :5])
+        assert not torch.allclose(net(changed)[:, 5:], net(x)[:, 5:], atol=1e-4)
+
+
+# --- sizes, options and errors --------------------------------------------------------------------
+
+
+def test_num_parameters_counts_position_tables_but_not_buffers(make_scheme):
+    base = model().num_parameters()
+    d, vocab, out, layers, ff = 16, 11, 5, 2, 64
+    per_layer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
+    assert base == vocab * d + layers * per_layer + 2 * d + (d * out + out)
+    assert model(make_scheme("embedding", 16)).num_parameters() == base + 64 * 16
+    scheme = make_scheme("none", 16)
+    scheme.register_buffer("table", torch.zeros(64, 16))
+    assert model(scheme).num_parameters() == base
+
+
+def test_embed_scale_multiplies_token_embeddings_by_sqrt_d_model():
+    plain, scaled = model(), model(embed_scale=True)
+    x = tokens(1, 4)
+    with torch.no_grad():
+        scaled.embed.weight.copy_(plain.embed.weight / 16**0.5)
+        assert_close(scaled(x), plain(x))
+
+
+def test_custom_embed_module_replaces_the_token_embedding():
+    torch.manual_seed(0)
+    net = TinyTransformer(None, 3, d_model=8, n_heads=2, n_layers=1, embed=nn.Linear(4, 8))
+    assert net(torch.randn(2, 5, 4)).shape == (2, 3)
+
+
+def test_bad_pool():
+    with pytest.raises(ValueError, match=r"pool must be one of 'none', 'mean', 'first', 'last', got 'max'"):
+        TinyTransformer(10, 2, pool="max")
+
+
+def test_missing_vocab_size():
+    with pytest.raises(ValueError, match=r"vocab_size is required when no embed module is given"):
+        TinyTransformer(None, 2)
+
+
+def test_bad_positions_reach_the_caller():
+    with pytest.raises(ValueError, match=r"positions must have shape \(batch, seq\) = \(2, 6\) or \(1, 6\), got \(2, 5\)"):
+        model()(tokens(2, 6), positions=torch.zeros(2, 5, dtype=torch.long))

@@ -1,0 +1,108 @@
+"""Training helpers: reproducibility, the deterministic progress bar, input checks, accuracy."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from posenc_lib.models import TinyTransformer
+from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, train
+
+
+def sorting_data(generator: torch.Generator, n: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """A small task: is the first token larger than the last one? (needs position to solve)."""
+    x = torch.randint(0, 8, (n, 6), generator=generator)
+    return x, (x[:, 0] > x[:, -1]).long()
+
+
+def run(seed: int) -> list[float]:
+    gen = seed_everything(seed)
+    data = sorting_data(gen)
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    return train(net, data, steps=15, batch_size=16, generator=gen, desc=None)
+
+
+def test_seeded_training_is_reproducible():
+    first, second = run(0), run(0)
+    assert len(first) == 15
+    assert first == second  # bit-for-bit, not approximately
+    assert run(1) != first  # and the seed matters
+
+
+def test_training_reduces_the_loss_on_a_fixed_batch():
+    gen = seed_everything(0)
+    x = torch.randint(0, 8, (16, 6), generator=gen)
+    y = (x == 7).any(dim=1).long()  # a bag-of-tokens task, solvable without positions
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    losses = train(net, (x, y), steps=40, lr=1e-2, batch_size=16, generator=gen, desc=None)
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:5]) / 5
+    assert accuracy(net, x, y) == 1.0
+    assert not net.training  # train() leaves the model in eval mode
+
+
+def test_train_accepts_a_batch_function():
+    gen = seed_everything(0)
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    seen = []
+
+    def batch(step: int):
+        seen.append(step)
+        return sorting_data(gen, n=8)
+
+    assert len(train(net, batch, steps=3, desc=None)) == 3
+    assert seen == [0, 1, 2]
+
+
+def test_progress_bar_in_deterministic_mode_prints_no_time_or_rate(monkeypatch, capsys):
+    monkeypatch.setenv("POSENC_DETERMINISTIC", "1")
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    train(net, sorting_data(seed_everything(0)), steps=30, batch_size=8, desc="demo")
+    err = capsys.readouterr().err
+    frames = [f for f in re.split(r"[\r\n]+", err) if f.strip()]
+    assert frames[0].startswith("demo:   0%|") and frames[0].endswith("| 0/30")
+    assert re.fullmatch(r"demo: 100%\|#{20}\| 30/30, loss=\d\.\d{4}", frames[-1])
+    assert len(frames) == 2  # only the first and the final state
+    assert not re.search(r"\d+:\d\d|it/s|s/it|\?", err)  # no elapsed/remaining time, no rate
+
+
+def test_progress_bar_interactive_mode_does_show_a_rate(monkeypatch, capsys):
+    """The counter-case: without POSENC_DETERMINISTIC the bar is tqdm's usual one, with time and rate."""
+    monkeypatch.delenv("POSENC_DETERMINISTIC", raising=False)
+    assert list(progress(range(3), total=3, desc="demo")) == [0, 1, 2]
+    assert re.search(r"\d+:\d\d.*it/s", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("steps", [0, -3, 2.5, True])
+def test_train_rejects_steps_that_are_not_positive_integers(steps):
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    with pytest.raises(ValueError, match=rf"steps must be a positive integer, got {re.escape(repr(steps))}"):
+        train(net, sorting_data(torch.Generator().manual_seed(0)), steps=steps)
+
+
+def test_train_rejects_inputs_and_targets_of_different_length():
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    x, y = sorting_data(torch.Generator().manual_seed(0), n=10)
+    with pytest.raises(ValueError, match=r"data inputs and targets differ in length: 10 vs 9"):
+        train(net, (x, y[:9]), steps=1)
+
+
+def test_accuracy_and_ignored_targets():
+    class Fixed(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.one_hot(x, 3).float()  # predicts the input token itself
+
+    x = torch.tensor([[0, 1, 2, 2]])
+    assert accuracy(Fixed(), x, torch.tensor([[0, 1, 0, 0]])) == 0.5
+    assert accuracy(Fixed(), x, torch.tensor([[0, 1, -100, -100]])) == 1.0
+    with pytest.raises(ValueError, match=r"targets must contain at least one label other than -100, got shape \(1, 4\)"):
+        accuracy(Fixed(), x, torch.full((1, 4), -100))
+
+
+def test_cross_entropy_ignores_minus_100_per_token():
+    logits = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))
+    targets = torch.tensor([[1, -100, 2], [0, 3, -100]])
+    keep = targets != -100
+    expected = torch.nn.functional.cross_entropy(logits[keep], targets[keep])
+    torch.testing.assert_close(cross_entropy(logits, targets), expected)
