@@ -199,16 +199,21 @@ def alibi_bias(slopes: Tensor, q_positions: Tensor, k_positions: Tensor, compact
     right for any mask. ``compact=True``: the per-key ``m_h * j``, shape (batch|1, heads, 1, k_len),
     which gives the same softmax *only under a causal mask* (each row differs from the full
     form by the constant ``m_h * i``). Its values grow with the position, so at very long
-    positions in low precision the compact form loses digits that the full one keeps.
+    positions in low precision the compact form loses digits that the full one keeps; the
+    bias is computed in at least float32 (the attention casts it to the model dtype).
     """
-    if not isinstance(slopes, Tensor) or not slopes.dtype.is_floating_point or slopes.dim() != 1:
-        raise TypeError(f"slopes must be a 1-D floating-point tensor (heads,), got {slopes!r:.80}")
+    if not isinstance(slopes, Tensor) or not slopes.dtype.is_floating_point:
+        got = slopes.dtype if isinstance(slopes, Tensor) else type(slopes).__name__
+        raise TypeError(f"slopes must be a floating-point tensor of shape (heads,), got {got}")
+    if slopes.dim() != 1:
+        raise ValueError(f"slopes must have shape (heads,), got {tuple(slopes.shape)}")
     _check_qk_positions(q_positions, k_positions)
-    m = slopes[None, :, None, None]
+    dtype = torch.promote_types(slopes.dtype, torch.float32)  # never multiply positions in 16-bit
+    m = slopes.to(dtype)[None, :, None, None]
     if compact:
-        return m * k_positions[:, None, None, :].to(slopes.dtype)
+        return m * k_positions[:, None, None, :].to(dtype)
     distance = (k_positions[:, None, :] - q_positions[:, :, None]).abs()
-    return -m * distance[:, None].to(slopes.dtype)
+    return -m * distance[:, None].to(dtype)
 
 
 class ALiBi(PositionScheme):

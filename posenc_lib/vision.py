@@ -249,10 +249,12 @@ def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor) ->
     freqs: (2, heads, head_dim // 2) learned frequencies; pair i of head h turns by
     ``rows * freqs[0, h, i] + cols * freqs[1, h, i]``, a frequency along any direction of the
     image plane, not only along the axes. rows, cols: integer (batch|1, seq). Half layout.
+    Angles are computed in at least float32 and cos/sin cast to x's dtype at the end.
     """
     b, h, s, d = x.shape
-    angles = rows[:, None, :, None].to(freqs.dtype) * freqs[0, None, :, None, :]
-    angles = angles + cols[:, None, :, None].to(freqs.dtype) * freqs[1, None, :, None, :]  # (b|1, h, s, d/2)
+    f = freqs.to(torch.promote_types(freqs.dtype, torch.float32))  # angles never in 16-bit
+    angles = rows[:, None, :, None].to(f.dtype) * f[0, None, :, None, :]
+    angles = angles + cols[:, None, :, None].to(f.dtype) * f[1, None, :, None, :]  # (b|1, h, s, d/2)
     angles = angles.expand(b, h, s, d // 2).reshape(b * h, s, d // 2)
     # one "batch" row per (batch, head) pair, so the per-head tables broadcast over a single head
     out = apply_rope(x.reshape(b * h, 1, s, d), angles.cos().to(x.dtype), angles.sin().to(x.dtype), layout="half")
