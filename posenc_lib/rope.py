@@ -1,0 +1,480 @@
+"""Rotary position embedding (RoPE, Su et al. "RoFormer"): turn query/key pairs by an angle that grows with position.
+
+Split a head of width d into d/2 pairs. At position m, pair i is rotated by the angle
+``m * theta_i`` with ``theta_i = base^(-2i/d)``. Because a rotation by m followed by the
+inverse of a rotation by n is a rotation by m - n, the score <R_m q, R_n k> depends on the
+positions only through m - n: relative position, obtained with absolute angles.
+
+Two layouts say which dims form a pair, and a checkpoint only works in its own one:
+
+* ``"half"`` (Hugging Face ``rotate_half``): pair i is (x[i], x[i + d/2]).
+* ``"interleaved"`` (Meta's LLaMA reference, complex numbers): pair i is (x[2i], x[2i+1]).
+
+:func:`rope_layout_permutation` and :func:`convert_qk_weight` translate between them.
+
+Tables are *half width*: ``cos, sin`` have shape (batch|1, seq, rot_dim // 2), one column
+per pair, and broadcast over heads. The angles and their cos/sin are always computed in
+float32 and cast to the model dtype last: in bfloat16 a position like 3000 is not even
+representable (spacing 16), so bf16 angles are wrong by whole radians.
+
+Speed. RoPE does almost no arithmetic per byte, so its cost is memory traffic; the floor is
+copying q and k. :func:`apply_rope` walks the tensor in blocks small enough to stay in the
+L2 cache, so that the five eager element-wise ops per block cost about one trip to memory;
+it writes into ``out`` (``out=x`` rotates in place, which also avoids page-faulting a fresh
+buffer), uses one complex multiply for the interleaved layout in float32/float64, and its
+backward is the inverse rotation (one more pass), not autograd through the formula. Under
+``torch.compile`` it hands inductor the plain formula, which inductor fuses into one loop.
+
+Shapes:
+    x, q, k         (batch, heads, seq, head_dim)
+    positions       (batch, seq) or (seq,) integer
+    inv_freq        (rot_dim // 2,) float32
+    cos, sin        (batch|1, seq, rot_dim // 2) or (seq, rot_dim // 2); rot_dim <= head_dim
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+
+from .attention import PositionScheme
+from .rope_scaling import rope_frequencies, rope_inv_freq
+
+__all__ = [
+    "LAYOUTS",
+    "rope_inv_freq",
+    "rope_cos_sin",
+    "apply_rope",
+    "apply_rope_qk",
+    "apply_rope_complex",
+    "rotate_half",
+    "rotate_half_reference",
+    "rope_layout_permutation",
+    "convert_qk_weight",
+    "RotaryPE",
+]
+
+Layout = Literal["half", "interleaved"]
+LAYOUTS: tuple[str, ...] = ("half", "interleaved")
+
+# Elements of x per block in the eager kernel: 2**18 float32 = 1 MiB, which keeps a block,
+# its temporary and its slice of cos/sin in the L2 caches of two cores between the five ops.
+_BLOCK_ELEMENTS = 2**18
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _check_layout(layout: str, name: str = "layout") -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"{name} must be one of {list(LAYOUTS)}, got {layout!r}")
+
+
+def _check_float(name: str, t: Any) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point tensor (float16/bfloat16/float32/float64), got {t.dtype}")
+
+
+def _check_positions(positions: Any) -> None:
+    if not isinstance(positions, Tensor) or positions.dtype.is_floating_point or positions.is_complex():
+        got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
+        raise TypeError(f"positions must be an integer tensor (e.g. torch.long), got {got}")
+    if positions.dtype == torch.bool:
+        raise TypeError("positions must be an integer tensor (e.g. torch.long), got torch.bool")
+    if positions.dim() not in (1, 2):
+        raise ValueError(f"positions must have shape (seq,) or (batch, seq), got {tuple(positions.shape)}")
+
+
+def _check_x(name: str, x: Any) -> None:
+    _check_float(name, x)
+    if x.dim() != 4:
+        raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim), got {tuple(x.shape)}")
+    if x.shape[-1] % 2:
+        raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
+
+
+def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    """Check half-width cos/sin against x (batch, heads, seq, head_dim); return them as (batch|1, seq, c)."""
+    _check_float("cos", cos)
+    _check_float("sin", sin)
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if cos.dim() == 2:
+        cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
+    batch, _, seq, head_dim = x.shape
+    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq or not 1 <= cos.shape[2] <= head_dim // 2:
+        raise ValueError(
+            f"cos and sin must have shape (batch|1, seq, rot_dim // 2) = ({batch}|1, {seq}, 1..{head_dim // 2}) "
+            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}"
+        )
+    return cos, sin
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def rope_cos_sin(
+    positions: Tensor, inv_freq: Tensor, attention_factor: float = 1.0, dtype: torch.dtype = torch.float32
+) -> tuple[Tensor, Tensor]:
+    """Half-width cos and sin of the angles ``positions * inv_freq``.
+
+    Args:
+        positions: (batch, seq) or (seq,) integer positions (any integers, negative ones too).
+        inv_freq: (rot_dim // 2,) frequencies, e.g. from :func:`rope_inv_freq`.
+        attention_factor: multiplies cos and sin (YaRN's temperature; 1.0 otherwise).
+        dtype: dtype of the result. The angles, cos and sin are computed in float32
+            whatever ``dtype`` is, and cast at the very end.
+
+    Returns:
+        ``(cos, sin)``, each (batch, seq, rot_dim // 2) or (seq, rot_dim // 2), on positions' device.
+    """
+    _check_positions(positions)
+    _check_float("inv_freq", inv_freq)
+    if inv_freq.dim() != 1:
+        raise ValueError(f"inv_freq must have shape (rot_dim // 2,), got {tuple(inv_freq.shape)}")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq.to(device=positions.device, dtype=torch.float32)
+    cos, sin = angles.cos(), angles.sin()
+    if attention_factor != 1.0:
+        cos, sin = cos * attention_factor, sin * attention_factor
+    return cos.to(dtype), sin.to(dtype)
+
+
+# ----------------------------------------------------------------------------- readable references
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dim: the 90-degree turn of every half-layout pair."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """The textbook half-layout formula ``x * cat(cos, cos) + rotate_half(x) * cat(sin, sin)``.
+
+    Readable and slow (it materialises full-width tables and four temporaries); the fast
+    :func:`apply_rope` is tested against it. x: (batch, heads, seq, head_dim); cos, sin:
+    (batch|1, seq, c) half width. Only the first 2c dims are rotated, the rest pass through.
+    """
+    _check_x("x", x)
+    cos, sin = _table_3d(cos, sin, x)
+    rot = 2 * cos.shape[-1]
+    cos = torch.cat((cos, cos), dim=-1).unsqueeze(1)  # (batch|1, 1, seq, rot): broadcast over heads
+    sin = torch.cat((sin, sin), dim=-1).unsqueeze(1)
+    rotated = x[..., :rot] * cos + rotate_half(x[..., :rot]) * sin
+    return torch.cat((rotated, x[..., rot:]), dim=-1).to(x.dtype)
+
+
+def apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
+    """Interleaved-layout RoPE with complex numbers, as in Meta's LLaMA reference.
+
+    Pairs (x[2i], x[2i+1]) are read as complex numbers z_i and multiplied by
+    ``exp(i * m * theta_i)`` (``torch.polar``); computed in float32 and cast back to x's dtype.
+    x: (batch, heads, seq, head_dim); positions: (batch, seq) or (seq,); inv_freq: (c,) with
+    2c <= head_dim (dims from 2c on pass through).
+    """
+    _check_x("x", x)
+    _check_positions(positions)
+    c = inv_freq.shape[-1]
+    if not 1 <= c <= x.shape[-1] // 2:
+        raise ValueError(f"inv_freq must have 1..head_dim // 2 = {x.shape[-1] // 2} entries, got {c}")
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq.to(device=x.device, dtype=torch.float32)
+    turn = torch.polar(torch.ones_like(angles), angles)  # (batch|seq..., c) unit complex numbers
+    if turn.dim() == 3:
+        turn = turn.unsqueeze(1)  # broadcast over heads
+    z = torch.view_as_complex(x[..., : 2 * c].float().unflatten(-1, (c, 2)).contiguous())
+    rotated = torch.view_as_real(z * turn).flatten(-2)
+    return torch.cat((rotated, x[..., 2 * c :].float()), dim=-1).to(x.dtype)
+
+
+# ----------------------------------------------------------------------------- fast path
+
+
+def _pairs(x: Tensor, c: int, layout: str) -> tuple[Tensor, Tensor]:
+    """Views (first, second) of the c rotated pairs of x: half = (x[:c], x[c:2c]), interleaved = (x[0::2], x[1::2])."""
+    if layout == "half":
+        return x[..., :c], x[..., c : 2 * c]
+    return x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2]
+
+
+def _rotate_pairs(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, o1: Tensor, o2: Tensor, inverse: bool) -> None:
+    """o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin (sin negated when ``inverse``); o1, o2 may be x1, x2.
+
+    Five element-wise ops writing into preallocated memory; ``x1 * sin`` is saved first
+    because writing o1 may overwrite x1.
+    """
+    sign = -1.0 if inverse else 1.0
+    x1_sin = x1 * sin
+    torch.mul(x1, cos, out=o1)
+    o1.addcmul_(x2, sin, value=-sign)
+    torch.mul(x2, cos, out=o2)
+    o2.add_(x1_sin, alpha=sign)
+
+
+def _blocks(batch: int, heads: int, seq: int, head_dim: int) -> list[tuple[slice, slice]]:
+    """(batch slice, seq slice) blocks of about _BLOCK_ELEMENTS elements each, all heads included."""
+    per_position = heads * head_dim
+    if seq * per_position >= _BLOCK_ELEMENTS:
+        step = max(1, _BLOCK_ELEMENTS // per_position)
+        return [(slice(b, b + 1), slice(s, s + step)) for b in range(batch) for s in range(0, seq, step)]
+    step = max(1, _BLOCK_ELEMENTS // (seq * per_position))
+    return [(slice(b, b + step), slice(0, seq)) for b in range(0, batch, step)]
+
+
+def _complex_view(t: Tensor, c: int) -> Tensor | None:
+    """The first c interleaved pairs of t as a complex tensor sharing t's memory, or None if impossible."""
+    if t.dtype not in (torch.float32, torch.float64) or t.stride(-1) != 1 or t.storage_offset() % 2:
+        return None
+    if any(stride % 2 for stride in t.stride()[:-1]):
+        return None
+    return torch.view_as_complex(t[..., : 2 * c].unflatten(-1, (c, 2)))
+
+
+def _rotate_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False) -> Tensor:
+    """Rotate x (batch, heads, seq, head_dim) by the (batch|1, seq, c) tables into out (may be x); no autograd."""
+    c = cos.shape[-1]
+    if out is not x and 2 * c < x.shape[-1]:
+        out[..., 2 * c :].copy_(x[..., 2 * c :])
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (batch|1, 1, seq, c): broadcast over heads
+    if layout == "interleaved" and cos.dtype == x.dtype:
+        z, z_out = _complex_view(x, c), _complex_view(out, c)
+        if z is not None and z_out is not None:
+            torch.mul(z, torch.complex(cos, -sin if inverse else sin), out=z_out)
+            return out
+    for b, s in _blocks(*x.shape):
+        cb, sb = (cos[b, :, s], sin[b, :, s]) if cos.shape[0] > 1 else (cos[:, :, s], sin[:, :, s])
+        x1, x2 = _pairs(x[b, :, s], c, layout)
+        o1, o2 = _pairs(out[b, :, s], c, layout)
+        _rotate_pairs(x1, x2, cb, sb, o1, o2, inverse)
+    return out
+
+
+def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+    """The same rotation as plain differentiable tensor ops (for torch.compile and learnable frequencies)."""
+    c = cos.shape[-1]
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    x1, x2 = _pairs(x, c, layout)
+    r1, r2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+    rotated = torch.cat((r1, r2), dim=-1) if layout == "half" else torch.stack((r1, r2), dim=-1).flatten(-2)
+    return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
+
+
+class _Rotate(torch.autograd.Function):
+    """RoPE with a one-pass backward: the gradient of a rotation is the inverse rotation of the gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+        ctx.save_for_backward(cos, sin)
+        ctx.layout = layout
+        return _rotate_into(x, cos, sin, layout, torch.empty_like(x))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        cos, sin = ctx.saved_tensors
+        return _rotate_into(grad, cos, sin, ctx.layout, torch.empty_like(grad), inverse=True), None, None, None
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None) -> Tensor:
+    """Rotate the pairs of x by the angles whose cos and sin are given.
+
+    Args:
+        x: (batch, heads, seq, head_dim) float tensor (any strides).
+        cos, sin: (batch|1, seq, c) or (seq, c) half-width tables from :func:`rope_cos_sin`,
+            broadcast over heads. With 2c < head_dim only the first 2c dims are rotated
+            (partial rotary, as GPT-NeoX); the rest pass through unchanged.
+        layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
+        out: tensor like x to write into; ``out=x`` rotates x in place (fastest: no new
+            buffer). Not allowed while autograd records x.
+
+    Returns:
+        The rotated tensor, x's shape and dtype (``out`` itself when given).
+
+    Accuracy. Against the :func:`rotate_half_reference` formula the result differs only by
+    float rounding: within 1e-6 (absolute, for |x| <= 1) in float32. In bfloat16 (8-bit
+    mantissa, unit roundoff u = 2**-8) each output is a rounded product plus a rounded
+    sum, so both formulas lie within about 3u |x| of the exact rotation of the same inputs,
+    hence within 6u |x| = 0.024 |x| of each other, where |x| is the size of the pair (the
+    tests check 0.024 * max|pair|). In float16 (u = 2**-11) the same bound is 0.003 |x|.
+    """
+    _check_layout(layout)
+    _check_x("x", x)
+    cos, sin = _table_3d(cos, sin, x)
+    if out is not None:
+        if not isinstance(out, Tensor) or out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+            got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, Tensor) else type(out).__name__
+            raise ValueError(f"out must be a tensor of x's shape, dtype and device {tuple(x.shape), x.dtype, x.device}, got {got}")
+    grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
+    if grad and out is not None:
+        raise ValueError("out= cannot be used while autograd records x, cos or sin; call apply_rope without out")
+    if torch.compiler.is_compiling() or (grad and (cos.requires_grad or sin.requires_grad)):
+        rotated = _rotate_formula(x, cos, sin, layout)
+        return rotated if out is None else out.copy_(rotated)
+    if grad:
+        return _Rotate.apply(x, cos, sin, layout)
+    return _rotate_into(x, cos, sin, layout, torch.empty_like(x) if out is None else out)
+
+
+def apply_rope_qk(
+    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", inplace: bool = False
+) -> tuple[Tensor, Tensor]:
+    """:func:`apply_rope` on queries and keys with the same tables; ``inplace=True`` overwrites q and k.
+
+    q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim) (kv_heads may differ,
+    as in grouped-query attention); cos, sin: (batch|1, seq, c).
+    """
+    _check_x("q", q)
+    _check_x("k", k)
+    if (q.shape[0], q.shape[2], q.shape[3]) != (k.shape[0], k.shape[2], k.shape[3]) or q.dtype != k.dtype:
+        raise ValueError(
+            f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
+            f"and k {tuple(k.shape)} {k.dtype}"
+        )
+    return (
+        apply_rope(q, cos, sin, layout, out=q if inplace else None),
+        apply_rope(k, cos, sin, layout, out=k if inplace else None),
+    )
+
+
+# ----------------------------------------------------------------------------- layouts and checkpoints
+
+
+def rope_layout_permutation(head_dim: int) -> Tensor:
+    """perm = cat(arange(0, d, 2), arange(1, d, 2)): evens then odds.
+
+    With it, ``half(x[..., perm]) == interleaved(x)[..., perm]``: the interleaved pair
+    (x[2i], x[2i+1]) lands at (i, i + d/2), where the half layout looks for it.
+    """
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
+        raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")
+    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
+
+
+def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_dim: int | None = None) -> Tensor:
+    """Reorder the rows of W_q or W_k (or their bias) within each head for the other RoPE layout.
+
+    A model trained with one layout gives the same attention scores with the other layout
+    once its query and key projections are converted (values and output projection stay).
+    to="half" converts an interleaved checkpoint (Meta) for the half layout (Hugging Face);
+    to="interleaved" is the inverse.
+
+    Args:
+        weight: (n_heads * head_dim, in_features) projection weight, or (n_heads * head_dim,) bias.
+        n_heads: number of heads the rows are split into.
+        to: the layout the result is for.
+        rotary_dim: rotated width per head (default head_dim); rows after it are left in place.
+    """
+    _check_layout(to, "to")
+    _check_float("weight", weight)
+    if weight.dim() not in (1, 2):
+        raise ValueError(f"weight must be (out_features, in_features) or a (out_features,) bias, got {tuple(weight.shape)}")
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 or weight.shape[0] % n_heads:
+        raise ValueError(f"n_heads must be a positive int dividing out_features={weight.shape[0]}, got {n_heads!r}")
+    head_dim = weight.shape[0] // n_heads
+    rotary_dim = head_dim if rotary_dim is None else rotary_dim
+    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 2 <= rotary_dim <= head_dim or rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
+    perm = rope_layout_permutation(rotary_dim)
+    if to == "interleaved":
+        perm = torch.argsort(perm)
+    perm = torch.cat((perm, torch.arange(rotary_dim, head_dim))).to(weight.device)
+    per_head = weight.unflatten(0, (n_heads, head_dim))
+    return per_head[:, perm].flatten(0, 1)
+
+
+# ----------------------------------------------------------------------------- the position scheme
+
+
+class RotaryPE(PositionScheme):
+    """RoPE as a position scheme: rotates q and k after the head split, values untouched.
+
+    Args:
+        head_dim: width of one head (even).
+        base: rope_theta, the base of the frequencies (10000 in most models).
+        layout: "half" or "interleaved" (see the module docstring).
+        rotary_fraction: fraction of each head that is rotated (GPT-NeoX style partial rotary);
+            the rotated width ``int(head_dim * rotary_fraction)`` must be even.
+        scaling: a Hugging Face style rope-parameter dict for longer contexts, e.g.
+            ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
+            (see :func:`posenc_lib.rope_scaling.rope_frequencies`).
+
+    Half-width cos/sin tables are cached per (device, dtype) in a plain dict - not buffers,
+    so never in ``state_dict`` and free to change with ``base`` - and grown on demand to the
+    next power of two above the largest position seen. Positions may be anything (KV-cache
+    offsets, left padding, negative): negative ones are computed directly. "dynamic" scaling
+    recomputes the frequencies from the largest position of each call (no cache), and under
+    ``torch.compile`` the tables are computed inside the graph instead of looked up.
+    """
+
+    kind = "rotary"
+
+    def __init__(
+        self,
+        head_dim: int,
+        base: float = 10000.0,
+        layout: Layout = "half",
+        rotary_fraction: float = 1.0,
+        scaling: dict[str, Any] | None = None,
+    ):
+        super().__init__()
+        _check_layout(layout)
+        if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
+            raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")
+        if scaling is not None and not isinstance(scaling, dict):
+            raise TypeError(f"scaling must be a dict of rope parameters or None, got {type(scaling).__name__}")
+        config = dict(scaling or {})
+        for key, value in (("rope_theta", base), ("partial_rotary_factor", rotary_fraction)):
+            if config.setdefault(key, value) != value:
+                raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
+        self.head_dim, self.layout, self.config = head_dim, layout, config
+        self.dynamic = config.get("rope_type") == "dynamic"
+        # validates the config; for "dynamic" this is the unscaled set (lengths <= L0)
+        length = config.get("original_max_position_embeddings") if self.dynamic else None
+        inv_freq, self.attention_factor = rope_frequencies(head_dim, config, seq_len=length)
+        self.inv_freq = inv_freq  # plain attribute: a table of constants, not model state
+        self.rotary_dim = 2 * inv_freq.numel()
+        self._tables: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}"
+
+    def _table(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device."""
+        cached = self._tables.get((device, dtype))
+        if cached is not None and cached[0].shape[0] >= length:
+            return cached
+        if dtype == torch.float32:
+            n = max(256, 1 << (length - 1).bit_length())
+            positions = torch.arange(n, device=device)
+            table = rope_cos_sin(positions, self.inv_freq, self.attention_factor, torch.float32)
+        else:
+            table = tuple(t.to(dtype) for t in self._table(length, device, torch.float32))
+        self._tables[(device, dtype)] = table
+        return table
+
+    def cos_sin(self, positions: Tensor, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+        """Half-width (cos, sin) at ``positions`` (batch, seq): each (batch, seq, rotary_dim // 2) in dtype."""
+        _check_positions(positions)
+        if self.dynamic:
+            seq_len = int(positions.max()) + 1
+            inv_freq, factor = rope_frequencies(self.head_dim, self.config, seq_len=seq_len)
+            return rope_cos_sin(positions, inv_freq, factor, dtype)
+        if torch.compiler.is_compiling():
+            return rope_cos_sin(positions, self.inv_freq, self.attention_factor, dtype)
+        low, high = torch.aminmax(positions)
+        if int(low) < 0:
+            return rope_cos_sin(positions, self.inv_freq, self.attention_factor, dtype)
+        cos, sin = self._table(int(high) + 1, positions.device, dtype)
+        return cos[positions], sin[positions]
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """Rotate q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim) by ``positions`` (batch|1, seq)."""
+        if q.shape[-1] != self.head_dim:
+            raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
+        cos, sin = self.cos_sin(positions, q.dtype)
+        return apply_rope_qk(q, k, cos, sin, self.layout)

@@ -1,0 +1,475 @@
+"""posenc_lib.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.rope import (
+    LAYOUTS,
+    RotaryPE,
+    apply_rope,
+    apply_rope_complex,
+    apply_rope_qk,
+    convert_qk_weight,
+    rope_cos_sin,
+    rope_inv_freq,
+    rope_layout_permutation,
+    rotate_half_reference,
+)
+
+HYPOTHESIS = settings(max_examples=30, deadline=None)
+U_BF16, U_FP16 = 2.0**-8, 2.0**-11  # unit roundoff (half an ulp at 1)
+
+shapes = st.tuples(
+    st.integers(1, 3),  # batch
+    st.integers(1, 4),  # heads
+    st.integers(1, 19),  # seq
+    st.sampled_from([2, 4, 8, 14, 32]),  # head_dim
+)
+
+
+def random_case(shape, seed, rotary_halves=None, batched_table=True, max_position=5000):
+    """x (batch, heads, seq, head_dim), positions (batch, seq), inv_freq (c,), float32."""
+    gen = torch.Generator().manual_seed(seed)
+    batch, _, seq, head_dim = shape
+    c = head_dim // 2 if rotary_halves is None else rotary_halves
+    x = torch.randn(shape, generator=gen)
+    positions = torch.randint(0, max_position, (batch if batched_table else 1, seq), generator=gen)
+    return x, positions, rope_inv_freq(2 * c)
+
+
+def exact_tables(positions, inv_freq):
+    """float64 cos/sin of float64 angles (positions * float32 frequencies): the 'exact' reference tables."""
+    angles = positions.double().unsqueeze(-1) * inv_freq.double()
+    return angles.cos(), angles.sin()
+
+
+def pair_norm(x, c, layout):
+    """For every element of x, the length of the pair it belongs to (|x| for pass-through dims)."""
+    x = x.double()
+    if layout == "half":
+        first, second = x[..., :c], x[..., c : 2 * c]
+        norm = torch.cat([first.hypot(second)] * 2, dim=-1)
+    else:
+        norm = x[..., 0 : 2 * c : 2].hypot(x[..., 1 : 2 * c : 2]).repeat_interleave(2, dim=-1)
+    return torch.cat((norm, x[..., 2 * c :].abs()), dim=-1)
+
+
+def reference(x, positions, inv_freq, layout, cos=None, sin=None):
+    """The readable formula of each layout: rotate_half (half) or complex numbers (interleaved)."""
+    if layout == "half":
+        if cos is None:
+            cos, sin = rope_cos_sin(positions, inv_freq, dtype=x.dtype)
+        return rotate_half_reference(x, cos, sin)
+    return apply_rope_complex(x, positions, inv_freq)
+
+
+# ----------------------------------------------------------------------------- properties
+
+
+@HYPOTHESIS
+@given(m=st.integers(0, 3000), n=st.integers(0, 3000), shift=st.integers(-500, 3000), head_dim=st.sampled_from([2, 8, 32]),
+       layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16))
+def test_score_depends_only_on_relative_position(m, n, shift, head_dim, layout, seed):
+    gen = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, 1, 1, 1, head_dim, generator=gen, dtype=torch.float64)
+    inv_freq = rope_inv_freq(head_dim)
+
+    def score(pos_q, pos_k):
+        rq = apply_rope(q, *exact_tables(torch.tensor([[pos_q]]), inv_freq), layout)
+        rk = apply_rope(k, *exact_tables(torch.tensor([[pos_k]]), inv_freq), layout)
+        return (rq * rk).sum().item()
+
+    assert score(m + shift, n + shift) == pytest.approx(score(m, n), abs=1e-9)
+
+
+@HYPOTHESIS
+@given(shape=shapes, layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16))
+def test_rotation_preserves_every_pair_norm(shape, layout, seed):
+    x, positions, inv_freq = random_case(shape, seed)
+    y = apply_rope(x.double(), *exact_tables(positions, inv_freq), layout)
+    c = inv_freq.numel()
+    torch.testing.assert_close(pair_norm(y, c, layout), pair_norm(x, c, layout), atol=1e-12, rtol=1e-12)
+
+
+@HYPOTHESIS
+@given(shape=shapes, seed=st.integers(0, 2**16), partial=st.booleans(), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_complex_path_equals_real_path(shape, seed, partial, dtype):
+    c = max(1, shape[-1] // 4) if partial else None
+    x, positions, inv_freq = random_case(shape, seed, c)
+    x = x.to(dtype)
+    expected = apply_rope_complex(x, positions, inv_freq)
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    # contiguous x takes the complex-multiply fast path; an odd-strided view forces the real-pairs blocks
+    odd_strided = torch.zeros(*x.shape[:-1], x.shape[-1] + 1, dtype=dtype)[..., :-1].copy_(x)
+    for candidate in (x, odd_strided):
+        torch.testing.assert_close(apply_rope(candidate, cos, sin, "interleaved"), expected, atol=1e-6, rtol=0)
+
+
+@HYPOTHESIS
+@given(shape=shapes, seed=st.integers(0, 2**16))
+def test_layout_permutation_identity(shape, seed):
+    x, positions, inv_freq = random_case(shape, seed)
+    perm = rope_layout_permutation(shape[-1])
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    torch.testing.assert_close(
+        apply_rope(x[..., perm], cos, sin, "half"), apply_rope(x, cos, sin, "interleaved")[..., perm], atol=1e-6, rtol=0
+    )
+
+
+def test_layout_permutation_values():
+    assert rope_layout_permutation(8).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+
+
+def test_layouts_differ_without_conversion():
+    """The silent bug: the same tensor rotated in the two layouts gives different scores."""
+    x, positions, inv_freq = random_case((1, 2, 16, 32), seed=0)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    assert (apply_rope(x, cos, sin, "half") - apply_rope(x, cos, sin, "interleaved")).abs().max() > 0.5
+
+
+@pytest.mark.parametrize("to", LAYOUTS)
+@pytest.mark.parametrize("rotary_fraction", [1.0, 0.5])
+def test_convert_qk_weight_makes_two_attention_layers_agree(to, rotary_fraction):
+    torch.manual_seed(0)
+    d_model, n_heads = 32, 4
+    head_dim = d_model // n_heads
+    source = "half" if to == "interleaved" else "interleaved"
+    original = MultiHeadAttention(d_model, n_heads, RotaryPE(head_dim, layout=source, rotary_fraction=rotary_fraction))
+    converted = MultiHeadAttention(d_model, n_heads, RotaryPE(head_dim, layout=to, rotary_fraction=rotary_fraction))
+    rotary_dim = int(head_dim * rotary_fraction)
+    state = original.state_dict()
+    w_q, w_k, w_v = state["qkv.weight"].chunk(3)
+    b_q, b_k, b_v = state["qkv.bias"].chunk(3)
+    state["qkv.weight"] = torch.cat([convert_qk_weight(w, n_heads, to, rotary_dim) for w in (w_q, w_k)] + [w_v])
+    state["qkv.bias"] = torch.cat([convert_qk_weight(b, n_heads, to, rotary_dim) for b in (b_q, b_k)] + [b_v])
+    converted.load_state_dict(state)
+    x = torch.randn(2, 11, d_model)
+    positions = torch.randint(0, 1000, (2, 11))
+    y0, w0 = original(x, positions, return_weights=True)
+    y1, w1 = converted(x, positions, return_weights=True)
+    torch.testing.assert_close(w1, w0, atol=1e-6, rtol=1e-5)  # identical attention scores
+    torch.testing.assert_close(y1, y0, atol=1e-6, rtol=1e-5)
+    # without the conversion the scores differ
+    converted.load_state_dict(original.state_dict())
+    assert (converted(x, positions, return_weights=True)[1] - w0).abs().max() > 1e-2
+
+
+def test_convert_qk_weight_round_trip_and_rows():
+    w = torch.arange(2 * 8 * 3, dtype=torch.float32).reshape(16, 3)
+    half = convert_qk_weight(w, n_heads=2, to="half")
+    assert half[:8, 0].tolist() == [w[i, 0].item() for i in (0, 2, 4, 6, 1, 3, 5, 7)]
+    torch.testing.assert_close(convert_qk_weight(half, 2, to="interleaved"), w, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8}])
+def test_kv_cache_offsets_match_full_positions(layout, scaling):
+    torch.manual_seed(0)
+    model = TinyTransformer(40, 40, d_model=32, n_heads=4, n_layers=2, causal=True, pool="none",
+                            scheme=RotaryPE(8, layout=layout, scaling=scaling))
+    tokens = torch.randint(0, 40, (3, 14))
+    full, cached = last_token_logits_two_ways(model, tokens)
+    torch.testing.assert_close(cached, full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_left_padding_with_cumsum_positions(layout):
+    """Positions cumsum(mask) - 1 (pads get -1): a left-padded row gives the same outputs as the unpadded one."""
+    torch.manual_seed(0)
+    model = TinyTransformer(40, 40, d_model=32, n_heads=4, n_layers=2, causal=True, pool="none",
+                            scheme=RotaryPE(8, layout=layout)).eval()
+    tokens = torch.randint(1, 40, (1, 6))
+    padded = torch.cat((torch.zeros(1, 3, dtype=torch.long), tokens), dim=1)
+    mask = padded != 0
+    positions = mask.long().cumsum(-1) - 1
+    allowed = mask[:, None, None, :] & torch.ones(9, 9, dtype=torch.bool).tril()  # causal and no pads
+    allowed = allowed | torch.eye(9, dtype=torch.bool)  # pad queries see themselves (no all -inf row)
+    with torch.no_grad():
+        expected = model(tokens)
+        got = model(padded, positions=positions, attn_mask=allowed)[:, 3:]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- fast path == references
+
+
+@HYPOTHESIS
+@given(shape=shapes, layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16), partial=st.booleans(),
+       batched_table=st.booleans(), mode=st.sampled_from(["new", "out", "inplace", "strided"]))
+def test_fast_path_equals_reference_fp32(shape, layout, seed, partial, batched_table, mode):
+    c = max(1, shape[-1] // 4) if partial else None
+    x, positions, inv_freq = random_case(shape, seed, c, batched_table)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    expected = reference(x, positions, inv_freq, layout)
+    if mode == "new":
+        got = apply_rope(x, cos, sin, layout)
+    elif mode == "out":
+        out = torch.full_like(x, float("nan"))
+        got = apply_rope(x, cos, sin, layout, out=out)
+        assert got is out
+    elif mode == "inplace":
+        got = x.clone()
+        assert apply_rope(got, cos, sin, layout, out=got) is got
+    else:  # (batch, seq, heads, head_dim) memory seen as (batch, heads, seq, head_dim), as after a head split
+        strided = x.transpose(1, 2).contiguous().transpose(1, 2)
+        got = apply_rope(strided, cos, sin, layout, out=strided)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+
+
+def test_blocks_cover_large_tensors():
+    """Tensors bigger than one cache block (batch > 1, table per row) are rotated block by block, all of them."""
+    x, positions, inv_freq = random_case((3, 4, 700, 64), seed=5)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    for layout in LAYOUTS:
+        torch.testing.assert_close(apply_rope(x, cos, sin, layout), reference(x, positions, inv_freq, layout),
+                                   atol=1e-6, rtol=0)
+    torch.testing.assert_close(apply_rope(x[:, :, :5], cos[:1, :5], sin[:1, :5]),
+                               rotate_half_reference(x[:, :, :5], cos[:1, :5], sin[:1, :5]), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fast_path_equals_reference_low_precision(dtype, u, layout):
+    """Documented in apply_rope: fast and textbook formula differ by at most 6u |pair|."""
+    x, positions, inv_freq = random_case((2, 3, 64, 32), seed=7, max_position=32768)
+    x = x.to(dtype)
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    got = apply_rope(x, cos, sin, layout)
+    assert got.dtype == dtype
+    expected = reference(x, positions, inv_freq, layout, cos, sin)
+    excess = (got.double() - expected.double()).abs() - 6 * u * pair_norm(x, 16, layout)
+    assert excess.max() <= 0
+
+
+def test_float32_tables_with_low_precision_x():
+    """cos/sin may stay float32 for bf16 x: output is bf16, and at least as close to the exact rotation."""
+    x, positions, inv_freq = random_case((2, 2, 32, 16), seed=8, max_position=32768)
+    x = x.bfloat16()
+    exact = apply_rope(x.double(), *exact_tables(positions, inv_freq))
+    err = {}
+    for table_dtype in (torch.float32, torch.bfloat16):
+        got = apply_rope(x, *rope_cos_sin(positions, inv_freq, dtype=table_dtype))
+        assert got.dtype == torch.bfloat16
+        err[table_dtype] = ((got.double() - exact).abs() / pair_norm(x, 8, "half")).max().item()
+    assert err[torch.float32] <= err[torch.bfloat16]
+
+
+# ----------------------------------------------------------------------------- precision at long positions
+
+
+def naive_low_precision_rope(x, positions, inv_freq):
+    """The pitfall: positions and frequencies cast to x's dtype before the product (angles in bf16/fp16)."""
+    angles = positions.to(x.dtype).unsqueeze(-1) * inv_freq.to(x.dtype)
+    return apply_rope(x, angles.cos(), angles.sin())
+
+
+@pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
+def test_long_positions_low_precision_bound(dtype, u):
+    """Positions up to 32768: error <= (2**-23 * max angle + 4u) |pair| against float64; bf16 angles are far worse.
+
+    float32 angles m * theta carry a rounding error of 2**-24 |m theta| (2e-3 rad at m = 32768),
+    float32 -> dtype rounds cos, sin (u each) and the rotation adds about 3u: see rope_cos_sin.
+    """
+    x, _, inv_freq = random_case((1, 4, 256, 64), seed=9)
+    positions = torch.linspace(0, 32767, 256).long().unsqueeze(0)
+    x = x.to(dtype)
+    exact = apply_rope(x.double(), *exact_tables(positions, inv_freq))
+    norm = pair_norm(x, 32, "half")
+    ours = apply_rope(x, *rope_cos_sin(positions, inv_freq, dtype=dtype))
+    relative = ((ours.double() - exact).abs() / norm).max().item()
+    bound = 2**-23 * 32767 * inv_freq.max().item() + 4 * u
+    assert relative <= bound, (relative, bound)
+    naive = ((naive_low_precision_rope(x, positions, inv_freq).double() - exact).abs() / norm).max().item()
+    assert naive > 0.5 > 20 * bound  # angles off by radians: the rotation is meaningless
+    # and at a short position the naive version is fine: the harm grows with position
+    assert ((naive_low_precision_rope(x[:, :, :2], positions[:, :2] * 0 + 3, inv_freq).double()
+             - apply_rope(x[:, :, :2].double(), *exact_tables(positions[:, :2] * 0 + 3, inv_freq))).abs()
+            / norm[:, :, :2]).max() < 8 * u
+
+
+# ----------------------------------------------------------------------------- autograd
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_backward_is_inverse_rotation(layout):
+    x, positions, inv_freq = random_case((2, 3, 9, 8), seed=10, rotary_halves=3)
+    x = x.double().requires_grad_()
+    cos, sin = exact_tables(positions, inv_freq)
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    grad = torch.randn_like(x)
+    (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout), x, grad)
+    if layout == "half":
+        expected = rotate_half_reference(x, cos, sin)
+    else:  # the layout identity: interleaved(x) = half(x[perm])[inverse perm], perm on the rotated 6 dims
+        perm = torch.cat((rope_layout_permutation(6), torch.tensor([6, 7])))
+        expected = rotate_half_reference(x[..., perm], cos, sin)[..., torch.argsort(perm)]
+    (g_ref,) = torch.autograd.grad(expected, x, grad)
+    torch.testing.assert_close(g_fast, g_ref, atol=1e-6, rtol=0)
+
+
+def test_learnable_tables_get_gradients():
+    """cos/sin that require grad (learned frequencies) use the differentiable formula."""
+    x, positions, _ = random_case((1, 2, 5, 8), seed=11, max_position=50)
+    freq = torch.tensor([1.0, 0.1, 0.01, 0.001], requires_grad=True)
+
+    def rotated():
+        angles = positions.float().unsqueeze(-1) * freq
+        return apply_rope(x, angles.cos(), angles.sin())
+
+    (grad,) = torch.autograd.grad(rotated().square().sum(), freq)
+    assert grad.abs().max() < 1e-4  # the rotation keeps norms: this loss does not depend on freq
+    (grad,) = torch.autograd.grad((rotated() * x).sum(), freq)
+    assert grad.abs().max() > 1e-2  # <R x, x> = sum |pair|^2 cos(angle) does
+    angles = positions.float().unsqueeze(-1) * freq
+    torch.testing.assert_close(rotated(), rotate_half_reference(x, angles.cos(), angles.sin()), atol=1e-6, rtol=0)
+
+
+def test_out_is_refused_under_autograd():
+    x, positions, inv_freq = random_case((1, 1, 3, 4), seed=12)
+    x.requires_grad_()
+    with pytest.raises(ValueError, match="out="):
+        apply_rope(x, *rope_cos_sin(positions, inv_freq), out=torch.empty_like(x))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def cos_sin_for(x):
+    return rope_cos_sin(torch.arange(x.shape[2]), rope_inv_freq(x.shape[-1]))
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: rope_inv_freq(7), ValueError, ["head_dim", "7", "even"]),
+        (lambda: rope_inv_freq(8, base=1.0), ValueError, ["base", "> 1"]),
+        (lambda: RotaryPE(9), ValueError, ["head_dim", "9", "even"]),
+        (lambda: RotaryPE(8, rotary_fraction=0.1), ValueError, ["partial_rotary_factor", "int(8 * 0.1) = 0", "even"]),
+        (lambda: RotaryPE(12, rotary_fraction=0.25), ValueError, ["partial_rotary_factor", "= 3", "even"]),
+        (lambda: RotaryPE(8, layout="meta"), ValueError, ["layout", "'meta'", "half", "interleaved"]),
+        (lambda: RotaryPE(8, scaling={"rope_type": "longrope"}), ValueError, ["rope_type", "longrope", "yarn"]),
+        (lambda: RotaryPE(8, scaling={"rope_type": "yarn", "factor": 2.0}), ValueError,
+         ["original_max_position_embeddings", "yarn"]),
+        (lambda: RotaryPE(8, base=500.0, scaling={"rope_theta": 10000.0}), ValueError, ["rope_theta", "contradicts"]),
+        (lambda: RotaryPE(8, scaling="yarn"), TypeError, ["scaling", "dict", "str"]),
+        (lambda: rope_cos_sin(torch.arange(4.0), rope_inv_freq(8)), TypeError, ["positions", "integer", "float32"]),
+        (lambda: rope_cos_sin(torch.arange(4), rope_inv_freq(8), dtype=torch.int32), TypeError, ["dtype", "int32"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8, dtype=torch.int64), *cos_sin_for(torch.ones(1, 1, 4, 8))),
+         TypeError, ["x", "floating-point", "int64"]),
+        (lambda: apply_rope(torch.ones(1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["x", "(batch, heads, seq, head_dim)", "(1, 4, 8)"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 7), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError, ["head_dim", "even", "7"]),
+        (lambda: apply_rope(torch.ones(1, 1, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["cos and sin", "(1|1, 5, 1..4)", "got (1, 4, 4)"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), layout="llama"), ValueError,
+         ["layout", "'llama'", "half", "interleaved"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), out=torch.ones(1, 1, 4, 6)),
+         ValueError, ["out", "shape"]),
+        (lambda: apply_rope_qk(torch.ones(1, 2, 4, 8), torch.ones(1, 2, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))),
+         ValueError, ["q and k", "(1, 2, 4, 8)", "(1, 2, 5, 8)"]),
+        (lambda: RotaryPE(8).rotate_qk(torch.ones(1, 1, 3, 16), torch.ones(1, 1, 3, 16), torch.arange(3)[None]),
+         ValueError, ["head_dim=8", "(1, 1, 3, 16)"]),
+        (lambda: convert_qk_weight(torch.ones(10, 4), n_heads=3), ValueError, ["n_heads", "10", "3"]),
+        (lambda: convert_qk_weight(torch.ones(8, 4), n_heads=1, to="rotate_half"), ValueError, ["to", "half"]),
+        (lambda: apply_rope_complex(torch.ones(1, 1, 3, 8), torch.arange(3).float(), rope_inv_freq(8)), TypeError,
+         ["positions", "integer"]),
+    ],
+)
+def test_bad_input_names_parameter_and_allowed_values(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+# ----------------------------------------------------------------------------- the scheme: tables, state, dtypes
+
+
+def test_table_cache_grows_and_is_per_device_dtype():
+    scheme = RotaryPE(16)
+    q = torch.randn(1, 2, 3, 16)
+    scheme.rotate_qk(q, q, torch.tensor([[0, 1, 2]]))
+    assert {key[1] for key in scheme._tables} == {torch.float32}
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)
+    scheme.rotate_qk(q.double(), q.double(), torch.tensor([[5000, 5001, 9000]]))
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float64)][0].shape == (16384, 8)
+    cos, sin = scheme.cos_sin(torch.tensor([[9000, 3, -7]]))
+    direct = rope_cos_sin(torch.tensor([[9000, 3, -7]]), rope_inv_freq(16))
+    torch.testing.assert_close((cos, sin), direct, atol=0, rtol=0)
+
+
+def test_yarn_scheme_scales_cos_and_sin_by_attention_factor():
+    scheme = RotaryPE(16, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32})
+    cos, sin = scheme.cos_sin(torch.arange(100)[None])
+    torch.testing.assert_close(cos.square() + sin.square(), torch.full_like(cos, (0.1 * math.log(4) + 1) ** 2))
+
+
+def test_state_dict_round_trip_and_no_tables_in_it():
+    torch.manual_seed(0)
+
+    def build():
+        return TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8, base=500.0))
+
+    model = build()
+    tokens = torch.randint(0, 30, (2, 10))
+    expected = model(tokens)  # fills the table cache
+    state = model.state_dict()
+    assert not any("scheme" in key or "inv_freq" in key or "table" in key for key in state)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    restored = build()
+    restored.load_state_dict(torch.load(buffer, weights_only=True))
+    torch.testing.assert_close(restored(tokens), expected, atol=0, rtol=0)
+
+
+def test_module_to_float64_and_bfloat16():
+    torch.manual_seed(0)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8))
+    tokens = torch.randint(0, 30, (2, 10))
+    expected = model(tokens).double()
+    torch.testing.assert_close(model.to(torch.float64)(tokens), expected, atol=1e-5, rtol=1e-5)
+    low = model.to(torch.bfloat16)(tokens)
+    assert low.dtype == torch.bfloat16
+    assert (low.double() - expected).abs().max() < 0.5
+
+
+def test_rotary_scheme_matches_functional_api():
+    scheme = RotaryPE(32, base=1000.0, layout="interleaved", rotary_fraction=0.5)
+    x, positions, _ = random_case((2, 3, 7, 32), seed=13)
+    q, k = scheme.rotate_qk(x, x * 2, positions)
+    cos, sin = rope_cos_sin(positions, rope_inv_freq(16, 1000.0))
+    torch.testing.assert_close(q, apply_rope(x, cos, sin, "interleaved"), atol=0, rtol=0)
+    torch.testing.assert_close(k, 2 * q, atol=1e-6, rtol=0)
+    assert scheme.kind == "rotary" and scheme.rotary_dim == 16
+
+
+# ----------------------------------------------------------------------------- torch.compile
+
+
+@pytest.mark.slow
+def test_torch_compile_fullgraph():
+    """Inductor compiles apply_rope and an attention layer using RotaryPE as one graph each, same results."""
+    torch._dynamo.reset()
+    x, positions, inv_freq = random_case((2, 4, 16, 16), seed=14)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    compiled = torch.compile(apply_rope, fullgraph=True, backend="inductor")
+    for layout in LAYOUTS:
+        torch.testing.assert_close(compiled(x, cos, sin, layout), apply_rope(x, cos, sin, layout), atol=1e-6, rtol=0)
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(64, 4, RotaryPE(16))
+    h = torch.randn(2, 16, 64)
+    compiled_attention = torch.compile(attention, fullgraph=True, backend="inductor")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled_attention(h, positions, causal=True), attention(h, positions, causal=True),
+                                   atol=1e-5, rtol=1e-5)
