@@ -1,0 +1,639 @@
+# %% [markdown]
+# # 01 · Sinusoidal encoding
+#
+# The original Transformer (Vaswani et al., 2017) gives every position $p = 0, 1, 2, \dots$ a fixed
+# vector of sines and cosines and adds it to the token embedding. It has no parameters, it is
+# defined for every position, and it has one property that makes it more than an arbitrary
+# barcode: moving $k$ positions forward is *the same linear map* whatever the starting position.
+#
+# **What you will learn**
+# - compute the table from its formula (frequencies in log space, angles in float64), in both
+#   layouts found in real code: interleaved and concatenated;
+# - read the frequencies the right way round: small index = high frequency, large index = low
+#   frequency (the source article says the opposite);
+# - what the dot product of two encodings measures, and how it falls with distance;
+# - build the matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for every $p$, and check it numerically;
+# - why the table is a non-persistent buffer and not a parameter, and what happens past `max_len`.
+#
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
+# needs position information at all).
+#
+# **Run time:** about 20 s on 2 CPU cores, measured with `make execute` (no training in this notebook).
+
+# %%
+import io
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from posenc_lib import TinyTransformer, seed_everything
+from posenc_lib.attention import PositionScheme
+from posenc_lib.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.sinusoidal import (
+    SinusoidalPE,
+    shift_matrix,
+    sinusoidal_frequencies,
+    sinusoidal_layout_permutation,
+    sinusoidal_table,
+)
+
+use_style()
+seed_everything(0)
+torch.set_printoptions(precision=4, sci_mode=False)
+
+# %% [markdown]
+# ## 1 · The formula, built step by step
+#
+# **Question:** what vector should position $p$ get? Vaswani et al. use $d/2$ pairs of
+# coordinates. Pair $i$ is a point on the unit circle that turns by $\omega_i$ radians per position:
+#
+# $$PE_{p,\,2i} = \sin(p\,\omega_i), \qquad PE_{p,\,2i+1} = \cos(p\,\omega_i), \qquad
+# \omega_i = 10000^{-2i/d}, \quad i = 0, \dots, d/2 - 1 .$$
+#
+# Positions count from 0, and the sine and cosine of one pair share one frequency. The
+# frequencies form a geometric sequence from $\omega_0 = 1$ down to $10000^{-(d-2)/d}$. Code
+# usually computes them in log space, $\omega_i = \exp\!\big(-\tfrac{2i}{d}\ln 10000\big)$: one
+# `exp` of an evenly spaced ramp.
+
+# %%
+d_model, max_len = 64, 128
+
+two_i = torch.arange(0, d_model, 2, dtype=torch.float64)       # 0, 2, 4, ..., d-2
+omega = torch.exp(-(two_i / d_model) * math.log(10000.0))       # (d/2,) radians per position
+positions = torch.arange(max_len, dtype=torch.float64)          # 0, 1, ..., max_len-1
+angles = positions[:, None] * omega[None, :]                     # (max_len, d/2): p * w_i
+
+pe = torch.empty(max_len, d_model, dtype=torch.float64)
+pe[:, 0::2] = angles.sin()   # even columns 2i: sines
+pe[:, 1::2] = angles.cos()   # odd columns 2i+1: cosines
+print("table shape:", tuple(pe.shape))
+print("first three positions, first six columns:\n", pe[:3, :6])
+
+# %% [markdown]
+# **Check.** Log space and the direct power give the same frequencies; our table equals the
+# library's `sinusoidal_table` exactly; position 0 is $[0, 1, 0, 1, \dots]$ because
+# $\sin 0 = 0$ and $\cos 0 = 1$.
+
+# %%
+torch.testing.assert_close(omega, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
+assert torch.equal(omega, sinusoidal_frequencies(d_model))
+assert torch.equal(pe, sinusoidal_table(max_len, d_model, dtype=torch.float64))
+assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * (d_model // 2), dtype=torch.float64))
+# The default float32 table is this float64 table, rounded at the very end.
+assert torch.equal(sinusoidal_table(max_len, d_model), pe.float())
+print("inline table == sinusoidal_table(128, 64): exact")
+
+# %% [markdown]
+# **Why angles in float64?** The angle $p\,\omega_i$ grows with the position. In float32 the
+# frequency and the product are each rounded to about 7 significant digits (relative error up to
+# $6\cdot10^{-8}$ each), so at position $10^5$ the angle, and with it the sine, is off by the order
+# of $10^{-3}$. The
+# library computes the angles in float64 and rounds only the final values. Let us measure both
+# against the exact (float64) values at positions from 10 to $10^6$.
+
+# %%
+marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
+probe = torch.unique(torch.cat([torch.logspace(1, 6, 60, dtype=torch.float64).round(), marks]))  # 10 .. 1e6
+exact = (probe[:, None] * omega).sin()                                       # float64 reference
+angles32 = probe.float()[:, None] * omega.float()[None, :]                   # angles in float32
+err_float32_angles = (angles32.sin().double() - exact).abs().max(dim=1).values
+err_float64_angles = (exact.float().double() - exact).abs().max(dim=1).values  # what the library does
+
+fig, ax = plt.subplots(figsize=(6.4, 3.6))
+line_plot(ax, probe.numpy(), {"angles in float32": err_float32_angles.numpy(),
+                              "angles in float64, value cast to float32 (library)": err_float64_angles.numpy()},
+          title="Error of the sine columns vs position (d_model = 64)", xlabel="position p",
+          ylabel="max |error| over the sine columns", logx=True, logy=True, markers=True)
+plt.show()
+
+at = {int(p): int((probe == p).nonzero()) for p in marks}
+for p, j in at.items():
+    print(f"position {p:>9,}: float32 angles {err_float32_angles[j]:.1e}, float64 angles {err_float64_angles[j]:.1e}")
+assert err_float64_angles.max() <= 2**-25        # at most half a float32 step: only the final rounding
+assert err_float32_angles[at[100_000]] > 1e-3    # float32 angles: wrong in the third decimal at 1e5
+
+# %% [markdown]
+# **Takeaway:** the table is a few lines of vectorised code. Compute the angles in float64 (or
+# at least never in float16/bfloat16) and cast at the end; notebook 03 meets the same issue in RoPE.
+
+# %% [markdown]
+# ## 2 · The picture: a striped table
+#
+# **Question:** what does the table look like? Each column is one sine or cosine; its stripes
+# are as wide as half its wavelength.
+
+# %%
+fig, ax = plt.subplots(figsize=(7.0, 4.2))
+heatmap(ax, pe.numpy(), title="Sinusoidal table (d_model = 64, interleaved)",
+        xlabel="dimension j (column 2i = sin, 2i+1 = cos)", ylabel="position p",
+        colorbar_label="PE[p, j]", center=True)
+plt.show()
+
+# %% [markdown]
+# The columns on the left flicker from row to row, those on the right barely change. We can
+# measure that: from one position to the next, pair $i$ moves along its circle by a chord of
+# length $2\sin(\omega_i/2)$, the same for every $p$, and shrinking as $i$ grows.
+
+# %%
+pairs = pe.view(max_len, d_model // 2, 2)                          # (positions, pairs, [sin, cos])
+step = (pairs[1:] - pairs[:-1]).norm(dim=-1)                       # (positions-1, pairs)
+torch.testing.assert_close(step, (2 * torch.sin(omega / 2)).expand_as(step))
+assert torch.all(step[0, 1:] < step[0, :-1])                       # strictly smaller for larger i
+print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 15]:.4f}, pair 31 {step[0, 31]:.6f}")
+
+# %% [markdown]
+# ## 3 · A few dimensions as curves
+
+# %%
+fig, ax = plt.subplots(figsize=(7.0, 3.8))
+pos = positions.numpy()
+line_plot(ax, pos, {f"dim {2 * i} (pair i = {i})": pe[:, 2 * i].numpy() for i in (0, 4, 12, 24)},
+          title="Sine columns of the table", xlabel="position p", ylabel="PE[p, 2i] = sin(p w_i)")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+plt.show()
+
+# %% [markdown]
+# Pair 0 repeats every $2\pi \approx 6.3$ positions (sampled at whole positions it looks jagged);
+# pair 24 has barely started its first turn after 128 positions.
+
+# %% [markdown]
+# ## 4 · Wavelengths, and which dimensions are "high frequency"
+#
+# **Question:** how far must you move before pair $i$ repeats? Its wavelength is
+#
+# $$\lambda_i = \frac{2\pi}{\omega_i} = 2\pi \cdot 10000^{2i/d},$$
+#
+# a geometric progression from $\lambda_0 = 2\pi$ up to $2\pi \cdot 10000^{(d-2)/d}$, which tends
+# to $10000 \cdot 2\pi$ as $d$ grows.
+#
+# **Erratum.** The source article calls the large-index dimensions "high-frequency". It is the
+# other way round: **small $i$ = high frequency** (short wavelength, the value changes every
+# position), **large $i$ = low frequency** (long wavelength, the value drifts slowly). We check it
+# two ways: from the formula, and by *counting* how often each sine column changes sign in the
+# first 4096 positions. A sine of wavelength $\lambda$ changes sign $2N/\lambda$ times in $N$
+# positions; since $\omega_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
+# count is exactly $\lfloor (N-1)\,\omega_i/\pi \rfloor$.
+
+# %%
+wavelength = 2 * math.pi / omega                                   # (d/2,) in positions
+assert torch.all(wavelength[1:] > wavelength[:-1])                 # grows with i
+assert math.isclose(wavelength[0], 2 * math.pi)
+assert math.isclose(wavelength[-1], 2 * math.pi * 10000 ** ((d_model - 2) / d_model), rel_tol=1e-12)
+longest = {d: float(1 / sinusoidal_frequencies(d)[-1]) for d in (64, 512, 4096)}  # in units of 2 pi
+for d, turns in longest.items():
+    print(f"d_model = {d:4d}: longest wavelength = {turns:7.1f} x 2 pi")
+assert longest[64] < longest[512] < longest[4096] < 10000   # approaches 10000 x 2 pi from below
+
+n_count = 4096
+sines = sinusoidal_table(n_count, d_model, dtype=torch.float64)[1:, 0::2]   # positions 1..N-1 (sin 0 = 0)
+sign_changes = (torch.sign(sines[1:]) != torch.sign(sines[:-1])).sum(dim=0)
+predicted = torch.floor((n_count - 1) * omega / math.pi).long()
+assert torch.equal(sign_changes, predicted)
+assert sign_changes[0] == 1303 and torch.all(sign_changes[25:] == 0)   # pairs 25..31: no sign change at all
+print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8 -> {sign_changes[8]}, "
+      f"pair 16 -> {sign_changes[16]}, pair 31 -> {sign_changes[31]}")
+
+# %%
+i_idx = np.arange(d_model // 2)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.9))
+line_plot(ax1, i_idx, {"wavelength 2 pi / w_i": wavelength.numpy()}, title="Wavelength per pair",
+          xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)", logy=True, markers=True)
+ax1.get_legend().remove()
+for y, text, scale in ((2 * math.pi, "2 pi", 1.3), (10000 * 2 * math.pi, "10000 x 2 pi", 0.55)):
+    ax1.axhline(y, color="gray", linestyle=":", linewidth=1)
+    ax1.text(d_model // 2 - 1, y * scale, text, ha="right", fontsize=8)
+ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
+             arrowprops={"arrowstyle": "->"}, fontsize=8)
+ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 1.2e4),
+             arrowprops={"arrowstyle": "->"}, fontsize=8, ha="right")
+line_plot(ax2, i_idx, {"counted in the table": sign_changes.numpy(),
+                       "about 2N / wavelength": 2 * n_count / wavelength.numpy()},
+          title=f"Sign changes of the sine in {n_count} positions", xlabel="pair index i",
+          ylabel="sign changes (symlog scale)", markers=True)
+ax2.set_yscale("symlog", linthresh=1)
+plt.show()
+
+# %% [markdown]
+# The right panel is measured on the table itself: pair 0 changes sign 1303 times in 4096
+# positions, while pairs 25 to 31 never change sign at all (half their wavelength is longer than
+# 4096 positions).
+#
+# **Takeaway:** the wavelengths are spaced evenly on a log scale over four decades, from $2\pi$
+# to almost $10000\cdot2\pi$. The first pairs tell neighbouring positions apart; the last pairs
+# separate positions thousands of steps apart and are nearly constant over a short sentence.
+
+# %% [markdown]
+# ## 5 · How similar are two positions?
+#
+# **Question:** what does the dot product of two encodings measure? Within each pair,
+# $\sin a \sin b + \cos a \cos b = \cos(a - b)$, so
+#
+# $$PE(p) \cdot PE(q) = \sum_{i=0}^{d/2-1} \cos\big((p - q)\,\omega_i\big).$$
+#
+# It depends only on the offset $p - q$, not on where the two positions are, and not on the sign
+# of the offset. Every encoding has the same norm, $\|PE(p)\|^2 = d/2$, so dividing by $d/2$ gives
+# the cosine similarity.
+
+# %%
+long_len = 20001
+long_table = sinusoidal_table(long_len, d_model, dtype=torch.float64)
+sim = pe @ pe.T / (d_model / 2)                                     # (128, 128) cosine similarities
+offsets = positions[:, None] - positions[None, :]
+torch.testing.assert_close(sim, torch.cos(offsets[..., None] * omega).mean(dim=-1))
+torch.testing.assert_close(long_table.norm(dim=1) ** 2, torch.full((long_len,), d_model / 2, dtype=torch.float64))
+assert torch.allclose(sim[1:, 1:], sim[:-1, :-1], atol=1e-12)       # constant along diagonals
+p0 = 64
+assert torch.allclose(sim[p0, p0 + 1 :], sim[p0, 1:p0].flip(0), atol=1e-12)  # PE(p0+k) vs PE(p0-k), k = 1..63
+
+sim_k = (long_table @ long_table[0] / (d_model / 2)).numpy()        # similarity at offset k = 0 .. 20000
+assert sim_k[0] == 1.0 and sim_k[1:].max() < 1.0                     # the peak is at k = 0 only
+first_rise = int(np.argmax(np.diff(sim_k) > 0))
+print(f"similarity at k = 1: {sim_k[1]:.3f}; k = 10: {sim_k[10]:.3f}; k = 100: {sim_k[100]:.3f}; "
+      f"k = 1000: {sim_k[1000]:.3f}")
+print(f"not monotone: the similarity first rises again from k = {first_rise} to k = {first_rise + 1}")
+
+# %%
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+heatmap(ax1, sim.numpy(), title="Cosine similarity of positions", xlabel="position q", ylabel="position p",
+        colorbar_label="cos(PE(p), PE(q))")
+line_plot(ax2, np.arange(1, long_len), {"cos(PE(0), PE(k))": sim_k[1:]}, title="Similarity vs distance",
+          xlabel="distance k (positions, log scale)", ylabel="cosine similarity", logx=True)
+decades = [(1, 10), (10, 100), (100, 1000), (1000, 10000), (10000, 20000)]
+decade_mean = [float(sim_k[a:b].mean()) for a, b in decades]
+ax2.step([a for a, _ in decades] + [20000], decade_mean + decade_mean[-1:], where="post", color="black",
+         linestyle="--", label="mean over each decade")
+ax2.legend()
+plt.show()
+
+display(pd.DataFrame({"distances k": [f"{a} .. {b - 1}" for a, b in decades],
+                      "mean similarity": [f"{m:.3f}" for m in decade_mean],
+                      "max similarity": [f"{sim_k[a:b].max():.3f}" for a, b in decades]}))
+
+# %% [markdown]
+# **Check what we claim.** The similarity map is symmetric and constant along its diagonals
+# (asserted above). It falls with distance *on average*, not monotonically: it ripples, as any sum
+# of cosines does. Because the wavelengths span four decades evenly, each tenfold increase in
+# distance decorrelates about a quarter of the pairs, and the decade means drop by about 0.25
+# each. From the decade 1000-10000 on, the mean is close to zero and the similarity only
+# fluctuates (peaks of 0.3-0.4 remain): it no longer tells how far apart two positions are.
+
+# %%
+drops = np.diff(decade_mean[:4])
+assert np.all(drops < 0) and np.all(np.abs(drops + 0.25) < 0.05)
+assert abs(decade_mean[3]) < 0.05 and abs(decade_mean[4]) < 0.1
+assert 0.3 < sim_k[1000:].max() < 0.45
+print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
+
+# %% [markdown]
+# ## 6 · The key property: shifting is a fixed linear map
+#
+# **Question:** is there one matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for *every* $p$? The angle
+# addition formulas say yes, pair by pair:
+#
+# $$\begin{pmatrix}\sin((p+k)\omega)\\ \cos((p+k)\omega)\end{pmatrix}
+# = \begin{pmatrix}\cos k\omega & \sin k\omega\\ -\sin k\omega & \cos k\omega\end{pmatrix}
+# \begin{pmatrix}\sin p\omega\\ \cos p\omega\end{pmatrix}.$$
+#
+# The $2\times2$ matrix is a rotation by $k\omega$ and contains $k$ but not $p$. Stack one block per
+# pair on the diagonal and you have $M_k$. Vaswani et al. chose sinusoids because of this: "for any
+# fixed offset $k$, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$".
+
+# %%
+def rotation_block(angle: float) -> torch.Tensor:
+    """The 2x2 matrix that maps (sin a, cos a) to (sin(a + angle), cos(a + angle))."""
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+
+
+def build_shift(k: int) -> torch.Tensor:
+    """M_k for our d_model = 64 table: one rotation block per pair, on the diagonal."""
+    return torch.block_diag(*[rotation_block(k * w) for w in omega.tolist()])
+
+
+for k in (1, 2, 5, 17, 50, -3, -40):
+    m_k = build_shift(k)
+    p = torch.arange(max(0, -k), max_len - max(0, k))      # every p with p and p + k in the table
+    # Rows of the table are PE(p)^T, so PE(p+k) = M_k PE(p) reads table[p + k] = table[p] @ M_k^T.
+    torch.testing.assert_close(pe[p + k], pe[p] @ m_k.T, rtol=0, atol=1e-12)
+    torch.testing.assert_close(m_k, shift_matrix(k, d_model), rtol=0, atol=1e-15)
+    print(f"k = {k:+3d}: PE(p+k) = M_k PE(p) for all {len(p)} positions p (max error < 1e-12); M_k == shift_matrix")
+
+# %% [markdown]
+# $M_k$ is a rotation, so it preserves lengths, undoing a shift is the transpose, and two
+# shifts compose into one:
+
+# %%
+m5, m7 = shift_matrix(5, d_model), shift_matrix(7, d_model)
+eye = torch.eye(d_model, dtype=torch.float64)
+torch.testing.assert_close(m5 @ m5.T, eye)                          # orthogonal
+torch.testing.assert_close(shift_matrix(-5, d_model), m5.T)         # M_{-k} = M_k^T
+torch.testing.assert_close(m5 @ m7, shift_matrix(12, d_model))      # M_5 M_7 = M_12
+print("M_k is orthogonal, M_-k = M_k^T, M_5 M_7 = M_12")
+
+# %%
+m_small = shift_matrix(5, 16)
+off_block = m_small.clone()
+for i in range(0, 16, 2):
+    off_block[i : i + 2, i : i + 2] = 0
+assert torch.count_nonzero(off_block) == 0                         # nothing outside the 2x2 blocks
+fig, ax = plt.subplots(figsize=(4.8, 4.0))
+heatmap(ax, m_small.numpy(), title="Shift matrix M_5 (d_model = 16)", xlabel="input dimension",
+        ylabel="output dimension", colorbar_label="entry", center=True)
+ax.set_xticks(range(0, 16, 2))
+ax.set_yticks(range(0, 16, 2))
+plt.show()
+
+# %% [markdown]
+# **Takeaway:** "$k$ positions later" is one fixed rotation of the encoding, the same at the
+# start and at the end of a sequence. A linear layer can therefore in principle turn "the token
+# at $p$" into a query for "the token at $p+k$" with one weight matrix for all $p$. (In a
+# Transformer the encoding is added to the token embedding, so queries and keys mix content and
+# position; RoPE, in notebook 03, applies the rotation to queries and keys directly.)
+
+# %% [markdown]
+# ## 7 · Two layouts: interleaved and concatenated
+#
+# **Question:** the paper interleaves sines and cosines, $[\sin_0, \cos_0, \sin_1, \cos_1, \dots]$,
+# but much code (tensor2tensor, fairseq, Hugging Face Marian) writes
+# $[\sin_0, \sin_1, \dots \mid \cos_0, \cos_1, \dots]$. Is that a different encoding? No: the
+# same numbers with the columns in another order. The library's tests check both layouts
+# against Hugging Face `transformers`: the interleaved table against DistilBERT's
+# `create_sinusoidal_embeddings`, the concatenated one against Marian's
+# `MarianSinusoidalPositionalEmbedding` (`tests/test_sinusoidal.py`).
+
+# %%
+concat = sinusoidal_table(max_len, d_model, layout="concat", dtype=torch.float64)
+perm = sinusoidal_layout_permutation(d_model)
+print("perm[:6] =", perm[:6].tolist(), "... perm[32:38] =", perm[32:38].tolist())
+assert torch.equal(concat, pe[:, perm])                      # concat = interleaved with columns permuted
+assert torch.equal(pe, concat[:, torch.argsort(perm)])      # and back
+torch.testing.assert_close(concat @ concat.T, pe @ pe.T)     # same dot products: section 5 holds for both
+torch.testing.assert_close(shift_matrix(5, d_model, layout="concat"), m5[perm][:, perm])  # same shift map, permuted
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+heatmap(ax1, pe.numpy(), title='layout="interleaved"', xlabel="dimension j", ylabel="position p", center=True)
+heatmap(ax2, concat.numpy(), title='layout="concat" = interleaved[:, perm]', xlabel="dimension j",
+        ylabel="position p", center=True)
+plt.show()
+
+# %% [markdown]
+# For a model trained from scratch the layout does not matter: a permutation of the input columns
+# is absorbed by the first weight matrix that reads them. It matters as soon as weights are
+# *loaded*: a checkpoint trained with one layout expects its columns in that order.
+
+# %%
+w = torch.randn(8, d_model, dtype=torch.float64)            # any linear layer reading the encoding
+torch.testing.assert_close(concat @ w.T, pe @ w[:, torch.argsort(perm)].T)
+assert not torch.allclose(concat @ w.T, pe @ w.T)           # same weights, other layout: different outputs
+print("a layer with weights W on the concat layout == the same layer with W[:, argsort(perm)] on interleaved")
+
+# %% [markdown]
+# ## 8 · Buffer, not parameter
+#
+# **Question:** the table is fixed, so how should a module hold it? `SinusoidalPE` registers it as
+# a **non-persistent buffer**. Three consequences, each checked below:
+# 1. it is not a parameter: not counted, not given to the optimizer, never updated;
+# 2. it is not in `state_dict`: checkpoints stay small and do not depend on `max_len`;
+# 3. it follows the module in `.to(dtype)` and `.to(device)`.
+
+# %%
+torch.manual_seed(0)
+model = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1,
+                        scheme=SinusoidalPE(d_model, max_len=max_len))
+table = model.scheme.table
+print("buffers:", [name for name, _ in model.named_buffers()])
+print("state_dict keys containing 'table':", [k for k in model.state_dict() if "table" in k])
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+in_optimizer = any(p is table for group in optimizer.param_groups for p in group["params"])
+print("table given to the optimizer:", in_optimizer)
+
+tokens = torch.randint(0, 20, (16, 32))
+labels = torch.randint(0, 2, (16,))
+before = table.clone()
+nn.functional.cross_entropy(model(tokens), labels).backward()
+optimizer.step()
+assert not in_optimizer and torch.equal(model.scheme.table, before)
+assert not any("table" in k for k in model.state_dict())
+print("after one AdamW step the table is unchanged")
+
+# %% [markdown]
+# What if we had made it an `nn.Parameter` instead? Then it counts as $128 \times 64 = 8192$
+# trainable numbers, the optimizer moves it (even rows that no input used, through weight decay),
+# and it is no longer the sinusoidal table after the first step:
+
+# %%
+class ParameterSinusoidal(PositionScheme):
+    """The wrong way: the fixed table as a trainable parameter."""
+
+    kind = "embedding"
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.table = nn.Parameter(sinusoidal_table(max_len, d_model))
+
+    def add_to_embeddings(self, x, positions):
+        return x + self.table[positions]
+
+
+torch.manual_seed(0)
+wrong = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1,
+                        scheme=ParameterSinusoidal(d_model, max_len))
+extra = wrong.num_parameters() - model.num_parameters()
+wrong_opt = torch.optim.AdamW(wrong.parameters(), lr=1e-2, weight_decay=0.1)
+nn.functional.cross_entropy(wrong(tokens), labels).backward()
+wrong_opt.step()
+drift = (wrong.scheme.table.detach() - sinusoidal_table(max_len, d_model)).abs().max().item()
+print(f"extra trainable parameters: {extra}; table entries moved by up to {drift:.4f} after one step")
+assert extra == max_len * d_model and drift > 1e-3
+# Rows of positions the batch never used (32..127) got zero gradient: only weight decay moved them,
+# shrinking them by exactly the factor 1 - lr * weight_decay = 0.999.
+unused = wrong.scheme.table.detach()[tokens.shape[1]:]
+torch.testing.assert_close(unused, sinusoidal_table(max_len, d_model)[tokens.shape[1]:] * (1 - 1e-2 * 0.1))
+print("unused rows shrank by weight decay alone: factor 0.999")
+
+# %% [markdown]
+# And a *persistent* buffer would be saved in the checkpoint, tying the checkpoint to `max_len`:
+# loading it into a model built with a longer table fails. With the non-persistent buffer, the round trip
+# through `torch.save` / `torch.load(weights_only=True)` works and reproduces the outputs exactly,
+# even into a model built with another `max_len`.
+
+# %%
+class PersistentSinusoidal(SinusoidalPE):
+    """Same as SinusoidalPE, but the table is saved in state_dict."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__(d_model, max_len)
+        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=True)
+
+
+def build(scheme):
+    torch.manual_seed(0)
+    return TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1, scheme=scheme)
+
+
+try:
+    build(PersistentSinusoidal(d_model, 256)).load_state_dict(build(PersistentSinusoidal(d_model, 128)).state_dict())
+    raise AssertionError("expected a size mismatch")
+except RuntimeError as err:
+    print("persistent buffer:", next(line.strip() for line in str(err).splitlines() if "size mismatch" in line))
+
+buffer = io.BytesIO()
+torch.save(model.state_dict(), buffer)
+buffer.seek(0)
+reloaded = build(SinusoidalPE(d_model, max_len=256))
+reloaded.load_state_dict(torch.load(buffer, weights_only=True))    # strict: no missing/unexpected keys
+model.eval()
+assert torch.equal(reloaded(tokens), model(tokens))
+print("non-persistent buffer: saved and reloaded into a max_len=256 model, identical outputs")
+
+# %% [markdown]
+# Finally, `.to(...)` moves a buffer along with the parameters. We use the `meta` device (shapes
+# without storage) to show a device move without needing a GPU; `.to("cuda")` works the same way.
+
+# %%
+model64 = build(SinusoidalPE(d_model, max_len)).to(torch.float64)
+assert model64.scheme.table.dtype == torch.float64
+assert model64.scheme(torch.tensor([[3]])).dtype == torch.float64
+model_meta = build(SinusoidalPE(d_model, max_len)).to("meta")
+assert model_meta.scheme.table.device.type == "meta"
+print("after .to(torch.float64):", model64.scheme.table.dtype, "| after .to('meta'):", model_meta.scheme.table.device)
+
+# %% [markdown]
+# ## 9 · Past `max_len`
+#
+# **Question:** what happens when a sequence is longer than the table? The formula is defined for
+# every position, so the library's choice is: **`SinusoidalPE` extends its table**. When a
+# position $\ge$ the current length is asked for, it recomputes the table (float64 angles, cast to
+# the buffer's current dtype and device) with at least twice as many rows. `max_len` is only the
+# size of the first cache. A learnable table cannot do this; it has no row to give (notebook 02).
+
+# %%
+scheme = SinusoidalPE(d_model, max_len=16)
+out = scheme(torch.arange(40)[None, :])                              # positions 0 .. 39, past max_len = 16
+print("table rows before: 16, after:", scheme.table.shape[0])
+assert scheme.table.shape == (40, d_model)
+assert torch.equal(out[0], sinusoidal_table(40, d_model))            # exactly the freshly computed rows
+scheme(torch.tensor([[41]]))
+print("asking for position 41 next: table rows", scheme.table.shape[0], "(doubled, so step-by-step decoding rarely recomputes)")
+assert scheme.table.shape == (80, d_model)
+
+scheme64 = SinusoidalPE(d_model, max_len=16).to(torch.float64)
+scheme64(torch.tensor([[100]]))
+assert scheme64.table.dtype == torch.float64
+assert torch.equal(scheme64.table, sinusoidal_table(101, d_model, dtype=torch.float64))
+print("extension keeps the dtype:", scheme64.table.dtype)
+
+# %% [markdown]
+# Defined is not the same as useful. A model trained on sequences of length $L$ never saw the
+# encodings of positions beyond $L$; whether it copes with them is an empirical question, and for
+# sinusoidal encodings the answer is mostly no (notebook 06 measures it). What the library does
+# refuse are positions that make no sense:
+
+# %%
+for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
+    try:
+        scheme(bad)
+        raise AssertionError("expected an error")
+    except (ValueError, TypeError) as err:
+        print(f"{type(err).__name__}: {err}")
+
+# %% [markdown]
+# ## Summary
+#
+# - $PE_{p,2i} = \sin(p\,\omega_i)$, $PE_{p,2i+1} = \cos(p\,\omega_i)$ with $\omega_i = 10000^{-2i/d}$,
+#   positions from 0; compute $\omega$ in log space and the angles in float64 (float32 angles are
+#   already wrong in the third decimal at position $10^5$).
+# - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
+#   nearly $10000\cdot2\pi$). The source article has this backwards; the sign-change count settles it.
+# - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\omega_i)$: it depends only on the distance, is symmetric,
+#   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
+#   (for $d = 64$), it carries little distance information.
+# - $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal rotations, the same for every $p$.
+# - The interleaved and concatenated layouts are one column permutation apart; it matters when
+#   loading weights.
+# - Hold the table in a non-persistent buffer: not trained, not saved, moved by `.to`.
+#   `SinusoidalPE` extends itself past `max_len`.
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1 · The concatenated table
+# Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
+# layout $[\sin_0, \dots, \sin_{d/2-1} \mid \cos_0, \dots, \cos_{d/2-1}]$ for positions
+# $0, \dots, \text{max\_len}-1$, as a float tensor of shape `(max_len, d_model)`, without calling
+# `sinusoidal_table`.
+#
+# Write it below, then run `check_exercise_1(concat_table)`. (Solution below, folded in the HTML.)
+
+# %% tags=["solution"]
+def concat_table(max_len: int, d_model: int) -> torch.Tensor:
+    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
+    return torch.cat([angle.sin(), angle.cos()], dim=1)
+
+
+check_exercise_1(concat_table)
+
+# %% [markdown]
+# ### Exercise 2 · Which pairs turn fully within a context?
+# A pair *completes a full turn* within `length` positions when its wavelength is at most
+# `length`. Write `full_turns(d_model, base, length)` returning, as a Python `int`, how many of
+# the $d/2$ pairs do. (The same count, for RoPE's frequencies and the training length, is what
+# context-extension methods such as YaRN reason about; see notebook 06.)
+#
+# Run `check_exercise_2(full_turns)`. (Solution below.)
+
+# %% tags=["solution"]
+def full_turns(d_model: int, base: float, length: int) -> int:
+    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return int((wavelengths <= length).sum())
+
+
+print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
+check_exercise_2(full_turns)
+
+# %% [markdown]
+# ### Exercise 3 · The shift matrix of the concatenated layout
+# Write `concat_shift(k, d_model)` returning the $(d, d)$ matrix $M$ with
+# $PE_{\text{concat}}(p+k) = M\,PE_{\text{concat}}(p)$ for every $p$ (base 10000). Hint: sine $i$
+# now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
+# `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
+#
+# Run `check_exercise_3(concat_shift)`. (Solution below.)
+
+# %% tags=["solution"]
+def concat_shift(k: int, d_model: int) -> torch.Tensor:
+    half = d_model // 2
+    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    idx = torch.arange(half)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(kw) sin_i(p) + sin(kw) cos_i(p)
+    m[idx, idx + half] = angle.sin()
+    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(kw) sin_i(p) + cos(kw) cos_i(p)
+    m[idx + half, idx + half] = angle.cos()
+    return m
+
+
+check_exercise_3(concat_shift)
+
+# %% [markdown]
+# ## Further reading
+#
+# - Vaswani et al., *Attention Is All You Need* (2017), section 3.5: the formula and the
+#   linear-shift motivation.
+# - tensor2tensor, `get_timing_signal_1d` (`common_attention.py`), and fairseq,
+#   `SinusoidalPositionalEmbedding` (`fairseq/modules/sinusoidal_positional_embedding.py`):
+#   the concatenated layout, with frequencies $10000^{-i/(d/2-1)}$, i.e. our formula with base
+#   $10000^{h/(h-1)}$, $h = d/2$ (checked against Hugging Face's copy, `M2M100SinusoidalPositionalEmbedding`,
+#   in `tests/test_sinusoidal.py`).
+# - Hugging Face `transformers`: `modeling_distilbert.py` (`create_sinusoidal_embeddings`,
+#   interleaved), `modeling_marian.py` (`MarianSinusoidalPositionalEmbedding`, concatenated).
+# - Harvard NLP, *The Annotated Transformer*: `PositionalEncoding` with `register_buffer`.
+# - PyTorch documentation, `torch.nn.Module.register_buffer` (the `persistent` flag).
+# - Next: notebook 02 (a learned table instead of a formula) and notebook 03 (RoPE, which applies
+#   the rotation $M_k$ to queries and keys instead of adding a vector).
