@@ -1,0 +1,96 @@
+"""Every numbered notebook is paired, executed top to bottom without errors, and follows the course layout.
+
+Static checks on the committed files only (no execution: `make nbval` re-runs the notebooks).
+With no notebook at all, test_there_are_notebooks fails rather than everything being skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SECTIONS = ["Summary", "Exercises", "Further reading"]  # level-2 headings, in this order
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks/[0-9][0-9]_*.ipynb found"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def path(request) -> Path:
+    return request.param
+
+
+@pytest.fixture
+def nb(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def tags(cell) -> list[str]:
+    return list(cell.metadata.get("tags", []))
+
+
+def test_paired_script_has_the_same_cells(path, nb):
+    script = path.with_suffix(".py")
+    assert script.exists(), f"{path.name} has no paired {script.name} (run `make sync`)"
+    paired = jupytext.read(script)
+    ours = [(c.cell_type, c.source, tags(c)) for c in nb.cells]
+    theirs = [(c.cell_type, c.source, tags(c)) for c in paired.cells]
+    assert len(ours) == len(theirs), f"{path.name}: {len(ours)} cells, {script.name}: {len(theirs)} cells"
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == b, f"cell {i} differs between {path.name} and {script.name} (run `make sync`, then `make execute`)"
+
+
+def test_executed_in_order_without_errors(path, nb):
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, f"{path.name} has no code cell"
+    assert all(c.source.strip() for c in code), f"{path.name} has an empty code cell"
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), (
+        f"{path.name} was not executed once from top to bottom (execution counts {counts}); run `make execute`"
+    )
+    for i, cell in enumerate(code):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if "raises-exception" in tags(cell):
+            assert errors, f"{path.name}: code cell {i} is tagged raises-exception but raised nothing"
+        else:
+            assert not errors, f"{path.name}: code cell {i} raised {errors[0].ename}: {errors[0].evalue}"
+
+
+def test_no_warnings_in_the_outputs(path, nb):
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        for out in cell.outputs:
+            if out.output_type == "stream" and out.name == "stderr":
+                assert not re.search(r"\w+Warning\b", out.text), f"{path.name}: code cell {i} printed a warning:\n{out.text}"
+
+
+def test_opening_cell(path, nb):
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    number = path.name[:2]
+    assert re.match(rf"# {number} · \S", first.source), f"{path.name}: the first line must be '# {number} · Title'"
+    for part in ["What you will learn", "Prerequisites", "Run time"]:
+        assert part in first.source, f"{path.name}: the first markdown cell lacks '{part}'"
+
+
+def test_closing_sections_in_order(path, nb):
+    headings = [
+        m.group(1).strip()
+        for c in nb.cells
+        if c.cell_type == "markdown"
+        for m in re.finditer(r"^##\s+(.+)$", c.source, flags=re.MULTILINE)
+    ]
+    found = [s for s in headings if s in SECTIONS]
+    assert found == SECTIONS, f"{path.name}: expected '## ' sections {SECTIONS} in this order, found {found}"
+
+
+def test_exercises_have_solutions_that_pass_their_checker(path, nb):
+    solutions = [c for c in nb.cells if c.cell_type == "code" and "solution" in tags(c)]
+    assert solutions, f"{path.name} has no code cell tagged 'solution'"
+    printed = "".join(o.get("text", "") for c in solutions for o in c.outputs if o.output_type == "stream")
+    assert "[passed]" in printed, f"{path.name}: no solution cell printed a checker's '[passed]' line"
