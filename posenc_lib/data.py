@@ -235,3 +235,24 @@ class WhoDidWhat:
             inputs[row, : len(words)] = vocab.encode(words)
             targets[row] = classes[agent]
         return inputs, targets
+
+
+# ----------------------------------------------------------------- sorting (notebook 02)
+def sorting_task(n: int, seq_len: int, vocab_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Sort a sequence: ``n`` rows of ``seq_len`` tokens drawn uniformly from ``0 .. vocab_size-1`` (repeats allowed).
+
+    Returns inputs (n, seq_len) int64 and per-token targets (n, seq_len) int64: the target at
+    position ``p`` is the ``p``-th smallest input token. Every output position sees the same bag
+    of tokens, so the answer at position ``p`` depends on ``p`` itself: an encoder must know the
+    absolute position of each output to solve it.
+    """
+    for name, value, low in (("n", n, 1), ("seq_len", seq_len, 1), ("vocab_size", vocab_size, 2)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    inputs = torch.randint(0, vocab_size, (n, seq_len), generator=generator)
+    return inputs, inputs.sort(dim=1).values
+
+
+__all__ += ["sorting_task"]

@@ -71,8 +71,10 @@ class LearnablePE(PositionScheme):
         return F.embedding(positions.long(), self.weight)
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
-        """x + table[positions]. x: (batch, seq, d_model); positions: (batch|1, seq)."""
-        return x + self.forward(positions)
+        """x + table[positions], in x's dtype. x: (batch, seq, d_model); positions: (batch|1, seq)."""
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+        return x + self.forward(positions).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}, init_std={self.init_std}"
