@@ -41,12 +41,21 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (posenc)" >/dev/null
 	@touch $@
 
-test: unit nbval
+# Both parts run even if the first fails; the total time is printed either way, the status kept.
+test: $(STAMP)
+	@start=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory unit || status=1; \
+	$(MAKE) --no-print-directory nbval || status=1; \
+	echo "make test: $$(( $$(date +%s) - start )) s in total, $$([ $$status = 0 ] && echo passed || echo FAILED)"; \
+	exit $$status
 
+# pytest exits with status 5 when it collects no test, which fails the target.
 unit: $(STAMP)
 	$(PY) -m pytest tests
 
+# Without notebooks, a bare `pytest --nbval` would fall back to testpaths and rerun the unit tests.
 nbval: $(STAMP)
+	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
 	$(PY) -m pytest --nbval --nbval-sanitize-with tools/nbval_sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 
 sync: $(STAMP)
