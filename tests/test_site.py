@@ -53,7 +53,8 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.cells = [
         new_markdown_cell("# 00 · Demo\n\nThe angle $\\theta_i = 10000^{-2i/d}$ and\n\n$$R_m q \\cdot R_n k$$\n\n"
-                          "See [the paper](https://arxiv.org/abs/2104.09864)."),
+                          "See [the paper](https://arxiv.org/abs/2104.09864), [notebook 01](01_next.ipynb#Formula) "
+                          "and [its source](01_next.py)."),
         new_code_cell("print('ordinary')", execution_count=1,
                       outputs=[new_output("stream", name="stdout", text="ordinary output\n")]),
         new_code_cell("plot()", execution_count=2,
@@ -117,6 +118,12 @@ def test_vendored_mathjax_is_3_2_2_with_its_fonts_and_license():
     fonts = sorted(p.name for p in (site.MATHJAX / "output/chtml/fonts/woff-v2").glob("*.woff"))
     assert "MathJax_Main-Regular.woff" in fonts and "MathJax_Math-Italic.woff" in fonts and len(fonts) == 23
     assert "Apache License" in (site.MATHJAX / "LICENSE").read_text(encoding="utf-8")
+
+
+def test_links_to_sibling_notebooks_point_at_their_pages(page):
+    hrefs = [a["href"] for a in page.find_all("a")]
+    assert "01_next.html#Formula" in hrefs and "01_next.py" in hrefs
+    assert not [h for h in hrefs if h.endswith(".ipynb") or ".ipynb#" in h]
 
 
 def test_math_is_left_for_mathjax_and_figures_are_embedded(page):

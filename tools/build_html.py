@@ -42,6 +42,7 @@ TEMPLATES = ROOT / "tools" / "html_template"
 MATHJAX = ROOT / "tools" / "vendor" / "mathjax"
 MATHJAX_URL = "mathjax/tex-chtml-full.js"  # relative to every page, all of which sit in build/html/
 STEM = re.compile(r"^(\d\d)_[a-z0-9_]+$")
+NOTEBOOK_LINK = re.compile(r'href="(?:\./)?(\d\d_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"')  # a link to a sibling notebook
 
 SITE_TITLE = "Positional encoding in Transformers: a runnable course"
 SITE_INTRO = (
@@ -117,7 +118,10 @@ def make_exporter() -> HTMLExporter:
 
 
 def render_page(exporter: HTMLExporter, nb: nbformat.NotebookNode, entry: Entry, entries: list[Entry]) -> str:
-    """One notebook as a site page, with its navigation bar (``entries`` gives previous and next)."""
+    """One notebook as a site page, with its navigation bar (``entries`` gives previous and next).
+
+    Links to sibling notebooks (``00_name.ipynb#section``) are pointed at their pages (``00_name.html#section``).
+    """
     i = entries.index(entry)
     nav = {
         "index": "index.html",
@@ -127,7 +131,7 @@ def render_page(exporter: HTMLExporter, nb: nbformat.NotebookNode, entry: Entry,
     nb = nbformat.from_dict(nb)  # a copy: the title below must not leak into the caller's notebook
     nb.metadata["title"] = f"{entry.label} | posenc"
     html, _ = exporter.from_notebook_node(nb, resources={"posenc_nav": nav})
-    return html
+    return NOTEBOOK_LINK.sub(lambda m: f'href="{m[1]}.html{m[2] or ""}"', html)  # on the site, notebooks are pages
 
 
 def format_seconds(seconds: float | None) -> str:
