@@ -75,4 +75,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
-	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +
+	find . \( -path ./.venv -o -path ./.git \) -prune -o -name __pycache__ -prune -exec rm -rf {} +
