@@ -18,7 +18,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** about 20 s on 2 CPU cores, measured with `make execute` (no training in this notebook).
+# **Run time:** 20-35 s on 2 CPU cores, measured with `make execute` (no training in this notebook).
 
 # %%
 import io
@@ -204,9 +204,9 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.9))
 line_plot(ax1, i_idx, {"wavelength 2 pi / w_i": wavelength.numpy()}, title="Wavelength per pair",
           xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)", logy=True, markers=True)
 ax1.get_legend().remove()
-for y, text, scale in ((2 * math.pi, "2 pi", 1.3), (10000 * 2 * math.pi, "10000 x 2 pi", 0.55)):
+for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"), (10000 * 2 * math.pi, "10000 x 2 pi", 0, "left")):
     ax1.axhline(y, color="gray", linestyle=":", linewidth=1)
-    ax1.text(d_model // 2 - 1, y * scale, text, ha="right", fontsize=8)
+    ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=8)
 ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
              arrowprops={"arrowstyle": "->"}, fontsize=8)
 ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 1.2e4),
@@ -288,6 +288,7 @@ assert np.all(drops < 0) and np.all(np.abs(drops + 0.25) < 0.05)
 assert abs(decade_mean[3]) < 0.05 and abs(decade_mean[4]) < 0.1
 assert 0.3 < sim_k[1000:].max() < 0.45
 print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
+
 
 # %% [markdown]
 # ## 6 · The key property: shifting is a fixed linear map
@@ -421,6 +422,7 @@ assert not in_optimizer and torch.equal(model.scheme.table, before)
 assert not any("table" in k for k in model.state_dict())
 print("after one AdamW step the table is unchanged")
 
+
 # %% [markdown]
 # What if we had made it an `nn.Parameter` instead? Then it counts as $128 \times 64 = 8192$
 # trainable numbers, the optimizer moves it (even rows that no input used, through weight decay),
@@ -455,6 +457,7 @@ assert extra == max_len * d_model and drift > 1e-3
 unused = wrong.scheme.table.detach()[tokens.shape[1]:]
 torch.testing.assert_close(unused, sinusoidal_table(max_len, d_model)[tokens.shape[1]:] * (1 - 1e-2 * 0.1))
 print("unused rows shrank by weight decay alone: factor 0.999")
+
 
 # %% [markdown]
 # And a *persistent* buffer would be saved in the checkpoint, tying the checkpoint to `max_len`:
@@ -542,6 +545,7 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
     except (ValueError, TypeError) as err:
         print(f"{type(err).__name__}: {err}")
 
+
 # %% [markdown]
 # ## Summary
 #
@@ -579,6 +583,7 @@ def concat_table(max_len: int, d_model: int) -> torch.Tensor:
 
 check_exercise_1(concat_table)
 
+
 # %% [markdown]
 # ### Exercise 2 · Which pairs turn fully within a context?
 # A pair *completes a full turn* within `length` positions when its wavelength is at most
@@ -596,6 +601,7 @@ def full_turns(d_model: int, base: float, length: int) -> int:
 
 print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
 check_exercise_2(full_turns)
+
 
 # %% [markdown]
 # ### Exercise 3 · The shift matrix of the concatenated layout
