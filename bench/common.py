@@ -1,0 +1,165 @@
+"""Measurement tools shared by the benchmarks: interleaved timing, peak memory, machine facts.
+
+Timing: every case is a ``torch.utils.benchmark.Timer`` with a fixed thread count. Cases are
+measured in interleaved rounds (round 1: case A, B, C; round 2: B, C, A; ...), so a burst of load
+from another process hits all cases alike, and each case reports the median over rounds.
+
+Peak memory: ``torch.profiler`` with ``profile_memory=True`` records every allocation and free
+that goes through PyTorch's CPU allocator (every tensor, including scratch tensors inside
+kernels) together with the running total; the peak is the largest running total during the
+call, counted from zero at its start (tensors that existed before are not counted).
+PyTorch's CPU allocator does not cache, so these are the bytes the process really asks for.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+# libkineto (the profiler's backend) prints two log lines per profiling session; level 6 silences
+# them. It reads the variable when the profiler first starts, so setting it here is early enough.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile
+from torch.utils.benchmark import Timer  # noqa: E402
+
+__all__ = ["Timing", "interleaved_times", "allocation_profile", "peak_bytes", "machine_info", "machine_markdown", "format_seconds", "format_bytes"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call of one case: the median over rounds, and every round's value."""
+
+    median: float
+    samples: tuple[float, ...]
+    number: int  # calls per round
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over rounds divided by the median (0.05 = the middle half within 5 %)."""
+        if len(self.samples) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return (q3 - q1) / self.median
+
+
+def interleaved_times(
+    cases: Mapping[str, Callable[[], object]], rounds: int, threads: int, min_block_s: float = 0.02
+) -> dict[str, Timing]:
+    """Time every case in ``rounds`` interleaved rounds; return the median seconds per call of each.
+
+    Each case is first run once (warm-up) and timed once to choose how many calls one round makes
+    (enough to last ``min_block_s``). Round ``r`` starts at case ``r mod n``, so no case always
+    follows the same neighbour.
+    """
+    if not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    if not cases:
+        raise ValueError("cases must name at least one function to time, got an empty mapping")
+    timers = {name: Timer("fn()", globals={"fn": fn}, num_threads=threads) for name, fn in cases.items()}
+    number = {}
+    for name, timer in timers.items():
+        once = timer.timeit(1).median  # Timer.timeit also runs two warm-up calls first
+        number[name] = max(1, math.ceil(min_block_s / max(once, 1e-9)))
+    names = list(timers)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        start = r % len(names)
+        for name in names[start:] + names[:start]:
+            samples[name].append(timers[name].timeit(number[name]).median)
+    return {
+        name: Timing(statistics.median(s), tuple(s), number[name]) for name, s in samples.items()
+    }
+
+
+def allocation_profile(fn: Callable[[], object]) -> tuple[int, int]:
+    """Run ``fn`` once under the memory profiler; return (peak, retained) bytes, counted from the call's start.
+
+    peak: the largest net number of bytes allocated since the start of the call (what ``fn``
+    returns is released inside, after it has counted); retained: the net bytes still held at the
+    end (parameters, buffers or caches that ``fn`` created and kept). The profiler's running
+    total also counts tensors from earlier profiled calls that are still alive, so both numbers
+    are taken relative to the total just before the call's first allocation.
+    """
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+        del result
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as fh:
+            events = [e["args"] for e in json.load(fh)["traceEvents"] if e.get("name") == "[memory]"]
+    events.sort(key=lambda args: args["Ev Idx"])
+    if not events:
+        return 0, 0
+    baseline = events[0]["Total Allocated"] - events[0]["Bytes"]
+    totals = [args["Total Allocated"] - baseline for args in events]
+    return max(0, *totals), totals[-1]
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    """Largest number of bytes held by tensors allocated during one call of ``fn``.
+
+    ``fn`` is called once beforehand, so lazily built caches (tables that extend themselves) are in
+    place and the number describes a steady-state call. What ``fn`` returns counts while it is
+    alive inside the call; memory that existed before the call does not count.
+    """
+    fn()
+    return allocation_profile(fn)[0]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info(threads: int) -> dict[str, str]:
+    """The facts a reader needs to compare these numbers with their own."""
+    return {
+        "CPU": _cpu_model(),
+        "cores visible": str(os.cpu_count()),
+        "torch threads (Timer num_threads)": str(threads),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset"),
+        "torch": torch.__version__,
+        "Python": platform.python_version(),
+        "date (UTC)": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def machine_markdown(info: Mapping[str, str]) -> str:
+    """Machine facts as a markdown bullet list."""
+    return "\n".join(f"- {key}: {value}" for key, value in info.items())
+
+
+def format_seconds(seconds: float) -> str:
+    """123 µs / 12.3 ms / 1.23 s, three significant digits."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale or unit == "µs":
+            value = seconds / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in KiB/MiB/GiB, three significant digits."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{n:.0f} B"

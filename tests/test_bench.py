@@ -1,0 +1,170 @@
+"""The benchmark code (bench/), on tiny shapes: it measures the right thing and cannot rot."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import rope_bench  # noqa: E402
+from bench.common import (  # noqa: E402
+    allocation_profile,
+    format_bytes,
+    format_seconds,
+    interleaved_times,
+    peak_bytes,
+)
+from bench.run import main  # noqa: E402
+from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory  # noqa: E402
+
+# ----------------------------------------------------------------------------- measuring tools
+
+
+def test_allocation_profile_counts_exact_bytes_from_the_call_start():
+    alive_before = torch.ones(3_000_000)  # 12 MB that must not count
+    kept = []
+
+    def fn():
+        kept.append(torch.empty(1_000_000))  # 4 MB kept after the call
+        scratch = torch.empty(2_000_000)  # 8 MB freed inside
+        del scratch
+        return torch.empty(500_000)  # 2 MB, released after the call
+
+    peak, retained = allocation_profile(fn)
+    assert (peak, retained) == (4_000_000 + 8_000_000, 4_000_000)
+    # a second call starts from its own zero although the first call's 4 MB are still alive
+    assert allocation_profile(fn) == (12_000_000, 4_000_000)
+    assert alive_before.sum() == 3_000_000
+
+
+def test_peak_bytes_sees_temporaries_inside_one_op_and_ignores_the_warm_up():
+    x = torch.randn(1000, 1000)
+    cache = {}
+
+    def fn():
+        if "table" not in cache:  # built once, during the warm-up call
+            cache["table"] = torch.empty(5_000_000)
+        return x @ x  # 4 MB result
+
+    assert peak_bytes(fn) == 4_000_000
+
+
+def test_interleaved_times_rank_cases_and_validate():
+    times = interleaved_times(
+        {"short": lambda: time.sleep(0.001), "long": lambda: time.sleep(0.02)}, rounds=3, threads=1, min_block_s=0.0
+    )
+    assert set(times) == {"short", "long"}
+    assert all(len(t.samples) == 3 and t.number == 1 and t.spread >= 0 for t in times.values())
+    assert times["short"].median >= 0.001 and times["long"].median >= 0.02
+    assert times["long"].median > times["short"].median
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1, got 0"):
+        interleaved_times({"a": lambda: None}, rounds=0, threads=1)
+    with pytest.raises(ValueError, match="threads must be an integer >= 1, got 0"):
+        interleaved_times({"a": lambda: None}, rounds=1, threads=0)
+    with pytest.raises(ValueError, match="cases"):
+        interleaved_times({}, rounds=1, threads=1)
+
+
+def test_formatting():
+    assert [format_seconds(s) for s in (2.5e-6, 1.234e-4, 0.0123, 1.5, 250e-6)] == [
+        "2.5 µs", "123 µs", "12.3 ms", "1.5 s", "250 µs"]
+    assert [format_bytes(b) for b in (512, 2048, 3 * 2**20, 1.5 * 2**30)] == ["512 B", "2 KiB", "3 MiB", "1.5 GiB"]
+
+
+# ----------------------------------------------------------------------------- RoPE
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_every_rope_method_rotates_like_the_float64_reference(dtype):
+    x = rope_bench.make_inputs((2, 3, 16, 8), dtype)
+    assert (x.freqs_cis is None) == (dtype == torch.bfloat16)
+    rope_bench.check_methods(x)  # raises on any wrong output or gradient
+
+
+def test_the_check_catches_a_wrong_layout(monkeypatch):
+    x = rope_bench.make_inputs((1, 2, 8, 8), torch.float32)
+    real = rope_bench.apply_rope_qk
+    swapped = {"half": "interleaved", "interleaved": "half"}
+    monkeypatch.setattr(rope_bench, "apply_rope_qk", lambda q, k, c, s, layout="half", **kw: real(q, k, c, s, swapped[layout], **kw))
+    with pytest.raises(AssertionError, match="library half"):
+        rope_bench.check_methods(x)
+
+
+def test_targets_are_judged_on_ratios_to_the_floor():
+    timing = lambda s: rope_bench.Timing(s, (s,), 1)  # noqa: E731
+    shape = (1, 32, 2048, 128)
+    results = [
+        rope_bench.RopeResult(shape, torch.float32, "fwd", rope_bench.FLOOR, timing(1.0)),
+        rope_bench.RopeResult(shape, torch.float32, "fwd", "library half, in place", timing(1.4)),
+        rope_bench.RopeResult(shape, torch.float32, "fwd", rope_bench.ROTATE_HALF, timing(5.0)),
+        rope_bench.RopeResult(shape, torch.float32, "fwd+bwd", rope_bench.FLOOR, timing(2.0)),
+        rope_bench.RopeResult(shape, torch.float32, "fwd+bwd", "library half, new output", timing(9.0)),
+    ]
+    got = {t.text: (round(t.measured, 3), t.met) for t in rope_bench.evaluate_targets(results)}
+    assert got == {
+        "library half, in place: forward fp32 (1, 32, 2048, 128) ≤ 1.5× floor": (1.4, True),
+        "library half, in place: ≥ 4× faster than rotate_half, forward fp32 (1, 32, 2048, 128)": (3.571, False),
+        "library half, new output: forward+backward fp32 (1, 32, 2048, 128) ≤ 4× floor": (4.5, False),
+    }
+    assert "| MISSED |" in rope_bench.targets_markdown(rope_bench.evaluate_targets(results))
+
+
+# ----------------------------------------------------------------------------- schemes
+
+
+def test_every_library_scheme_is_benchmarked():
+    found, missing = discover_schemes()
+    assert missing == []
+    names = {spec.name for spec, _ in found}
+    assert {"NoPosition", "SinusoidalPE", "LearnablePE", "RotaryPE half", "T5RelativeBias", "ALiBi full (h, L, L)",
+            "ALiBi compact (h, 1, L)", "SwinRelativeBias"} <= names
+
+
+def test_grid_shape_and_growth_exponent():
+    assert [grid_shape(n) for n in (1, 2, 128, 256, 2048)] == [(1, 1), (1, 2), (8, 16), (16, 16), (32, 64)]
+    with pytest.raises(ValueError, match="power of two to form a patch grid, got 100"):
+        grid_shape(100)
+    assert growth_exponent([64, 128], [1.0, 4.0]) == pytest.approx(2.0)
+    assert growth_exponent([64, 128, 256], [5.0, 1.0, 2.0]) == pytest.approx(1.0)
+
+
+def test_full_biases_grow_as_l_squared_and_tables_as_l():
+    found = {spec.name: (spec, cls) for spec, cls in discover_schemes()[0]}
+    d_model, n_heads = 16, 2
+
+    def exponent(name: str, lengths: tuple[int, int], setting: str = "bidirectional") -> float:
+        memory = [sum(scheme_memory(*found[name], n, setting, d_model, n_heads)) for n in lengths]
+        return growth_exponent(lengths, memory)
+
+    # from L=1024 on, the scratch of the CPU flash-attention kernel grows as L (below, its blocking changes)
+    for name in ("NoPosition", "SinusoidalPE", "LearnablePE", "RotaryPE half", "AxialRoPE2D"):
+        assert exponent(name, (1024, 2048)) < 1.2, name
+    for name in ("T5RelativeBias", "ALiBi full (h, L, L)", "SwinRelativeBias"):
+        assert exponent(name, (256, 512)) > 1.8, name
+    # the compact ALiBi bias is (h, 1, L), but the attention's causal mask is (L, L) anyway
+    assert exponent("ALiBi compact (h, 1, L)", (256, 512), "causal") > 1.8
+    resident, peak = scheme_memory(*found["ALiBi full (h, L, L)"], 512, "bidirectional", d_model, n_heads)
+    assert resident == n_heads * 4 and peak >= n_heads * 512 * 512 * 4  # the slopes; the float32 bias
+    with pytest.raises(ValueError, match="setting must be one of"):
+        scheme_memory(*found["NoPosition"], 16, "encoder", d_model, n_heads)
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def test_make_bench_quick_writes_every_result(tmp_path, capsys):
+    assert main(["--quick", "--rounds", "1", "--scheme-rounds", "1", "--threads", "1", "--out", str(tmp_path)]) == 0
+    rope_md = (tmp_path / "rope.md").read_text()
+    for name in rope_bench.method_names():
+        assert f"| {name} |" in rope_md
+    assert "torch threads (Timer num_threads): 1" in rope_md and torch.__version__ in rope_md
+    schemes_md = (tmp_path / "schemes.md").read_text()
+    assert "### bidirectional: memory" in schemes_md and "### causal: time" in schemes_md
+    assert (tmp_path / "schemes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob("*.tmp"))
+    assert "| floor (copy_ into buffers) |" in capsys.readouterr().out
