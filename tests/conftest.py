@@ -61,6 +61,20 @@ class DistanceBias(PositionScheme):
         return -0.5 * distance.abs().to(torch.float32)
 
 
+@pytest.fixture
+def single_thread():
+    """Run a test on one intra-op thread, then restore the count.
+
+    The core tests use tiny tensors: a second OpenMP thread only adds synchronisation, which
+    on a busy 2-core machine made them 10-50x slower. Opt in per module with
+    ``pytestmark = pytest.mark.usefixtures("single_thread")``; other tests keep the default.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 SchemeFactory = Callable[[str, int], PositionScheme]
 
 

@@ -16,6 +16,8 @@ from torch.testing import assert_close
 
 from posenc_lib.attention import KVCache, MultiHeadAttention, NoPosition
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 POSITION_AWARE = ["rotary", "bias"]  # the schemes MultiHeadAttention itself applies
 
 

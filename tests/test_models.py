@@ -11,6 +11,8 @@ from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 
 SCHEMES = ["none", "embedding", "rotary", "bias"]
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 def model(scheme=None, seed: int = 0, **kwargs) -> TinyTransformer:
     torch.manual_seed(seed)

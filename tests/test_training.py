@@ -10,6 +10,8 @@ import torch
 from posenc_lib.models import TinyTransformer
 from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, train
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 def sorting_data(generator: torch.Generator, n: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """A small task: is the first token larger than the last one? (needs position to solve)."""
