@@ -92,9 +92,8 @@ print("inline table == sinusoidal_table(128, 64): exact")
 # **Why angles in float64?** The angle $p\,\omega_i$ grows with the position. In float32 the
 # frequency and the product are each rounded to about 7 significant digits (relative error up to
 # $6\cdot10^{-8}$ each), so at position $10^5$ the angle, and with it the sine, is off by the order
-# of $10^{-3}$. The
-# library computes the angles in float64 and rounds only the final values. Let us measure both
-# against the exact (float64) values at positions from 10 to $10^6$.
+# of $10^{-3}$. The library computes the angles in float64 and rounds only the final values. Let us
+# measure both against the exact (float64) values at positions from 10 to $10^6$.
 
 # %%
 marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
@@ -175,7 +174,7 @@ plt.show()
 # other way round: **small $i$ = high frequency** (short wavelength, the value changes every
 # position), **large $i$ = low frequency** (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
-# first 4096 positions. A sine of wavelength $\lambda$ changes sign $2N/\lambda$ times in $N$
+# first 4096 positions. A sine of wavelength $\lambda$ changes sign about $2N/\lambda$ times in $N$
 # positions; since $\omega_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
 # count is exactly $\lfloor (N-1)\,\omega_i/\pi \rfloor$.
 
