@@ -1,0 +1,777 @@
+# %% [markdown]
+# # 03 · RoPE: rotary position embedding
+#
+# Sinusoidal and learnable encodings *add* a position vector to the token embedding, and the
+# model must then learn to read positions back out of the sum. RoPE (Su et al., RoFormer) does
+# something different: it leaves the embeddings alone and *rotates* the queries and keys inside
+# every attention layer, by an angle proportional to their position. The attention score of a
+# query at position $m$ and a key at position $n$ then depends on $m - n$ only. Most open
+# large language models (LLaMA, Mistral, Qwen, ...) use it.
+#
+# **What you will learn**
+# - why rotating 2-D pairs makes a dot product depend only on the relative position, proved in
+#   two lines and checked to float precision;
+# - the two implementations you will meet (real cos/sin arithmetic and complex multiplication)
+#   and the two memory layouts (interleaved pairs as in Meta's LLaMA, half-split pairs as in
+#   Hugging Face), with the weight permutation that converts a checkpoint from one to the other;
+# - the long-term decay bound of the RoFormer paper, plotted;
+# - where RoPE sits inside attention (queries and keys, never values) and how a KV-cache decode
+#   step must pass the new token's absolute position;
+# - why angles must be computed in float32 even in a bf16/fp16 model;
+# - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
+#   source article).
+#
+# **Prerequisites**: [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
+# the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
+# (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
+#
+# **Run time**: about 15 s on a 2-core laptop CPU (one tiny model trains for 2 s).
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot, use_style
+from posenc_lib.rope import (
+    RotaryPE,
+    apply_rope,
+    apply_rope_complex,
+    convert_qk_weight,
+    rope_cos_sin,
+    rope_inv_freq,
+    rope_layout_permutation,
+    rotate_half_reference,
+)
+from posenc_lib.training import accuracy, seed_everything, train
+
+use_style()
+pd.set_option("display.width", 120)
+gen = seed_everything(0)
+
+
+def tiny(value: float, floor: float = 1e-5) -> str:
+    """Format a difference that is rounding noise: "< 1e-05" when below ``floor``, else its value."""
+    return f"< {floor:.0e}" if value < floor else f"{value:.1e}"
+
+# %% [markdown]
+# ## 1 · One pair: position as an angle
+#
+# **Question.** A score is a dot product $q^\top k$. How can we make it depend on the positions
+# $m$ (of the query) and $n$ (of the key) only through $m - n$?
+#
+# Take a 2-D query and key and turn each by an angle proportional to its position, with
+# $R(\alpha) = \begin{pmatrix}\cos\alpha & -\sin\alpha\\ \sin\alpha & \cos\alpha\end{pmatrix}$.
+# Rotations compose by adding angles and $R(\alpha)^\top = R(-\alpha)$, so
+#
+# $$\langle R(m\theta)\,q,\; R(n\theta)\,k\rangle = q^\top R(m\theta)^\top R(n\theta)\,k
+#   = q^\top R\big((n-m)\theta\big)\,k .$$
+#
+# The absolute positions cancel; only the offset $n - m$ survives. And a rotation does not change
+# a vector's length, so the content ($\lVert q\rVert$, $\lVert k\rVert$) is untouched.
+
+# %%
+def rotation(angle: float) -> torch.Tensor:
+    """The 2x2 matrix that turns a 2-D vector counter-clockwise by ``angle`` radians."""
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+
+
+theta = 0.4                                          # one frequency: radians per position
+q = torch.tensor([1.0, 0.3], dtype=torch.float64)    # a query pair
+k = torch.tensor([0.2, -0.9], dtype=torch.float64)   # a key pair
+n_pos = 12
+# scores[m, n] = <R(m theta) q, R(n theta) k>: query at position m, key at position n
+scores_2d = torch.tensor(
+    [[float((rotation(m * theta) @ q) @ (rotation(n * theta) @ k)) for n in range(n_pos)] for m in range(n_pos)],
+    dtype=torch.float64,
+)
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+for m in range(8):
+    qm = rotation(m * theta) @ q
+    ax1.annotate("", xy=(float(qm[0]), float(qm[1])), xytext=(0, 0),
+                 arrowprops={"arrowstyle": "->", "color": COLORS[0], "alpha": 0.3 + 0.7 * m / 7, "lw": 1.5})
+    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=8)
+ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2",
+        title=r"The query pair at positions m = 0..7 ($\theta$ = 0.4 rad)")
+heatmap(ax2, scores_2d.numpy(), "Score of query at m and key at n", "key position n", "query position m",
+        colorbar_label="score (dot product)", center=True)
+plt.show()
+
+# %% [markdown]
+# The picture on the right is constant along every diagonal: the score only knows $n - m$.
+# Checked below, entry by entry, against the closed form $q^\top R((n-m)\theta)\,k$, and as a
+# shift of both positions by the same offset $c$.
+
+# %%
+for m in range(n_pos):
+    for n in range(n_pos):
+        assert_close(scores_2d[m, n], q @ rotation((n - m) * theta) @ k)
+for c in (1, 5):
+    assert_close(scores_2d[c:, c:], scores_2d[:-c, :-c])            # shift both positions by c
+for angle in (0.4, 3.0, 1234.5):
+    assert_close(torch.linalg.vector_norm(rotation(angle) @ q), torch.linalg.vector_norm(q))
+print("score depends on n - m only; rotation keeps the norm")
+
+# %% [markdown]
+# **Takeaway.** Rotating query and key by angles proportional to their positions turns the
+# score into a function of the relative position, for any content $q, k$.
+#
+# ## 2 · All pairs: one frequency per pair
+#
+# **Question.** A head has `head_dim` = $d$ coordinates, not 2. How do we rotate it?
+#
+# Cut the vector into $d/2$ pairs and give pair $i$ its own frequency, exactly the frequencies of
+# the sinusoidal encoding of notebook 01:
+# $$\theta_i = \text{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,\qquad \text{base} = 10000 .$$
+# Position $m$ turns pair $i$ by $m\,\theta_i$. The whole operation is a block-diagonal rotation
+# $R_m$ (the matrix $M_k$ of notebook 01 is exactly $R_k$). The RoFormer paper and Meta's LLaMA
+# code take neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout.
+# Here it is, written out for teaching (angles in float64):
+
+# %%
+def rope_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotate pair (x[2i], x[2i+1]) of every vector by positions * theta_i (interleaved layout).
+
+    x: (..., seq, head_dim); positions: (seq,) integers. Returns the same shape and dtype as x.
+    """
+    head_dim = x.shape[-1]
+    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (head_dim/2,)
+    angle = positions.to(torch.float64)[:, None] * theta                               # (seq, head_dim/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    first, second = x[..., 0::2], x[..., 1::2]            # the two coordinates of every pair
+    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)
+    return rotated.flatten(-2)                             # back to (..., seq, head_dim)
+
+
+# %% [markdown]
+# Three checks: every pair is the 2x2 rotation of section 1; shifting *all* positions by the same
+# offset leaves every score unchanged, for random content at every position (each query and key
+# is different); and every vector keeps its norm.
+
+# %%
+head_dim, seq = 64, 16
+qs = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)   # a different query per position
+ks = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)
+positions = torch.arange(seq)
+rq = rope_inline(qs, positions)
+
+theta_i = 10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+for m, i in [(3, 0), (7, 5), (15, 31)]:
+    assert_close(rq[m, 2 * i : 2 * i + 2], rotation(m * float(theta_i[i])) @ qs[m, 2 * i : 2 * i + 2])
+
+
+def rope_scores(offset: int) -> torch.Tensor:
+    """(seq, seq) scores <R_m q_m, R_n k_n> with all positions shifted by ``offset``."""
+    return rope_inline(qs, positions + offset) @ rope_inline(ks, positions + offset).T
+
+
+for offset in (1, 37, 1000, 100_000):
+    assert_close(rope_scores(offset), rope_scores(0))
+assert_close(torch.linalg.vector_norm(rq, dim=-1), torch.linalg.vector_norm(qs, dim=-1))
+print("pairs rotate as in section 1; scores unchanged under shifts up to 100000; norms kept")
+
+# %% [markdown]
+# A picture of the relative property: give *one* fixed vector every position and plot the score
+# between positions $m$ and $n$. Without position all 64 x 64 scores would be equal; with RoPE the
+# matrix is Toeplitz (constant along diagonals), and the score is largest near the diagonal.
+
+# %%
+x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen).expand(64, head_dim)
+rx = rope_inline(x_same, torch.arange(64))
+toeplitz = rx @ rx.T
+assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])              # constant along diagonals
+assert torch.equal(toeplitz.argmax(dim=-1), torch.arange(64))  # each row peaks at n = m (Cauchy-Schwarz)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+heatmap(ax1, toeplitz.numpy(), "Same vector at every position", "key position n", "query position m",
+        colorbar_label="score", center=True)
+line_plot(ax2, np.arange(64), {"score(m=0, n)": toeplitz[0].numpy()},
+          "One row of the matrix", "relative position n - m (tokens)", "score")
+plt.show()
+
+# %% [markdown]
+# The library's `apply_rope` does the same with precomputed tables: `rope_inv_freq(head_dim)`
+# gives the $\theta_i$, `rope_cos_sin(positions, inv_freq)` the half-width cos/sin tables
+# (batch, seq, head_dim/2), and `apply_rope(x, cos, sin, layout="interleaved")` rotates a
+# (batch, heads, seq, head_dim) tensor. It agrees with the inline version:
+
+# %%
+x = torch.randn(2, 4, seq, head_dim, generator=gen)               # (batch, heads, seq, head_dim)
+inv_freq = rope_inv_freq(head_dim)
+assert_close(inv_freq, theta_i.float())
+cos, sin = rope_cos_sin(positions[None], inv_freq)                 # each (1, seq, head_dim/2)
+assert_close(apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions))
+print("library apply_rope(layout='interleaved') == rope_inline")
+
+# %% [markdown]
+# **Takeaway.** RoPE is a block-diagonal rotation with one frequency per pair, fast pairs first
+# ($\theta_0 = 1$ rad per token) and slow pairs last ($\theta_{d/2-1} \approx 1/10000$).
+#
+# ## 3 · The same thing with complex numbers
+#
+# **Question.** Why does Meta's reference code multiply complex numbers instead?
+#
+# Read the pair $(a, b)$ as the complex number $a + ib$. Turning it by $\alpha$ is multiplying by
+# $e^{i\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
+# $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{i(m-n)\theta_i},$$
+# with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
+# section 7.
+
+# %%
+def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Interleaved RoPE as complex multiplication. x: (..., seq, head_dim); positions: (seq,)."""
+    head_dim = x.shape[-1]
+    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angle = positions.to(torch.float64)[:, None] * theta                          # (seq, head_dim/2)
+    pairs = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2))
+    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{i m theta}
+    return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
+
+
+assert_close(rope_complex_inline(qs, positions), rope_inline(qs, positions))
+assert_close(apply_rope_complex(x, positions[None], inv_freq), apply_rope(x, cos, sin, layout="interleaved"))
+
+# the score formula above, for query position m and key position n
+zq = torch.view_as_complex(qs.reshape(seq, head_dim // 2, 2))
+zk = torch.view_as_complex(ks.reshape(seq, head_dim // 2, 2))
+m, n = 11, 4
+assert_close(rope_scores(0)[m, n], (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real)
+print("complex form == real form (inline and library); score = Re sum q_i conj(k_i) e^{i(m-n)theta_i}")
+
+# %% [markdown]
+# Both are the same function. The real form is what production code uses most: PyTorch has no
+# bfloat16 complex dtype, and complex tensors have broken `torch.compile` in the past.
+#
+# **Takeaway.** Complex multiplication and cos/sin arithmetic are two spellings of one rotation.
+#
+# ## 4 · Two layouts: interleaved and half-split
+#
+# **Question.** Which coordinates form a pair? The answer differs between codebases, and mixing
+# them up is one of the most common RoPE bugs.
+#
+# - **Interleaved** (RoFormer, Meta's `llama/model.py`): pair $i$ is $(x_{2i}, x_{2i+1})$.
+# - **Half-split** (Hugging Face, `rotate_half`): pair $i$ is $(x_i, x_{i+d/2})$. With
+#   $x = [x_1 \,|\, x_2]$ split in halves,
+#   $\text{rotate\_half}(x) = [-x_2 \,|\, x_1]$ and
+#   $\text{RoPE}(x) = x \odot [\cos\,|\,\cos] + \text{rotate\_half}(x) \odot [\sin\,|\,\sin]$.
+
+# %%
+d_small = 16
+pair_of_dim = {
+    "interleaved": torch.arange(d_small) // 2,        # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
+    "half-split": torch.arange(d_small) % (d_small // 2),  # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
+}
+fig, ax = plt.subplots(figsize=(8, 2.2))
+heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(), "Which pair (frequency) each dimension belongs to",
+        "dimension of the head (head_dim = 16)", "layout", colorbar_label="pair index i")
+ax.set_yticks([0, 1], list(pair_of_dim))
+for row, pairs in enumerate(pair_of_dim.values()):
+    for dim, i in enumerate(pairs.tolist()):
+        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=8)
+plt.show()
+
+# %% [markdown]
+# The two layouts are the same rotation seen through a fixed permutation of the head dimension:
+# gather the even coordinates first, then the odd ones,
+# `perm = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]`. Then
+# $$\text{half}(x[\text{perm}]) = \text{interleaved}(x)[\text{perm}] .$$
+# Because a dot product does not care about the order of coordinates (as long as query and key
+# use the same order), the scores agree too.
+
+# %%
+perm = rope_layout_permutation(head_dim)
+assert torch.equal(perm, torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]))
+half = apply_rope(x[..., perm], cos, sin, layout="half")
+assert_close(half, apply_rope(x, cos, sin, layout="interleaved")[..., perm])
+
+assert_close(half, rotate_half_reference(x[..., perm], cos, sin))    # the textbook Hugging Face formula
+print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_half formula")
+
+# %% [markdown]
+# **Takeaway.** Interleaved and half-split RoPE differ only by where the pairs live; the
+# permutation above translates between them. Section 6 turns it into a checkpoint converter.
+#
+# ## 5 · RoPE inside causal attention
+#
+# **Question.** Where exactly does the rotation go in a Transformer layer, and what changes when
+# we decode one token at a time with a KV cache?
+#
+# RoPE acts on queries and keys **after** the q/k/v projection and the split into heads, and
+# **before** the scores. Values are never rotated. In this library it is a `PositionScheme` of
+# kind `"rotary"` whose `rotate_qk` hook `MultiHeadAttention` calls; nothing is added to the
+# embeddings. To have a model whose behaviour we can measure, we train a tiny causal decoder on a
+# task that needs relative position: at every step, output the token seen **3 steps earlier**.
+
+# %%
+VOCAB, TRAIN_LEN, LAG = 16, 32, 3
+
+
+def lag_task(n: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token sequences (n, length) and targets: the token LAG steps back (-100 for the first LAG)."""
+    tokens = torch.randint(0, VOCAB, (n, length), generator=generator)
+    targets = torch.full_like(tokens, -100)
+    targets[:, LAG:] = tokens[:, :-LAG]
+    return tokens, targets
+
+
+def rope_decoder(layout: str) -> TinyTransformer:
+    """A 1-layer causal decoder (d_model 32, 2 heads of 16) whose only position signal is RoPE."""
+    return TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1, causal=True, pool="none",
+                           scheme=RotaryPE(head_dim=16, layout=layout))
+
+
+train_data, test_data = lag_task(4096, TRAIN_LEN, gen), lag_task(512, TRAIN_LEN, gen)
+model = rope_decoder("interleaved")
+losses = train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen, desc="RoPE decoder")
+test_acc = accuracy(model, *test_data)
+print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
+assert test_acc > 0.99
+
+# %% [markdown]
+# The model solves the task. Now let us open its attention layer and redo its forward pass by
+# hand: project, split heads, rotate q and k (not v), then `scaled_dot_product_attention` with a
+# causal mask, or the same with an explicit softmax. All three agree with the library layer.
+
+# %%
+attn = model.blocks[0].attn
+scheme = model.scheme
+h = torch.randn(2, 10, 32, generator=gen)                             # (batch, seq, d_model)
+pos = torch.arange(10)[None]                                           # (1, seq)
+
+
+def split_heads(t: torch.Tensor) -> torch.Tensor:
+    """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
+    return t.view(t.shape[0], t.shape[1], attn.n_heads, attn.head_dim).transpose(1, 2)
+
+
+def merge_heads(t: torch.Tensor) -> torch.Tensor:
+    """(batch, heads, seq, head_dim) -> (batch, seq, d_model)."""
+    return t.transpose(1, 2).reshape(t.shape[0], t.shape[2], -1)
+
+
+with torch.no_grad():
+    q_h, k_h, v_h = (split_heads(t) for t in attn.qkv(h).chunk(3, dim=-1))
+    q_r, k_r = scheme.rotate_qk(q_h, k_h, pos)                          # rotate queries and keys only
+    by_sdpa = attn.out(merge_heads(F.scaled_dot_product_attention(q_r, k_r, v_h, is_causal=True)))
+    scores = q_r @ k_r.transpose(-2, -1) / attn.head_dim**0.5
+    scores = scores.masked_fill(torch.ones(10, 10, dtype=torch.bool).triu(1), float("-inf"))
+    by_hand = attn.out(merge_heads(scores.softmax(-1) @ v_h))
+    library = attn(h, causal=True)
+assert_close(by_sdpa, library)
+assert_close(by_hand, library)
+print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with RotaryPE")
+
+# %% [markdown]
+# **Why not rotate the values too?** Because then the output would carry absolute positions. With
+# q and k rotated, the scores depend only on relative positions, so moving the whole sequence to
+# positions $c, c+1, \dots$ leaves the layer's output unchanged. Rotate v as well and the output
+# changes. The same holds for the whole trained model, whose only position signal is RoPE.
+
+# %%
+def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
+    """The attention layer on ``h`` with positions offset..offset+9, optionally rotating v too."""
+    with torch.no_grad():
+        q_r, k_r = scheme.rotate_qk(q_h, k_h, pos + offset)
+        v_used = scheme.rotate_qk(v_h, v_h, pos + offset)[0] if rotate_values else v_h
+        return attn.out(merge_heads(F.scaled_dot_product_attention(q_r, k_r, v_used, is_causal=True)))
+
+
+rows = []
+for offset in (7, 100):
+    drift_qk = (layer_output(offset, False) - layer_output(0, False)).abs().max().item()
+    drift_v = (layer_output(offset, True) - layer_output(0, True)).abs().max().item()
+    rows.append({"all positions + c": offset, "max |change|, q and k rotated": tiny(drift_qk),
+                 "max |change|, v rotated too": f"{drift_v:.3f}"})
+    assert drift_qk < 1e-5 < 0.05 < drift_v
+display(pd.DataFrame(rows).set_index("all positions + c"))
+
+tokens = test_data[0][:64]
+with torch.no_grad():
+    assert_close(model(tokens, positions=torch.arange(TRAIN_LEN)[None] + 100), model(tokens), atol=1e-4, rtol=1e-4)
+print("the trained RoPE model gives the same logits when every position is shifted by 100")
+
+# %% [markdown]
+# **The KV cache.** When generating, a model keeps the keys and values of earlier tokens and feeds
+# only the new token. Keys enter the cache *already rotated* by their own positions, so the new
+# token must be rotated by **its absolute position**, the cache length, not by 0. The library
+# layer counts positions on from the cache length by default; `last_token_logits_two_ways`
+# compares full recomputation with "prefix into the cache, then one decode step":
+
+# %%
+full, cached = last_token_logits_two_ways(model, tokens)
+assert_close(cached, full)
+print(f"KV-cache step vs full recomputation: max |difference| {tiny((cached - full).abs().max().item())}")
+
+# %% [markdown]
+# A hand-written decoding loop that forgets the offset passes position 0 for the new token, as if
+# the sequence restarted. The keys in the cache still sit at positions 0..30, so every relative
+# distance the query sees is wrong:
+
+# %%
+with torch.no_grad():
+    cache = model.new_cache()
+    model(tokens[:, :-1], cache=cache)
+    forgot = model(tokens[:, -1:], positions=torch.zeros(1, 1, dtype=torch.long), cache=cache)[:, -1]
+target_last = test_data[1][:64, -1]
+gap = (forgot - full).abs().max().item()
+acc_right = (cached.argmax(-1) == target_last).float().mean().item()
+acc_wrong = (forgot.argmax(-1) == target_last).float().mean().item()
+print(f"offset forgotten: max |logit difference| = {gap:.2f}")
+print(f"accuracy of the last prediction: offset right {acc_right:.3f}, offset forgotten {acc_wrong:.3f}")
+assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
+
+# %% [markdown]
+# **Takeaway.** RoPE rotates q and k after the head split and before the scores, never v; this is
+# what makes a RoPE model blind to absolute position and sensitive to relative position. A decode
+# step must rotate the new token by its absolute position (the cache length).
+#
+# ## 6 · Converting a checkpoint between layouts
+#
+# **Question.** The model above was trained with interleaved pairs (as Meta's LLaMA checkpoints).
+# What happens if we load its weights into a half-split implementation (as Hugging Face's), and
+# how do we fix it?
+#
+# Loading as is runs without any error. It is silently wrong:
+
+# %%
+as_is = rope_decoder("half")
+as_is.load_state_dict(model.state_dict())
+with torch.no_grad():
+    drift = (as_is(test_data[0]) - model(test_data[0])).abs().max().item()
+acc_as_is = accuracy(as_is, *test_data)
+print(f"loaded without conversion: accuracy {acc_as_is:.3f} (was {test_acc:.3f}), max |logit change| {drift:.2f}")
+assert acc_as_is < 0.5
+
+# %% [markdown]
+# The fix permutes, **inside every head**, the output rows of $W_q$ and $W_k$ (and their biases)
+# with `perm`, so that what the interleaved model called pair $i$ lands at dimensions
+# $(i, i + d/2)$. $W_v$ and $W_o$ are left alone: values are not rotated, and the scores
+# $\langle R_m P q, R_n P k\rangle$ are the same as before. `convert_qk_weight(weight, n_heads,
+# to="half")` does this on a (n_heads·head_dim, d_in) weight. In this library q, k and v share one
+# fused `qkv` projection, so we convert its first two thirds.
+
+# %%
+def convert_checkpoint(state: dict, n_heads: int, to: str) -> dict:
+    """Copy of a TinyTransformer state_dict with the q and k rows of every qkv layer re-laid-out."""
+    state = {name: t.clone() for name, t in state.items()}
+    for name, t in state.items():
+        if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
+            q_rows, k_rows, _ = t.chunk(3, dim=0)                 # views into the copy; v rows stay
+            q_rows.copy_(convert_qk_weight(q_rows, n_heads, to=to))
+            k_rows.copy_(convert_qk_weight(k_rows, n_heads, to=to))
+    return state
+
+
+converted = rope_decoder("half")
+converted.load_state_dict(convert_checkpoint(model.state_dict(), n_heads=2, to="half"))
+with torch.no_grad():
+    assert_close(converted.blocks[0].attn(h, causal=True), model.blocks[0].attn(h, causal=True))
+    assert_close(converted(test_data[0]), model(test_data[0]))
+acc_converted = accuracy(converted, *test_data)
+assert acc_converted == test_acc
+back = convert_checkpoint(convert_checkpoint(model.state_dict(), 2, "half"), 2, "interleaved")
+assert all(torch.equal(back[name], t) for name, t in model.state_dict().items())
+print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.3f}; "
+      "converting back restores the checkpoint exactly")
+
+# %% [markdown]
+# **Takeaway.** A layout mismatch does not crash, it quietly ruins the model. Convert by permuting
+# the q and k rows within each head, never v or the output projection.
+#
+# ## 7 · Long-term decay
+#
+# **Question.** RoFormer claims the score "decays" as the relative distance grows. In what sense?
+#
+# From section 3, the score is $\operatorname{Re}\sum_i h_i e^{i(m-n)\theta_i}$ with
+# $h_i = q_i \overline{k_i}$. Summation by parts (Abel) with the partial sums
+# $S_j = \sum_{i=0}^{j-1} e^{i(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
+# $$\Big|\sum_{i=0}^{d/2-1} h_i e^{i(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{j=1}^{d/2} |S_j|
+# \qquad (h_{d/2} = 0).$$
+# The content enters only through the first factor, the distance only through the second. The
+# paper plots $\frac{1}{d/2}\sum_{j=1}^{d/2}|S_j|$ for $d = 128$; we do the same, up to 32768
+# tokens, and check the inequality on random queries and keys.
+
+# %%
+d_rf = 128
+theta_rf = 10000.0 ** (-torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf)        # (64,)
+distance = torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)]).round().unique().double()
+partial = torch.polar(torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
+                      distance[:, None] * theta_rf).cumsum(-1)                        # S_1..S_{d/2}
+bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_j |S_j|
+
+# the inequality, for random complex pairs h_i = q_i conj(k_i), at every distance
+h_pairs = torch.randn(20, d_rf // 2, dtype=torch.complex128, generator=gen)
+lhs = (h_pairs[:, None, :] * torch.exp(1j * distance[:, None] * theta_rf)).sum(-1).abs()        # (20, distances)
+step = (torch.diff(h_pairs, dim=-1, append=torch.zeros(20, 1, dtype=torch.complex128))).abs().amax(-1)
+assert (lhs <= step[:, None] * partial.abs().sum(-1) + 1e-9).all()
+
+decades = [(1, 10), (10, 100), (100, 1000), (1000, 10000), (10000, 32769)]
+table = pd.DataFrame(
+    [{"distance": f"{lo}-{hi - 1}", "mean bound": bound[(distance >= lo) & (distance < hi)].mean().item(),
+      "max bound": bound[(distance >= lo) & (distance < hi)].max().item()} for lo, hi in decades]
+).set_index("distance").round(2)
+display(table)
+
+edges = torch.logspace(0, math.log10(32769), 25, dtype=torch.float64)
+in_bins = [(distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edges[1:])]
+centres = [(lo * hi).sqrt().item() for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins) if inside.any()]
+bin_means = [bound[inside].mean().item() for inside in in_bins if inside.any()]
+fig, ax = plt.subplots(figsize=(7, 4))
+line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_j |S_j|$ (d = 128, base 10000)": bound[1:].numpy()},
+          "RoPE long-term decay: upper bound of the relative score", "relative distance |m - n| (tokens, log scale)",
+          "relative upper bound", logx=True)
+ax.plot(centres, bin_means, color=COLORS[1], linestyle=LINESTYLES[1], marker=MARKERS[1], markersize=4,
+        label="its mean over log-spaced bins")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# At distance 0 every $|S_j| = j$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
+# first hundred tokens, then **flattens** instead of going to zero: beyond about a thousand tokens
+# the average stays near 5 while single distances still reach 11-14 (table above). The paper's figure stops at a few hundred
+# tokens, which is where the decay is clear. The decay is a property of a bound (and of the
+# average over contents), not a promise that every far-away score is small.
+
+# %%
+means, peaks = table["mean bound"], table["max bound"]
+assert_close(bound[0].item(), (d_rf / 2 + 1) / 2)
+assert all(a > b for a, b in zip(means[:-1], means[1:]))                      # the average decays ...
+assert abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]                # ... then flattens
+assert peaks.iloc[2:].min() > 0.3 * bound[0].item()                            # and peaks stay well above 0
+
+# %% [markdown]
+# **Takeaway.** The slowly rotating pairs keep the partial sums from cancelling, so the bound
+# drops with distance on average over the first few hundred tokens, then levels off.
+#
+# ## 8 · Precision: compute the angles in float32
+#
+# **Question.** Models run in bfloat16 or float16. What happens if the angles $m\theta_i$ are
+# computed in that dtype too?
+#
+# bfloat16 keeps 8 significant bits: near position 30000 neighbouring representable numbers are
+# 128 apart. So `position.to(bf16)` is already wrong by up to 64 positions, i.e. up to 64 rad for
+# the fastest pair, before any trigonometry. The fix used by Hugging Face and by this library's
+# `rope_cos_sin`: compute angles, cos and sin in float32, and cast only the final tables. We
+# measure, for each position, the worst pair's error as the distance on the unit circle between
+# the computed $(\cos, \sin)$ and the exact float64 one (0 = exact, 2 = opposite direction).
+
+# %%
+d_prec = 128
+inv_freq_prec = rope_inv_freq(d_prec)
+theta64 = 10000.0 ** (-torch.arange(0, d_prec, 2, dtype=torch.float64) / d_prec)
+all_pos = torch.arange(32768)
+exact = all_pos.double()[:, None] * theta64                                   # (positions, pairs)
+
+
+def circle_error(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Per position: max over pairs of the distance between (cos, sin) and the exact unit vector."""
+    return torch.hypot(cos.double() - exact.cos(), sin.double() - exact.sin()).amax(-1)
+
+
+def naive_cos_sin(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bug: positions, frequencies, angles and cos/sin all in the low-precision dtype."""
+    angle = all_pos.to(dtype)[:, None] * inv_freq_prec.to(dtype)
+    return angle.cos(), angle.sin()
+
+
+errors = {
+    "bf16 angles (naive)": circle_error(*naive_cos_sin(torch.bfloat16)),
+    "fp16 angles (naive)": circle_error(*naive_cos_sin(torch.float16)),
+    "float32 angles, cast to bf16": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.bfloat16)),
+    "float32 angles, cast to fp16": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.float16)),
+    "float32 throughout": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec)),
+}
+errors = {name: e.reshape(-1) for name, e in errors.items()}
+shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
+fig, ax = plt.subplots(figsize=(7, 4.2))
+line_plot(ax, shown.numpy(), {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
+          "RoPE cos/sin error vs position (head_dim 128)", "position m (tokens, log scale)",
+          "worst pair: |computed - exact| on the unit circle", logx=True, logy=True)
+ax.legend(loc="upper left")
+plt.show()
+display(pd.DataFrame([[f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)] for e in errors.values()],
+                     index=pd.Index(list(errors), name="error at position"), columns=[100, 1000, 8192, 32767]))
+
+# %% [markdown]
+# From position ~1000 on, bf16 angles are as good as random for the fast pairs (error near 2,
+# the maximum), and fp16 reaches the same state by 32k. Computing in float32 and casting last
+# leaves only the rounding of the final cos/sin values (up to $2^{-9} \approx 0.002$ per coordinate
+# in bf16, whose spacing near 1 is $2^{-8}$), the same at every position. Even float32 angles lose precision slowly ($m\theta$ near 32768 has a spacing of
+# $2^{-8}$ rad), which is why the reference implementations keep positions exact integers and never
+# go below float32 for the angles.
+
+# %%
+late = all_pos >= 1000
+assert errors["bf16 angles (naive)"][late].mean() > 1.0
+assert errors["float32 angles, cast to bf16"].max() < 0.01
+assert errors["float32 angles, cast to fp16"].max() < 0.01
+assert errors["fp16 angles (naive)"][all_pos >= 16384].mean() > 1.0
+ratio = (errors["bf16 angles (naive)"][late] / errors["float32 angles, cast to bf16"][late]).min()
+print(f"at every position >= 1000 the float32-then-cast error is at least {ratio:.0f}x smaller than naive bf16")
+
+# %% [markdown]
+# **Takeaway.** Keep positions as integers and build cos/sin in float32 (with autocast off), cast
+# to the model dtype last.
+#
+# ## 9 · Erratum: RoPE does not extrapolate by itself
+#
+# The source article says RoPE extrapolates well to sequences longer than those seen in training.
+# Plain, unscaled RoPE does not. Relative position helps, but the slow pairs never complete a full
+# turn within the training length $L$, so at distances beyond $L$ they take angles the model has
+# never seen. First, how many pairs complete a turn (wavelength $2\pi/\theta_i \le L$)?
+
+# %%
+def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
+    """Number of rotary pairs whose wavelength 2 pi / theta_i fits within ``length`` tokens."""
+    wavelength = 2 * math.pi / rope_inv_freq(head_dim, base).double()
+    return int((wavelength <= length).sum())
+
+
+turns = pd.DataFrame(
+    [{"setting": name, "head_dim": d, "training length L": L, "pairs": d // 2, "full turn within L": full_turns(d, L)}
+     for name, d, L in [("our tiny decoder", 16, TRAIN_LEN), ("LLaMA-2-like", 128, 4096)]]
+).set_index("setting")
+display(turns)
+# closed form: theta_i = base^(-2i/d) has wavelength <= L  <=>  i <= (d/2) ln(L / 2 pi) / ln(base)
+closed_form = [math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0)) + 1
+               for d, L in zip(turns["head_dim"], turns["training length L"])]
+assert turns["full turn within L"].tolist() == closed_form
+
+# %% [markdown]
+# Now the trained decoder of section 5. Its task needs only the token 3 steps back, a relative
+# distance present at every step of every training sequence, yet on longer sequences it degrades. As a control
+# we evaluate the same long sequences with a sliding window that lets each query see only the
+# last `TRAIN_LEN` keys, so every relative distance stays within the training range.
+
+# %%
+def sliding_window(length: int, window: int) -> torch.Tensor:
+    """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i (causality added by the model)."""
+    i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    return (j > i - window)[None, None]
+
+
+rows = []
+for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, 8 * TRAIN_LEN):
+    tokens_long, targets_long = lag_task(256, length, gen)
+    with torch.no_grad():
+        windowed = model(tokens_long, attn_mask=sliding_window(length, TRAIN_LEN)).argmax(-1)
+    keep = targets_long != -100
+    rows.append({"evaluation length": length, "full attention": accuracy(model, tokens_long, targets_long),
+                 "window of 32 keys": (windowed[keep] == targets_long[keep]).float().mean().item()})
+extrapolation = pd.DataFrame(rows).set_index("evaluation length").round(3)
+display(extrapolation)
+assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["window of 32 keys"].min()
+
+# %% [markdown]
+# The same weights that are perfect at length 32 fall far below that at 256, and the window
+# brings them back: what hurts is attention to keys at distances never seen in training, whose
+# slow-pair angles are new. Notebook 06 measures this properly on language models (perplexity at
+# $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies: position
+# interpolation, NTK-aware scaling, YaRN.
+#
+# ## Summary
+#
+# - RoPE rotates each 2-D pair of the query and key by $m\theta_i$; the score depends on $m - n$
+#   only and norms are kept (sections 1-2, checked for shifts up to 100000).
+# - Real cos/sin arithmetic and complex multiplication are the same function (section 3).
+# - Interleaved (Meta) and half-split (Hugging Face) layouts differ by a fixed permutation of the
+#   head dimension; converting a checkpoint permutes the q and k rows within each head. Without it,
+#   our trained model lost most of its accuracy without any error message (sections 4, 6).
+# - RoPE acts on q and k after the head split, never on v; a RoPE model is invariant to shifting
+#   all positions; a KV-cache decode step must use the new token's absolute position (section 5).
+# - The RoFormer decay bound falls over the first few hundred tokens and then levels off (section 7).
+# - Build angles and cos/sin in float32, cast last: naive bf16 angles are useless beyond ~1000
+#   positions (section 8).
+# - Plain RoPE does not extrapolate beyond its training length; notebook 06 measures the remedies
+#   (section 9).
+#
+# ## Exercises
+#
+# Each exercise has a checker: write your function in a new cell, then call the checker on it.
+# The worked solution follows, folded away in the HTML version.
+#
+# ### Exercise 1 · Write `rotate_half`
+#
+# Write `rotate_half(x)` for the half-split layout: split the last dimension into halves
+# $[x_1 \,|\, x_2]$ and return $[-x_2 \,|\, x_1]$. The checker also verifies that
+# `x * cos + rotate_half(x) * sin` (with cos/sin repeated to full width) is the library's
+# half-split RoPE. Run `check_exercise_1(rotate_half)`.
+
+# %% tags=["solution"]
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+check_exercise_1(rotate_half)
+
+# %% [markdown]
+# ### Exercise 2 · Convert a weight between layouts
+#
+# Write `interleaved_to_half(weight, n_heads)`: `weight` is a query or key projection of shape
+# (n_heads · head_dim, d_in) trained with interleaved RoPE; return the weight for a half-split
+# model, without calling `convert_qk_weight`. The checker compares attention scores of the two
+# layouts. Run `check_exercise_2(interleaved_to_half)`.
+
+# %% tags=["solution"]
+def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    head_dim = weight.shape[0] // n_heads
+    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
+    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
+    return per_head[:, order].reshape(weight.shape)
+
+
+check_exercise_2(interleaved_to_half)
+
+# %% [markdown]
+# ### Exercise 3 · The positions of a decode step
+#
+# Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens fed
+# to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE decoder with
+# your positions and compares with full recomputation. Run `check_exercise_3(decode_positions)`.
+
+# %% tags=["solution"]
+def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
+    return torch.arange(cache_len, cache_len + n_new)[None]
+
+
+check_exercise_3(decode_positions)
+
+# %% [markdown]
+# ### Exercise 4 · Safe cos/sin tables for a bf16 model
+#
+# Write `safe_cos_sin(positions, inv_freq, dtype)`: positions (batch, seq) int64, inv_freq
+# (head_dim/2,) float32; return (cos, sin), each (batch, seq, head_dim/2) in `dtype`, accurate at
+# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`. Run
+# `check_exercise_4(safe_cos_sin)`.
+
+# %% tags=["solution"]
+def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
+    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
+    return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+check_exercise_4(safe_cos_sin)
+
+# %% [markdown]
+# ## Further reading
+#
+# - J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu: *RoFormer: Enhanced Transformer with Rotary
+#   Position Embedding* (2021; Neurocomputing 2024). Section 3.4.3 is the decay bound of section 7.
+# - EleutherAI blog: *Rotary Embeddings: A Relative Revolution* (Biderman, Black, et al., 2021),
+#   an intuitive derivation and early benchmarks.
+# - Meta LLaMA reference code, `llama/model.py`: `precompute_freqs_cis` and `apply_rotary_emb`
+#   (interleaved layout, complex numbers).
+# - Hugging Face transformers, `models/llama/modeling_llama.py`: `LlamaRotaryEmbedding`,
+#   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
+#   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
+# - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
+#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in notebook 06).
