@@ -1,0 +1,158 @@
+"""posenc_lib.data: the Vocab and the WhoDidWhat word-order task."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from posenc_lib.data import PAD, Vocab, WhoDidWhat
+
+
+# ----------------------------------------------------------------------------- Vocab
+def test_vocab_from_texts_orders_specials_then_first_appearance():
+    vocab = Vocab.from_texts(["the cat chases the mouse", "the mouse chases the cat"])
+    assert vocab.tokens == (PAD, "the", "cat", "chases", "mouse")
+    assert len(vocab) == 5
+
+
+def test_vocab_character_tokens_for_chinese():
+    vocab = Vocab.from_texts(["我爱北京", "北京爱我"], tokenize=list)
+    a, b = vocab.encode(list("我爱北京")), vocab.encode(list("北京爱我"))
+    assert a.tolist() == [1, 2, 3, 4] and b.tolist() == [3, 4, 2, 1]
+    assert sorted(a.tolist()) == sorted(b.tolist())
+
+
+def test_vocab_encode_decode_round_trip_and_padding_skipped():
+    vocab = Vocab.from_texts(["a b c"])
+    ids = vocab.encode(["c", "a", PAD, "b"])
+    assert ids.dtype == torch.long and ids.tolist() == [3, 1, 0, 2]
+    assert vocab.decode(ids) == ["c", "a", "b"]
+    assert vocab.decode(ids, skip=()) == ["c", "a", PAD, "b"]
+
+
+def test_vocab_errors_name_the_problem():
+    vocab = Vocab.from_texts(["a b"])
+    with pytest.raises(ValueError, match=r"pieces .*\['zebra'\]"):
+        vocab.encode(["a", "zebra"])
+    with pytest.raises(ValueError, match=r"ids must be integers in \[0, 3\), got \[7\]"):
+        vocab.decode([1, 7])
+    with pytest.raises(ValueError, match=r"distinct.*\['a'\]"):
+        Vocab(("a", "b", "a"))
+    with pytest.raises(TypeError, match="tokens must all be str"):
+        Vocab(("a", 3))
+
+
+# ----------------------------------------------------------------------------- WhoDidWhat
+def test_sentence_forms():
+    verb = ("chases", "chased")
+    assert WhoDidWhat.sentence("cat", "mouse", verb, False, "big", None) == "the big cat chases the mouse".split()
+    assert WhoDidWhat.sentence("cat", "mouse", verb, True, None, "old") == "the mouse was chased by the old cat".split()
+
+
+def test_sample_is_seeded_shaped_and_labels_the_agent():
+    task = WhoDidWhat()
+    x1, y1 = task.sample(500, torch.Generator().manual_seed(0))
+    x2, y2 = task.sample(500, torch.Generator().manual_seed(0))
+    assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    assert x1.shape == (500, task.seq_len) and x1.dtype == torch.long and y1.shape == (500,)
+    for ids, label in zip(x1, y1):
+        words = task.vocab.decode(ids)
+        entities = [w for w in words if w in task.entities]
+        assert len(entities) == 2 and entities[0] != entities[1]  # both entities always present
+        agent = entities[1] if "by" in words else entities[0]  # read the agent from the grammar
+        assert task.entities[label] == agent
+        # right padding only
+        n = len(words)
+        assert (ids[n:] == task.vocab.index[PAD]).all() and (ids[:n] != task.vocab.index[PAD]).all()
+
+
+def test_sample_uses_every_form():
+    task = WhoDidWhat()
+    x, _ = task.sample(2000, torch.Generator().manual_seed(1))
+    sentences = [task.vocab.decode(row) for row in x]
+    assert any("by" in s for s in sentences) and any("by" not in s for s in sentences)
+    assert any(len(s) == task.seq_len for s in sentences) and any(len(s) == 5 for s in sentences)
+
+
+def test_enumeration_is_a_distribution_and_matches_sampling():
+    task = WhoDidWhat(p_adjective=0.3, p_passive=0.25)
+    outcomes = list(task.enumerate())
+    assert abs(sum(w for *_, w in outcomes) - 1.0) < 1e-12
+    assert len({tuple(words) for words, _, _ in outcomes}) == len(outcomes)  # each sentence once
+    n = 20000
+    x, _ = task.sample(n, torch.Generator().manual_seed(2))
+    passive_rate = sum("by" in task.vocab.decode(row) for row in x) / n
+    assert abs(passive_rate - 0.25) < 0.02
+    expected_lengths = Counter()
+    for words, _, w in outcomes:
+        expected_lengths[len(words)] += w
+    seen = Counter(len(task.vocab.decode(row)) for row in x)
+    for length, p in expected_lengths.items():
+        assert abs(seen[length] / n - p) < 0.02, (length, seen[length] / n, p)
+
+
+def test_splits_separate_held_out_pairs():
+    task = WhoDidWhat()
+    held = {frozenset(p) for p in task.held_out_pairs}
+    for split, inside in (("train", False), ("test", True)):
+        x, _ = task.sample(300, torch.Generator().manual_seed(3), split=split)
+        for row in x:
+            pair = frozenset(w for w in task.vocab.decode(row) if w in task.entities)
+            assert (pair in held) == inside
+        assert abs(sum(w for *_, w in task.enumerate(split)) - 1.0) < 1e-12
+
+
+def test_bag_of_words_ceiling_symmetric_task_is_one_half():
+    task = WhoDidWhat()
+    for split in ("all", "train", "test"):
+        assert abs(task.bag_of_words_ceiling(split) - 0.5) < 1e-12
+
+
+def test_bag_of_words_ceiling_detects_a_leak():
+    # The mouse is never an agent: a bag containing "mouse" gives the answer away.
+    lopsided = WhoDidWhat(agents=("cat", "dog"), patients=("cat", "dog", "mouse"), held_out_pairs=())
+    assert abs(lopsided.bag_of_words_ceiling() - 0.75) < 1e-12
+    # Only one possible agent: the bag answers every time.
+    trivial = WhoDidWhat(agents=("cat",), patients=("cat", "mouse"), held_out_pairs=())
+    assert abs(trivial.bag_of_words_ceiling() - 1.0) < 1e-12
+
+
+def test_vocab_and_sizes():
+    task = WhoDidWhat()
+    assert task.vocab.tokens[0] == PAD and len(set(task.vocab.tokens)) == len(task.vocab)
+    assert task.n_classes == len(task.entities) == 6
+    assert WhoDidWhat(p_passive=0.0).seq_len == 7
+    assert WhoDidWhat(p_passive=0.0, p_adjective=0.0).seq_len == 5
+    x, _ = WhoDidWhat(p_passive=0.0, p_adjective=0.0).sample(10, torch.Generator().manual_seed(0))
+    assert (x != 0).all()  # every sentence fills the width exactly
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"p_passive": 1.5}, r"p_passive must be a probability in \[0, 1\], got 1.5"),
+        ({"p_adjective": -0.1}, r"p_adjective must be a probability"),
+        ({"agents": ("cat", "cat")}, r"agents must be distinct strings"),
+        ({"agents": ("cat",), "patients": ("cat",), "held_out_pairs": ()}, r"patient other than itself"),
+        ({"verbs": (("chases",),)}, r"verbs must be \(active, participle\) string pairs"),
+        ({"adjectives": ()}, r"p_adjective=0.5 > 0 needs at least one adjective"),
+        ({"held_out_pairs": (("cat", "unicorn"),)}, r"held_out_pairs must be pairs of known entities"),
+    ],
+)
+def test_invalid_configuration_raises(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        WhoDidWhat(**kwargs)
+
+
+def test_invalid_calls_raise():
+    task = WhoDidWhat()
+    with pytest.raises(ValueError, match="n must be a positive integer, got 0"):
+        task.sample(0, torch.Generator())
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got int"):
+        task.sample(3, 0)
+    with pytest.raises(ValueError, match="split must be 'all', 'train' or 'test', got 'valid'"):
+        task.sample(3, torch.Generator(), split="valid")
+    with pytest.raises(ValueError, match="split 'test' is empty"):
+        WhoDidWhat(held_out_pairs=()).bag_of_words_ceiling("test")
