@@ -65,8 +65,11 @@ def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int 
     _check_grid(grid_h, grid_w, n_prefix)
     what = f"{n_prefix} prefix tokens + a {grid_h}x{grid_w} grid"
     _check_position_range("positions", positions, n_prefix + grid_h * grid_w, what)
-    patch = (positions.long() - n_prefix).clamp_min(0)
-    return patch // grid_w, patch % grid_w
+    patch = positions.long() - n_prefix
+    is_patch = patch >= 0
+    # torch.where rather than patch.clamp_min(0): in torch 2.13, inductor fails on
+    # clamp_min followed by // of an in-graph arange ("vr must not be None for symbol q2")
+    return torch.where(is_patch, patch // grid_w, 0), torch.where(is_patch, patch % grid_w, 0)
 
 
 # --------------------------------------------------------------------------- tables

@@ -1,0 +1,201 @@
+"""The contract every position scheme in the library keeps, checked on one small model per scheme.
+
+A TinyTransformer using the scheme
+  * round-trips through ``torch.save`` / ``torch.load(weights_only=True)`` of its state_dict
+    with identical outputs,
+  * keeps derived caches (tables, indices, frequencies) out of the state_dict, also after they
+    grew for positions past their initial size,
+  * still works after ``.to(torch.float64)``, with outputs close to float32,
+  * compiles with ``torch.compile(fullgraph=True)`` (inductor) to the eager outputs.
+
+Every scheme uses the same input: a batch of 2 sequences of 10 tokens, which for the vision
+schemes is 1 class token + a 3x3 patch grid.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+from torch._dynamo.exc import UserError
+
+from posenc_lib.attention import NoPosition, PositionScheme
+from posenc_lib.conditional import PEG
+from posenc_lib.learnable import LearnablePE
+from posenc_lib.models import TinyTransformer
+from posenc_lib.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.rope import RotaryPE
+from posenc_lib.sinusoidal import SinusoidalPE
+from posenc_lib.vision import AxialRoPE2D, Learnable2DPE, MixedRoPE2D, SinCos2DPE
+
+D_MODEL, N_HEADS, VOCAB, SEQ = 32, 4, 13, 10
+HEAD_DIM = D_MODEL // N_HEADS
+GRID = dict(grid_h=3, grid_w=3, n_prefix=1)  # 1 + 3*3 = SEQ tokens
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    make: Callable[[], PositionScheme]
+    causal: bool = False
+    far_offset: int = 0  # > 0: also run at positions offset.. to grow the scheme's caches
+
+    def __str__(self) -> str:
+        return self.name
+
+
+CASES = [
+    Case("none", NoPosition),
+    Case("sinusoidal-interleaved", lambda: SinusoidalPE(D_MODEL, max_len=16), far_offset=100),
+    Case("sinusoidal-concat", lambda: SinusoidalPE(D_MODEL, max_len=16, layout="concat"), far_offset=100),
+    Case("learnable", lambda: LearnablePE(D_MODEL, max_len=16)),
+    Case("rope-half", lambda: RotaryPE(HEAD_DIM), causal=True, far_offset=1000),
+    Case("rope-interleaved", lambda: RotaryPE(HEAD_DIM, layout="interleaved"), causal=True, far_offset=1000),
+    Case(
+        "rope-yarn",
+        lambda: RotaryPE(HEAD_DIM, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8}),
+        causal=True,
+        far_offset=1000,
+    ),
+    Case("t5-bidirectional", lambda: T5RelativeBias(N_HEADS, num_buckets=16, max_distance=32), far_offset=500),
+    Case(
+        "t5-causal",
+        lambda: T5RelativeBias(N_HEADS, num_buckets=16, max_distance=32, bidirectional=False),
+        causal=True,
+        far_offset=500,
+    ),
+    Case("alibi-causal", lambda: ALiBi(N_HEADS, causal=True), causal=True, far_offset=500),
+    Case("alibi-symmetric", lambda: ALiBi(N_HEADS, causal=False), far_offset=500),
+    Case("swin", lambda: SwinRelativeBias(N_HEADS, window_h=3, window_w=3, n_prefix=1)),
+    Case("learnable2d-add", lambda: Learnable2DPE(D_MODEL, mode="add", **GRID)),
+    Case("learnable2d-concat", lambda: Learnable2DPE(D_MODEL, mode="concat", **GRID)),
+    Case("sincos2d", lambda: SinCos2DPE(D_MODEL, **GRID)),
+    Case("axial-rope2d", lambda: AxialRoPE2D(HEAD_DIM, **GRID)),
+    Case("mixed-rope2d", lambda: MixedRoPE2D(HEAD_DIM, N_HEADS, **GRID)),
+    Case("peg", lambda: PEG(D_MODEL, **GRID)),
+]
+
+# Schemes that torch.compile cannot capture as one graph, with the reason. Each is a strict
+# xfail: it must really fail (with dynamo's UserError), and the entry must go once it is fixed.
+_DATA_DEPENDENT = (
+    "{where}: the eager range check converts positions.min()/max() to Python ints and branches on "
+    "them (data-dependent control flow: 'Could not guard on data-dependent expression'); guard the "
+    "check with `if not torch.compiler.is_compiling():`"
+)
+NOT_FULLGRAPH: dict[str, str] = {
+    "sinusoidal-interleaved": _DATA_DEPENDENT.format(where="SinusoidalPE.forward (posenc_lib/sinusoidal.py)"),
+    "sinusoidal-concat": _DATA_DEPENDENT.format(where="SinusoidalPE.forward (posenc_lib/sinusoidal.py)"),
+    "learnable": _DATA_DEPENDENT.format(where="LearnablePE.forward (posenc_lib/learnable.py)"),
+}
+
+
+def _model(case: Case, seed: int = 0) -> TinyTransformer:
+    torch.manual_seed(seed)
+    model = TinyTransformer(
+        VOCAB, 5, d_model=D_MODEL, n_heads=N_HEADS, n_layers=1, scheme=case.make(), causal=case.causal, pool="none"
+    )
+    return model.eval()
+
+
+def _tokens() -> torch.Tensor:
+    return torch.randint(0, VOCAB, (2, SEQ), generator=torch.Generator().manual_seed(1))
+
+
+def _far_positions(case: Case) -> torch.Tensor:
+    return torch.arange(case.far_offset, case.far_offset + SEQ)[None]
+
+
+@pytest.fixture(params=CASES, ids=str)
+def case(request) -> Case:
+    return request.param
+
+
+def test_every_scheme_class_is_covered():
+    """A new scheme added to the library must be added to CASES too."""
+    import posenc_lib.conditional
+    import posenc_lib.learnable
+    import posenc_lib.relative
+    import posenc_lib.rope
+    import posenc_lib.sinusoidal
+    import posenc_lib.vision
+
+    modules = [posenc_lib.conditional, posenc_lib.learnable, posenc_lib.relative, posenc_lib.rope,
+               posenc_lib.sinusoidal, posenc_lib.vision]
+    public = {
+        obj for m in modules for name in m.__all__
+        if isinstance(obj := getattr(m, name), type) and issubclass(obj, PositionScheme)
+    } | {NoPosition}
+    covered = {type(c.make()) for c in CASES}
+    assert public == covered, f"not covered: {public - covered}"
+
+
+@torch.no_grad()
+def test_state_dict_round_trip_with_weights_only_load(case):
+    model = _model(case, seed=0)
+    tokens = _tokens()
+    expected = model(tokens)
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    fresh = _model(case, seed=1)
+    assert not torch.equal(fresh(tokens), expected), "a different seed must give a different model"
+    fresh.load_state_dict(state, strict=True)
+    torch.testing.assert_close(fresh(tokens), expected, rtol=0, atol=0)
+
+
+@torch.no_grad()
+def test_caches_stay_out_of_state_dict(case):
+    model = _model(case)
+    scheme = model.scheme
+    params = {name for name, _ in scheme.named_parameters()}
+    assert set(scheme.state_dict()) == params, "a scheme saves its parameters and nothing else"
+    keys_before = set(model.state_dict())
+    model(_tokens())
+    if case.far_offset:
+        model(_tokens(), positions=_far_positions(case))  # grows tables / caches
+    assert set(model.state_dict()) == keys_before
+    fresh = _model(case, seed=1)
+    fresh.load_state_dict(model.state_dict(), strict=True)
+    if case.far_offset:
+        torch.testing.assert_close(
+            fresh(_tokens(), positions=_far_positions(case)), model(_tokens(), positions=_far_positions(case))
+        )
+
+
+@torch.no_grad()
+def test_float64_conversion(case):
+    model = _model(case)
+    tokens = _tokens()
+    positions = _far_positions(case) if case.far_offset else None
+    y32 = model(tokens, positions=positions)
+    model64 = copy.deepcopy(model).to(torch.float64)
+    assert all(t.dtype == torch.float64 for t in model64.state_dict().values())
+    y64 = model64(tokens, positions=positions)
+    assert y64.dtype == torch.float64
+    torch.testing.assert_close(y64.float(), y32, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(raises=UserError, strict=True, reason=NOT_FULLGRAPH[c.name]))
+        if c.name in NOT_FULLGRAPH
+        else c
+        for c in CASES
+    ],
+    ids=str,
+)
+@torch.no_grad()
+def test_torch_compile_fullgraph_matches_eager(case):
+    torch._dynamo.reset()  # each model is a fresh compile; keeps dynamo's recompile limit out of the way
+    model = _model(case)
+    tokens = _tokens()
+    compiled = torch.compile(model, fullgraph=True)
+    torch.testing.assert_close(compiled(tokens), model(tokens), rtol=1e-5, atol=1e-5)
