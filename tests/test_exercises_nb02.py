@@ -1,0 +1,136 @@
+"""The checkers of notebook 02 accept a right answer and reject wrong ones with a helpful hint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from posenc_lib.exercises import ExerciseFailure
+from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.learnable import LearnablePE
+
+
+# ----------------------------------------------------------------- exercise 1
+def profile(table):
+    t = F.normalize(table, dim=-1)
+    n = t.shape[0]
+    return torch.stack([(t[: n - k] * t[k:]).sum(-1).mean() for k in range(n)])
+
+
+def test_ex1_accepts_the_reference(capsys):
+    check_exercise_1(profile)
+    assert "[passed] Exercise 1" in capsys.readouterr().out
+
+
+def test_ex1_accepts_a_cosine_matrix_diagonal_version():
+    def via_matrix(table):
+        c = F.normalize(table, dim=-1) @ F.normalize(table, dim=-1).T
+        return torch.stack([c.diagonal(k).mean() for k in range(table.shape[0])])
+
+    check_exercise_1(via_matrix)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda t: torch.stack([(t[: len(t) - k] * t[k:]).sum(-1).mean() for k in range(len(t))]), "dot products"),
+        (lambda t: torch.stack([(F.normalize(t, dim=-1) * F.normalize(t, dim=-1).roll(-k, 0)).sum(-1).mean()
+                                for k in range(len(t))]), "do not wrap around"),
+        (lambda t: profile(t)[1:], "expected shape"),
+        (lambda t: profile(t).tolist(), "return a torch.Tensor"),
+        (lambda t: profile(t) * 0.5, "distance 0"),
+        (lambda t: torch.cat([profile(t)[:1], profile(t)[1:] + 0.01]), "distance k=1"),
+    ],
+)
+def test_ex1_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_1(wrong)
+
+
+# ----------------------------------------------------------------- exercise 2
+def extend(pe, new_max_len):
+    new = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
+    with torch.no_grad():
+        new.weight.copy_(pe.weight[torch.arange(new_max_len) % pe.max_len])
+    return new
+
+
+def test_ex2_accepts_the_reference(capsys):
+    check_exercise_2(extend)
+    assert "[passed] Exercise 2" in capsys.readouterr().out
+
+
+def in_place(pe, new_max_len):
+    pe.weight = torch.nn.Parameter(pe.weight.detach()[torch.arange(new_max_len) % pe.max_len])
+    pe.max_len = new_max_len
+    return pe
+
+
+def fresh_rows(pe, new_max_len):
+    new = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
+    with torch.no_grad():
+        new.weight[: pe.max_len] = pe.weight
+    return new
+
+
+def repeat_last(pe, new_max_len):
+    new = LearnablePE(pe.d_model, new_max_len)
+    with torch.no_grad():
+        new.weight.copy_(pe.weight[torch.arange(new_max_len).clamp(max=pe.max_len - 1)])
+    return new
+
+
+def shared(pe, new_max_len):
+    new = LearnablePE(pe.d_model, new_max_len)
+    if new_max_len == pe.max_len:
+        new.weight = pe.weight
+    else:
+        with torch.no_grad():
+            new.weight.copy_(pe.weight[torch.arange(new_max_len) % pe.max_len])
+    return new
+
+
+def frozen(pe, new_max_len):
+    new = extend(pe, new_max_len)
+    new.weight.requires_grad_(False)
+    return new
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (in_place, "return a new module"),
+        (fresh_rows, r"row p must be a copy of row p % 4"),
+        (repeat_last, r"row p must be a copy"),
+        (shared, "shares memory"),
+        (frozen, "trainable"),
+        (lambda pe, n: pe.weight.detach()[torch.arange(n) % pe.max_len], "return a LearnablePE"),
+        (lambda pe, n: extend(pe, n + 1), "expected max_len"),
+    ],
+)
+def test_ex2_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_2(wrong)
+
+
+# ----------------------------------------------------------------- exercise 3
+def test_ex3_accepts_the_reference(capsys):
+    check_exercise_3(lambda d: 1 / math.sqrt(2 * d))
+    assert "[passed] Exercise 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda d: d**-0.5, "Vaswani"),
+        (lambda d: 2**-0.5, "ignores the multiplication"),
+        (lambda d: 0.02, "mean squared norm"),
+        (lambda d: torch.tensor(1 / math.sqrt(2 * d)), "Python float"),
+    ],
+)
+def test_ex3_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_3(wrong)
