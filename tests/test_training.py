@@ -33,6 +33,12 @@ def test_seeded_training_is_reproducible():
     assert run(1) != first  # and the seed matters
 
 
+def test_seed_everything_seeds_the_returned_generator_and_torch():
+    gen = seed_everything(3)
+    assert gen.initial_seed() == 3
+    assert torch.initial_seed() == 3
+
+
 def test_training_reduces_the_loss_on_a_fixed_batch():
     gen = seed_everything(0)
     x = torch.randint(0, 8, (16, 6), generator=gen)
