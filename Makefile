@@ -25,6 +25,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 help:
 	@echo "make test    - unit tests + nbval (strict) over every notebook"
 	@echo "make html    - execute every notebook into build/ and render build/html/index.html"
+	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
 	@echo "make lab     - open the series in JupyterLab"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
 	@echo "make execute - re-execute notebooks in place, deterministically"
@@ -64,8 +65,9 @@ sync: $(STAMP)
 execute: $(STAMP)
 	$(PY) tools/execute.py $(NOTEBOOKS)
 
+# HTMLFLAGS=--no-execute renders the notebooks as committed instead of executing them afresh.
 html: $(STAMP)
-	$(PY) tools/build_html.py
+	$(PY) tools/build_html.py $(HTMLFLAGS)
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --allow-root --notebook-dir=notebooks

@@ -52,7 +52,10 @@ SITE_INTRO = (
     "step, checks every claim with a computation or a figure, trains tiny models on a CPU, and ends "
     "with exercises whose worked solutions are folded away until you open them."
 )
-SITE_FOOTER = "Built with make html from the notebooks in notebooks/; the site loads nothing from the network."
+SITE_FOOTER = (
+    "Built with make html from the notebooks in notebooks/; the site loads nothing from the network. "
+    "To run and change the notebooks yourself: make setup, then make lab (see README.md)."
+)
 
 
 @dataclass(frozen=True)
