@@ -187,14 +187,14 @@ class MultiHeadAttention(nn.Module):
         if positions is None:
             positions = default_positions(b, s, x.device, offset=past)
         check_positions(positions, b, s)
+        if attn_mask is not None:
+            check_attn_mask(attn_mask, b, past + s)
 
         q, k, v = (self._heads(t) for t in self.qkv(x).chunk(3, dim=-1))
         q, k = self.scheme.rotate_qk(q, k, positions)
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)
-        if attn_mask is not None:
-            check_attn_mask(attn_mask, b, k.shape[-2])
         mask = self._mask(positions, k_positions, attn_mask, causal, past, x.dtype)
 
         if return_weights:

@@ -98,7 +98,8 @@ class TinyTransformer(nn.Module):
         """Per-token hidden states after the final LayerNorm: (batch, seq, d_model).
 
         inputs: (batch, seq) token ids (or whatever ``embed`` takes); positions: (batch, seq),
-        default counts on from the cache length; attn_mask: (batch, seq) bool, True = real token.
+        default counts on from the cache length; attn_mask: (batch, seq) bool, True = real token;
+        with a cache it covers the cached tokens too: (batch, cached + seq).
         """
         x = self.embed(inputs) * self.embed_scale
         b, s = x.shape[:2]

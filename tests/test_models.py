@@ -118,6 +118,28 @@ def test_cached_step_at_the_wrong_position_differs(make_scheme, name):
     assert not torch.allclose(wrong, full, atol=1e-4)
 
 
+@pytest.mark.parametrize("name", SCHEMES)
+def test_left_padded_batched_decoding_with_a_cache(make_scheme, name):
+    """Batched generation: left pads masked out, positions from the mask, the mask grows with the cache."""
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    x = tokens(2, 6)
+    x[1, :2] = 0
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[1, :2] = False
+    positions = (mask.long().cumsum(-1) - 1).clamp_min(0)
+    cache = net.new_cache()
+    with torch.no_grad():
+        full = net(x, positions=positions, attn_mask=mask)
+        net(x[:, :5], positions=positions[:, :5], attn_mask=mask[:, :5], cache=cache)
+        step = net(x[:, 5:], positions=positions[:, 5:], attn_mask=mask, cache=cache)
+        assert_close(step[:, 0], full[:, 5])
+        assert_close(full[1, 2:], net(x[1:, 2:])[0])  # the padded row equals its unpadded sequence
+        # A mask for the new token alone is refused, before the cache is touched.
+        with pytest.raises(ValueError, match=r"attn_mask of dim 2 must have shape \(batch, k_len\) = \(2, 7\), got \(2, 1\)"):
+            net(x[:, 5:], attn_mask=mask[:, 5:], cache=cache)
+    assert [len(c) for c in cache] == [6, 6]
+
+
 def test_causal_model_ignores_future_tokens():
     net = model(causal=True, pool="none")
     x = tokens(2, 8)
