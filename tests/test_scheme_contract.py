@@ -6,7 +6,9 @@ A TinyTransformer using the scheme
   * keeps derived caches (tables, indices, frequencies) out of the state_dict, also after they
     grew for positions past their initial size,
   * still works after ``.to(torch.float64)``, with outputs close to float32,
-  * compiles with ``torch.compile(fullgraph=True)`` (inductor) to the eager outputs.
+  * compiles with ``torch.compile(fullgraph=True)`` (inductor) to the eager outputs,
+and each scheme overrides exactly the hook its ``kind`` names; 1-D schemes in a causal model
+give the same last-token logits with a KV cache as with a full pass.
 
 Every scheme uses the same input: a batch of 2 sequences of 10 tokens, which for the vision
 schemes is 1 class token + a 3x3 patch grid.
@@ -26,7 +28,7 @@ from torch._dynamo.exc import UserError
 from posenc_lib.attention import NoPosition, PositionScheme
 from posenc_lib.conditional import PEG
 from posenc_lib.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.rope import RotaryPE
 from posenc_lib.sinusoidal import SinusoidalPE
@@ -43,6 +45,7 @@ class Case:
     make: Callable[[], PositionScheme]
     causal: bool = False
     far_offset: int = 0  # > 0: also run at positions offset.. to grow the scheme's caches
+    grid: bool = False  # a 2-D scheme: positions index a 1 + 3x3 token grid
 
     def __str__(self) -> str:
         return self.name
@@ -70,33 +73,37 @@ CASES = [
     ),
     Case("alibi-causal", lambda: ALiBi(N_HEADS, causal=True), causal=True, far_offset=500),
     Case("alibi-symmetric", lambda: ALiBi(N_HEADS, causal=False), far_offset=500),
-    Case("swin", lambda: SwinRelativeBias(N_HEADS, window_h=3, window_w=3, n_prefix=1)),
-    Case("learnable2d-add", lambda: Learnable2DPE(D_MODEL, mode="add", **GRID)),
-    Case("learnable2d-concat", lambda: Learnable2DPE(D_MODEL, mode="concat", **GRID)),
-    Case("sincos2d", lambda: SinCos2DPE(D_MODEL, **GRID)),
-    Case("axial-rope2d", lambda: AxialRoPE2D(HEAD_DIM, **GRID)),
-    Case("mixed-rope2d", lambda: MixedRoPE2D(HEAD_DIM, N_HEADS, **GRID)),
-    Case("peg", lambda: PEG(D_MODEL, **GRID)),
+    Case("swin", lambda: SwinRelativeBias(N_HEADS, window_h=3, window_w=3, n_prefix=1), grid=True),
+    Case("learnable2d-add", lambda: Learnable2DPE(D_MODEL, mode="add", **GRID), grid=True),
+    Case("learnable2d-concat", lambda: Learnable2DPE(D_MODEL, mode="concat", **GRID), grid=True),
+    Case("sincos2d", lambda: SinCos2DPE(D_MODEL, **GRID), grid=True),
+    Case("axial-rope2d", lambda: AxialRoPE2D(HEAD_DIM, **GRID), grid=True),
+    Case("mixed-rope2d", lambda: MixedRoPE2D(HEAD_DIM, N_HEADS, **GRID), grid=True),
+    Case("peg", lambda: PEG(D_MODEL, **GRID), grid=True),
 ]
 
 # Schemes that torch.compile cannot capture as one graph, with the reason. Each is a strict
 # xfail: it must really fail (with dynamo's UserError), and the entry must go once it is fixed.
-_DATA_DEPENDENT = (
-    "{where}: the eager range check converts positions.min()/max() to Python ints and branches on "
-    "them (data-dependent control flow: 'Could not guard on data-dependent expression'); guard the "
-    "check with `if not torch.compiler.is_compiling():`"
+_SINUSOIDAL = (
+    "SinusoidalPE.forward (posenc_lib/sinusoidal.py) turns positions.min()/max() into Python ints to check "
+    "them and to grow its table on demand: data-dependent control flow ('Could not guard on data-dependent "
+    "expression'). Fix: under torch.compiler.is_compiling(), compute the sinusoids of the positions directly "
+    "from the formula, as RotaryPE does with its tables"
 )
 NOT_FULLGRAPH: dict[str, str] = {
-    "sinusoidal-interleaved": _DATA_DEPENDENT.format(where="SinusoidalPE.forward (posenc_lib/sinusoidal.py)"),
-    "sinusoidal-concat": _DATA_DEPENDENT.format(where="SinusoidalPE.forward (posenc_lib/sinusoidal.py)"),
-    "learnable": _DATA_DEPENDENT.format(where="LearnablePE.forward (posenc_lib/learnable.py)"),
+    "sinusoidal-interleaved": _SINUSOIDAL,
+    "sinusoidal-concat": _SINUSOIDAL,
+    "learnable": "LearnablePE.forward (posenc_lib/learnable.py) turns positions.min()/max() into Python ints for "
+    "its range check: data-dependent control flow ('Could not guard on data-dependent expression'). Fix: skip "
+    "the check under torch.compiler.is_compiling() (out-of-range indices then fail inside the embedding lookup)",
 }
 
 
-def _model(case: Case, seed: int = 0) -> TinyTransformer:
+def _model(case: Case, seed: int = 0, causal: bool | None = None) -> TinyTransformer:
     torch.manual_seed(seed)
+    causal = case.causal if causal is None else causal
     model = TinyTransformer(
-        VOCAB, 5, d_model=D_MODEL, n_heads=N_HEADS, n_layers=1, scheme=case.make(), causal=case.causal, pool="none"
+        VOCAB, 5, d_model=D_MODEL, n_heads=N_HEADS, n_layers=1, scheme=case.make(), causal=causal, pool="none"
     )
     return model.eval()
 
@@ -131,6 +138,25 @@ def test_every_scheme_class_is_covered():
     } | {NoPosition}
     covered = {type(c.make()) for c in CASES}
     assert public == covered, f"not covered: {public - covered}"
+
+
+HOOK_OF_KIND = {"none": set(), "embedding": {"add_to_embeddings"}, "rotary": {"rotate_qk"}, "bias": {"score_bias"}}
+
+
+def test_kind_names_the_hook_the_scheme_overrides(case):
+    scheme = case.make()
+    overridden = {
+        hook for hook in ("add_to_embeddings", "rotate_qk", "score_bias")
+        if getattr(type(scheme), hook) is not getattr(PositionScheme, hook)
+    }
+    assert scheme.kind in HOOK_OF_KIND and overridden == HOOK_OF_KIND[scheme.kind]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.grid], ids=str)  # images are not decoded token by token
+def test_kv_cache_decode_matches_full_pass(case):
+    model = _model(case, causal=True)
+    full, cached = last_token_logits_two_ways(model, _tokens())
+    torch.testing.assert_close(cached, full, rtol=1e-5, atol=1e-5)
 
 
 @torch.no_grad()
