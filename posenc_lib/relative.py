@@ -139,8 +139,10 @@ class T5RelativeBias(PositionScheme):
         bidirectional: encoder (keys on both sides) or causal decoder.
 
     The table is ``self.table``, an ``nn.Embedding(num_buckets, n_heads)`` initialised
-    N(0, 0.02). Being a bias on scores, it has no compact per-key form (see the module
-    docstring); ``score_bias`` returns the full (batch|1, heads, q_len, k_len) tensor.
+    N(0, 0.02) (small, so training starts close to "no position"). As in T5, one table serves
+    every layer: the model shares this one scheme object. Being an arbitrary learned function
+    of the bucket, it has no compact per-key form (see the module docstring); ``score_bias``
+    returns the full (batch|1, heads, q_len, k_len) tensor.
     """
 
     kind = "bias"
