@@ -50,6 +50,7 @@ from posenc_lib.rope import (
     rope_layout_permutation,
     rotate_half_reference,
 )
+from posenc_lib.sinusoidal import shift_matrix
 from posenc_lib.training import accuracy, seed_everything, train
 
 use_style()
@@ -133,7 +134,9 @@ print("score depends on n - m only; rotation keeps the norm")
 # the sinusoidal encoding of notebook 01:
 # $$\theta_i = \text{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,\qquad \text{base} = 10000 .$$
 # Position $m$ turns pair $i$ by $m\,\theta_i$. The whole operation is a block-diagonal rotation
-# $R_m$ (the matrix $M_k$ of notebook 01 is exactly $R_k$). The RoFormer paper and Meta's LLaMA
+# $R_m$. (The shift matrix $M_k$ of notebook 01 is the same rotation turned the other way,
+# $M_k = R_k^\top$, because the sinusoidal table stores each pair as $(\sin, \cos)$; checked
+# below.) The RoFormer paper and Meta's LLaMA
 # code take neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout.
 # Here it is, written out for teaching (angles in float64):
 
@@ -153,9 +156,9 @@ def rope_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0)
 
 
 # %% [markdown]
-# Three checks: every pair is the 2x2 rotation of section 1; shifting *all* positions by the same
+# Four checks: every pair is the 2x2 rotation of section 1; shifting *all* positions by the same
 # offset leaves every score unchanged, for random content at every position (each query and key
-# is different); and every vector keeps its norm.
+# is different); every vector keeps its norm; and $R_k^\top$ is notebook 01's $M_k$.
 
 # %%
 head_dim, seq = 64, 16
@@ -177,7 +180,10 @@ def rope_scores(offset: int) -> torch.Tensor:
 for offset in (1, 37, 1000, 100_000):
     assert_close(rope_scores(offset), rope_scores(0))
 assert_close(torch.linalg.vector_norm(rq, dim=-1), torch.linalg.vector_norm(qs, dim=-1))
-print("pairs rotate as in section 1; scores unchanged under shifts up to 100000; norms kept")
+for k_shift in (1, 7, 250):
+    r_k_transposed = rope_inline(torch.eye(head_dim, dtype=torch.float64), torch.full((head_dim,), k_shift))
+    assert_close(shift_matrix(k_shift, head_dim), r_k_transposed)    # row j of the result is R_k e_j
+print("pairs rotate as in section 1; scores unchanged under shifts up to 100000; norms kept; M_k = R_k^T")
 
 # %% [markdown]
 # A picture of the relative property: give *one* fixed vector every position and plot the score
@@ -210,10 +216,12 @@ assert_close(inv_freq, theta_i.float())
 cos, sin = rope_cos_sin(positions[None], inv_freq)                 # each (1, seq, head_dim/2)
 assert_close(apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions))
 print("library apply_rope(layout='interleaved') == rope_inline")
+print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token")
 
 # %% [markdown]
 # **Takeaway.** RoPE is a block-diagonal rotation with one frequency per pair, fast pairs first
-# ($\theta_0 = 1$ rad per token) and slow pairs last ($\theta_{d/2-1} \approx 1/10000$).
+# ($\theta_0 = 1$ rad per token) and slow pairs last ($\theta_{d/2-1} = 10000^{-(d-2)/d}$, close to
+# $1/10000$).
 #
 # ## 3 · The same thing with complex numbers
 #
@@ -330,7 +338,7 @@ def rope_decoder(layout: str) -> TinyTransformer:
 
 train_data, test_data = lag_task(4096, TRAIN_LEN, gen), lag_task(512, TRAIN_LEN, gen)
 model = rope_decoder("interleaved")
-losses = train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen, desc="RoPE decoder")
+train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen, desc="RoPE decoder")
 test_acc = accuracy(model, *test_data)
 print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
 assert test_acc > 0.99
@@ -536,9 +544,9 @@ plt.show()
 # %% [markdown]
 # At distance 0 every $|S_j| = j$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
 # first hundred tokens, then **flattens** instead of going to zero: beyond about a thousand tokens
-# the average stays near 5 while single distances still reach 11-14 (table above). The paper's figure stops at a few hundred
-# tokens, which is where the decay is clear. The decay is a property of a bound (and of the
-# average over contents), not a promise that every far-away score is small.
+# its average stays near 5 while single distances still reach 11-14 (table above). The paper's
+# figure (linear axis) shows the first few hundred tokens, where the decay is clear. The decay is
+# a property of a bound, not a promise that every far-away score is small.
 
 # %%
 means, peaks = table["mean bound"], table["max bound"]
@@ -591,11 +599,11 @@ errors = {
 }
 errors = {name: e.reshape(-1) for name, e in errors.items()}
 shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
-fig, ax = plt.subplots(figsize=(7, 4.2))
+fig, ax = plt.subplots(figsize=(9, 4.2))
 line_plot(ax, shown.numpy(), {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
           "RoPE cos/sin error vs position (head_dim 128)", "position m (tokens, log scale)",
           "worst pair: |computed - exact| on the unit circle", logx=True, logy=True)
-ax.legend(loc="upper left")
+ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 plt.show()
 display(pd.DataFrame([[f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)] for e in errors.values()],
                      index=pd.Index(list(errors), name="error at position"), columns=[100, 1000, 8192, 32767]))
@@ -604,9 +612,9 @@ display(pd.DataFrame([[f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)] f
 # From position ~1000 on, bf16 angles are as good as random for the fast pairs (error near 2,
 # the maximum), and fp16 reaches the same state by 32k. Computing in float32 and casting last
 # leaves only the rounding of the final cos/sin values (up to $2^{-9} \approx 0.002$ per coordinate
-# in bf16, whose spacing near 1 is $2^{-8}$), the same at every position. Even float32 angles lose precision slowly ($m\theta$ near 32768 has a spacing of
-# $2^{-8}$ rad), which is why the reference implementations keep positions exact integers and never
-# go below float32 for the angles.
+# in bf16, whose spacing near 1 is $2^{-8}$), the same at every position. Even float32 angles lose
+# precision slowly (near 32768 neighbouring float32 numbers are $2^{-8}$ apart), which is why
+# positions stay exact integers until the multiplication and the angles never go below float32.
 
 # %%
 late = all_pos >= 1000
@@ -618,8 +626,8 @@ ratio = (errors["bf16 angles (naive)"][late] / errors["float32 angles, cast to b
 print(f"at every position >= 1000 the float32-then-cast error is at least {ratio:.0f}x smaller than naive bf16")
 
 # %% [markdown]
-# **Takeaway.** Keep positions as integers and build cos/sin in float32 (with autocast off), cast
-# to the model dtype last.
+# **Takeaway.** Keep positions as integers, build the angles and cos/sin in float32, and cast to
+# the model dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does).
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
@@ -647,9 +655,9 @@ assert turns["full turn within L"].tolist() == closed_form
 
 # %% [markdown]
 # Now the trained decoder of section 5. Its task needs only the token 3 steps back, a relative
-# distance present at every step of every training sequence, yet on longer sequences it degrades. As a control
-# we evaluate the same long sequences with a sliding window that lets each query see only the
-# last `TRAIN_LEN` keys, so every relative distance stays within the training range.
+# distance present at every step of every training sequence, yet on longer sequences it degrades.
+# As a control we evaluate the same long sequences with a sliding window that lets each query see
+# only the last `TRAIN_LEN` keys, so every relative distance stays within the training range.
 
 # %%
 def sliding_window(length: int, window: int) -> torch.Tensor:
@@ -673,9 +681,9 @@ assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["wi
 # %% [markdown]
 # The same weights that are perfect at length 32 fall far below that at 256, and the window
 # brings them back: what hurts is attention to keys at distances never seen in training, whose
-# slow-pair angles are new. Notebook 06 measures this properly on language models (perplexity at
-# $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies: position
-# interpolation, NTK-aware scaling, YaRN.
+# slow-pair angles are new. [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
+# this properly on language models (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies
+# that rescale RoPE's frequencies: position interpolation, NTK-aware scaling, YaRN.
 #
 # ## Summary
 #
