@@ -4,6 +4,7 @@ Everything here is seeded through a ``torch.Generator`` the caller passes in, so
 notebook that fixes its seed gets the same data on every run.
 
 Contents:
+    PAD          - the padding token "<pad>" (id 0 in Vocab.from_texts and WhoDidWhat vocabularies)
     Vocab        - a fixed list of token strings <-> integer ids
     WhoDidWhat   - "who did what to whom": sentences whose label (the agent) can only be
                    read from word order, with an exact bag-of-words ceiling
@@ -153,8 +154,8 @@ class WhoDidWhat:
     @property
     def seq_len(self) -> int:
         """Length every sentence is padded to: that of the longest sentence the task can produce."""
-        longest = 9 if self.p_passive > 0 else 7
-        return longest if self.p_adjective > 0 else longest - 2
+        adjective = "adj" if self.p_adjective > 0 else None
+        return len(self.sentence("a", "p", self.verbs[0], self.p_passive > 0, adjective, adjective))
 
     @property
     def n_classes(self) -> int:
