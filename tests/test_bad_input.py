@@ -16,6 +16,7 @@ import torch
 
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.conditional import PEG, peg
+from posenc_lib.data import Vocab, WhoDidWhat, sorting_task
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 from posenc_lib.relative import (
@@ -83,6 +84,14 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"data inputs and targets differ in length: 4 vs 3"),
     ("accuracy all ignored", lambda: accuracy(tiny, torch.zeros(2, 5, dtype=torch.long), torch.full((2,), -100)),
      ValueError, r"targets must contain at least one label"),
+    # ------------------------------------------------------------------ data
+    ("vocab duplicate tokens", lambda: Vocab(("<pad>", "the", "the")), ValueError, r"tokens must be distinct, got duplicates \['the'\]"),
+    ("vocab unknown word", lambda: Vocab(("<pad>", "the")).encode(["the", "cat"]), ValueError,
+     r"pieces contain tokens not in the vocabulary: \['cat'\]"),
+    ("task unknown split", lambda: WhoDidWhat().sample(4, torch.Generator(), split="val"), ValueError,
+     r"split must be 'all', 'train' or 'test', got 'val'"),
+    ("task no generator", lambda: WhoDidWhat().sample(4, generator=0), TypeError, r"generator must be a torch.Generator, got int"),
+    ("sorting vocab too small", lambda: sorting_task(4, 5, 1, torch.Generator()), ValueError, r"vocab_size must be an int >= 2, got 1"),
     # ------------------------------------------------------------------ sinusoidal
     ("sinusoidal odd d_model", lambda: sinusoidal_table(8, 7), ValueError, r"d_model must be even.*got 7"),
     ("sinusoidal float d_model", lambda: sinusoidal_table(8, 8.0), TypeError, r"d_model must be an int, got 8\.0"),
