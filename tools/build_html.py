@@ -13,7 +13,10 @@
    exist) with the measured run times, and print the same table as markdown for README.md.
 
 Offline check after a build: ``grep -rlE "(src|href)=[\\"']https?://" build/html`` may only find
-links in prose (``<a href>``); ``tests/test_site.py`` checks the rendering rules on every run.
+links in prose (``<a href>``) and MathJax's "about" link; ``tests/test_site.py`` checks the
+rendering rules on every run. The site was also checked once in headless Chromium (pages served
+from build/html, every other request sent to a logging proxy): the pages fetched only their own
+files (page, mathjax/tex-chtml-full.js, its fonts), formulas were typeset and solutions folded.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ NOTEBOOK_LINK = re.compile(r'href="(?:\./)?(\d\d_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"
 
 SITE_TITLE = "Positional encoding in Transformers: a runnable course"
 SITE_INTRO = (
-    "Why a Transformer needs to be told where each token is, and every way it is done in practice: "
+    "Why a Transformer needs to be told where each token is, and the main ways it is done in practice: "
     "sinusoidal and learnable tables, RoPE, two-dimensional encodings for images, relative biases "
     "(T5, ALiBi), and what happens beyond the training length. Each notebook builds the idea step by "
     "step, checks every claim with a computation or a figure, trains tiny models on a CPU, and ends "
