@@ -7,6 +7,7 @@ import torch
 
 from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.rope import convert_qk_weight
 
 # ---------------------------------------------------------------- exercise 1: rotate_half
 
@@ -38,9 +39,14 @@ def test_ex1_rejects_wrong(wrong, hint):
         check_exercise_1(wrong)
 
 
-def test_ex1_requires_a_function():
-    with pytest.raises(TypeError, match="rotate_half must be a function, got Tensor"):
-        check_exercise_1(torch.zeros(3))
+@pytest.mark.parametrize(
+    ("checker", "name"),
+    [(check_exercise_1, "rotate_half"), (check_exercise_2, "interleaved_to_half"),
+     (check_exercise_3, "decode_positions"), (check_exercise_4, "safe_cos_sin")],
+)
+def test_checkers_require_a_function(checker, name):
+    with pytest.raises(TypeError, match=f"{name} must be a function, got Tensor"):
+        checker(torch.zeros(3))
 
 
 # ---------------------------------------------------------------- exercise 2: layout conversion
@@ -66,6 +72,11 @@ def inverse_permutation(weight, n_heads):
 def test_ex2_accepts_solution(capsys):
     check_exercise_2(interleaved_to_half)
     assert "[passed] Exercise 2" in capsys.readouterr().out
+
+
+def test_ex2_solution_is_the_library_conversion():
+    weight = torch.randn(4 * 16, 32)
+    assert torch.equal(interleaved_to_half(weight, 4), convert_qk_weight(weight, 4, to="half"))
 
 
 @pytest.mark.parametrize(
