@@ -34,6 +34,7 @@ Shapes:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import torch
@@ -61,7 +62,9 @@ LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 # Elements of x per block in the eager kernel: 2**18 float32 = 1 MiB, which keeps a block,
 # its temporary and its slice of cos/sin in the L2 caches of two cores between the five ops.
+# Tensors up to _WHOLE_ELEMENTS (8 MiB of float32) stay in the last-level cache: one block.
 _BLOCK_ELEMENTS = 2**18
+_WHOLE_ELEMENTS = 2**21
 
 
 # ----------------------------------------------------------------------------- validation
@@ -217,13 +220,18 @@ def _rotate_pairs(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, o1: Tensor, 
 
 
 def _blocks(batch: int, heads: int, seq: int, head_dim: int) -> list[tuple[slice, slice]]:
-    """(batch slice, seq slice) blocks of about _BLOCK_ELEMENTS elements each, all heads included."""
+    """(batch slice, seq slice) blocks of about _BLOCK_ELEMENTS elements each, all heads included.
+
+    A tensor that fits in the last-level cache anyway (<= _WHOLE_ELEMENTS) is one block: fewer ops.
+    """
     per_position = heads * head_dim
+    if batch * seq * per_position <= _WHOLE_ELEMENTS:
+        return [(slice(None), slice(None))]
     if seq * per_position >= _BLOCK_ELEMENTS:
         step = max(1, _BLOCK_ELEMENTS // per_position)
         return [(slice(b, b + 1), slice(s, s + step)) for b in range(batch) for s in range(0, seq, step)]
     step = max(1, _BLOCK_ELEMENTS // (seq * per_position))
-    return [(slice(b, b + step), slice(0, seq)) for b in range(0, batch, step)]
+    return [(slice(b, b + step), slice(None)) for b in range(0, batch, step)]
 
 
 def _complex_view(t: Tensor, c: int) -> Tensor | None:
@@ -235,22 +243,47 @@ def _complex_view(t: Tensor, c: int) -> Tensor | None:
     return torch.view_as_complex(t[..., : 2 * c].unflatten(-1, (c, 2)))
 
 
+def _rotate_interleaved(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
+    """Interleaved pairs as complex numbers times exp(i angle): one pass when x and out can be viewed as complex.
+
+    Otherwise (bfloat16/float16, odd strides) each block is copied to a float32 (float64 for
+    float64 x) buffer, turned there, and written back: three contiguous ops, one rounding.
+    cos, sin: (batch|1, 1, seq, c).
+    """
+    c = cos.shape[-1]
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    turn = torch.complex(cos.to(compute), (-sin if inverse else sin).to(compute))
+    z, z_out = _complex_view(x, c), _complex_view(out, c)
+    if z is not None and z_out is not None:
+        torch.mul(z, turn, out=z_out)
+        return
+    for b, s in _blocks(*x.shape):
+        block = x[b, :, s, : 2 * c]
+        buffer = torch.empty(block.shape, dtype=compute, device=x.device).copy_(block)  # always a fresh copy
+        torch.view_as_complex(buffer.unflatten(-1, (c, 2))).mul_(turn[b if turn.shape[0] > 1 else slice(None), :, s])
+        out[b, :, s, : 2 * c].copy_(buffer)
+
+
+def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
+    """Half-layout pairs, block by block so the five ops of a block stay in cache. cos, sin: (batch|1, 1, seq, c)."""
+    c = cos.shape[-1]
+    for b, s in _blocks(*x.shape):
+        tb = b if cos.shape[0] > 1 else slice(None)
+        x1, x2 = _pairs(x[b, :, s], c, "half")
+        o1, o2 = _pairs(out[b, :, s], c, "half")
+        _rotate_pairs(x1, x2, cos[tb, :, s], sin[tb, :, s], o1, o2, inverse)
+
+
 def _rotate_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False) -> Tensor:
     """Rotate x (batch, heads, seq, head_dim) by the (batch|1, seq, c) tables into out (may be x); no autograd."""
     c = cos.shape[-1]
     if out is not x and 2 * c < x.shape[-1]:
         out[..., 2 * c :].copy_(x[..., 2 * c :])
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (batch|1, 1, seq, c): broadcast over heads
-    if layout == "interleaved" and cos.dtype == x.dtype:
-        z, z_out = _complex_view(x, c), _complex_view(out, c)
-        if z is not None and z_out is not None:
-            torch.mul(z, torch.complex(cos, -sin if inverse else sin), out=z_out)
-            return out
-    for b, s in _blocks(*x.shape):
-        cb, sb = (cos[b, :, s], sin[b, :, s]) if cos.shape[0] > 1 else (cos[:, :, s], sin[:, :, s])
-        x1, x2 = _pairs(x[b, :, s], c, layout)
-        o1, o2 = _pairs(out[b, :, s], c, layout)
-        _rotate_pairs(x1, x2, cb, sb, o1, o2, inverse)
+    if layout == "interleaved":
+        _rotate_interleaved(x, cos, sin, out, inverse)
+    else:
+        _rotate_half(x, cos, sin, out, inverse)
     return out
 
 
@@ -262,6 +295,29 @@ def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     r1, r2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
     rotated = torch.cat((r1, r2), dim=-1) if layout == "half" else torch.stack((r1, r2), dim=-1).flatten(-2)
     return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
+
+
+def _rotate_formula_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor) -> Tensor:
+    return out.copy_(_rotate_formula(x, cos, sin, layout))
+
+
+_COMPILED: dict[str, Any] = {}  # "fn": the compiled _rotate_formula_into, or "error": why it is off
+
+
+def _rotate_compiled(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor) -> bool:
+    """Rotate into out with inductor's fused loop; False (after one warning) if torch.compile fails here."""
+    if "error" in _COMPILED:
+        return False
+    try:
+        if "fn" not in _COMPILED:
+            _COMPILED["fn"] = torch.compile(_rotate_formula_into, dynamic=True, fullgraph=True)
+        _COMPILED["fn"](x, cos, sin, layout, out)
+        return True
+    except Exception as error:  # no C++ compiler, unsupported platform, ...: eager is always available
+        _COMPILED["error"] = error
+        warnings.warn(f"apply_rope(compiled=True): torch.compile failed ({type(error).__name__}: {error}); "
+                      "using the eager path from now on", RuntimeWarning, stacklevel=3)
+        return False
 
 
 class _Rotate(torch.autograd.Function):
@@ -280,7 +336,9 @@ class _Rotate(torch.autograd.Function):
         return _rotate_into(grad, cos, sin, ctx.layout, torch.empty_like(grad), inverse=True), None, None, None
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None) -> Tensor:
+def apply_rope(
+    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None, compiled: bool = False
+) -> Tensor:
     """Rotate the pairs of x by the angles whose cos and sin are given.
 
     Args:
@@ -291,6 +349,10 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
         out: tensor like x to write into; ``out=x`` rotates x in place (fastest: no new
             buffer). Not allowed while autograd records x.
+        compiled: outside autograd, run the formula compiled by ``torch.compile`` (inductor
+            fuses it into one loop: the speed of a copy) instead of the eager ops. The first
+            call compiles (tens of seconds); if compiling fails, a warning is given once and
+            the eager path is used.
 
     Returns:
         The rotated tensor, x's shape and dtype (``out`` itself when given).
@@ -317,11 +379,15 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out
         return rotated if out is None else out.copy_(rotated)
     if grad:
         return _Rotate.apply(x, cos, sin, layout)
-    return _rotate_into(x, cos, sin, layout, torch.empty_like(x) if out is None else out)
+    out = torch.empty_like(x) if out is None else out
+    if compiled and _rotate_compiled(x, cos, sin, layout, out):
+        return out
+    return _rotate_into(x, cos, sin, layout, out)
 
 
 def apply_rope_qk(
-    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", inplace: bool = False
+    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", inplace: bool = False,
+    compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """:func:`apply_rope` on queries and keys with the same tables; ``inplace=True`` overwrites q and k.
 
@@ -336,8 +402,8 @@ def apply_rope_qk(
             f"and k {tuple(k.shape)} {k.dtype}"
         )
     return (
-        apply_rope(q, cos, sin, layout, out=q if inplace else None),
-        apply_rope(k, cos, sin, layout, out=k if inplace else None),
+        apply_rope(q, cos, sin, layout, out=q if inplace else None, compiled=compiled),
+        apply_rope(k, cos, sin, layout, out=k if inplace else None, compiled=compiled),
     )
 
 

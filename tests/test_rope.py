@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from posenc_lib import rope
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rope import (
@@ -225,15 +227,23 @@ def test_fast_path_equals_reference_fp32(shape, layout, seed, partial, batched_t
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
 
 
-def test_blocks_cover_large_tensors():
-    """Tensors bigger than one cache block (batch > 1, table per row) are rotated block by block, all of them."""
-    x, positions, inv_freq = random_case((3, 4, 700, 64), seed=5)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    for layout in LAYOUTS:
-        torch.testing.assert_close(apply_rope(x, cos, sin, layout), reference(x, positions, inv_freq, layout),
-                                   atol=1e-6, rtol=0)
-    torch.testing.assert_close(apply_rope(x[:, :, :5], cos[:1, :5], sin[:1, :5]),
-                               rotate_half_reference(x[:, :, :5], cos[:1, :5], sin[:1, :5]), atol=1e-6, rtol=0)
+@pytest.mark.parametrize("block, whole", [(2**18, 2**21), (300, 600), (5000, 6000), (1, 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_blocks_cover_large_tensors(monkeypatch, block, whole, dtype):
+    """Cache blocks of every shape (part of a sequence, whole sequences, several rows) cover the whole tensor."""
+    monkeypatch.setattr(rope, "_BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(rope, "_WHOLE_ELEMENTS", whole)
+    x, positions, inv_freq = random_case((3, 2, 37, 16), seed=5, rotary_halves=6)
+    x = x.to(dtype)
+    odd_strided = torch.zeros(3, 2, 37, 17, dtype=dtype)[..., :16].copy_(x)
+    tol = {"atol": 1e-6, "rtol": 0} if dtype == torch.float32 else {"atol": 0.05, "rtol": 0}
+    for table in (slice(None), slice(0, 1)):  # a table per row, or one shared by the batch
+        cos, sin = rope_cos_sin(positions[table], inv_freq, dtype=dtype)
+        for layout in LAYOUTS:
+            expected = reference(x, positions[table], inv_freq, layout, cos, sin)
+            for candidate in (x.clone(), odd_strided.clone()):
+                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout), expected, **tol)
+                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout, out=candidate), expected, **tol)
 
 
 @pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
@@ -455,6 +465,41 @@ def test_rotary_scheme_matches_functional_api():
 
 
 # ----------------------------------------------------------------------------- torch.compile
+
+
+@pytest.mark.slow
+def test_compiled_option_equals_eager():
+    """apply_rope(compiled=True): inductor's fused loop, in place or into out=, same numbers as the eager path.
+
+    One layout only (each compiles for ~10 s); the interleaved formula is compiled in test_torch_compile_fullgraph.
+    """
+    layout = "half"
+    x, positions, inv_freq = random_case((2, 3, 40, 16), seed=15, rotary_halves=6)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    expected = apply_rope(x, cos, sin, layout)
+    inplace = x.clone()
+    torch.testing.assert_close(apply_rope(inplace, cos, sin, layout, out=inplace, compiled=True), expected,
+                               atol=1e-6, rtol=0)
+    torch.testing.assert_close(inplace, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(apply_rope(x[:1, :, :7], cos[:1, :7], sin[:1, :7], layout, compiled=True),
+                               expected[:1, :, :7], atol=1e-6, rtol=0)  # other shapes: no recompilation needed
+    assert "error" not in rope._COMPILED
+
+
+def test_compiled_option_falls_back_to_eager(monkeypatch):
+    def broken_compile(*args, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(rope, "_COMPILED", {})
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=16)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
+        got = apply_rope(x, cos, sin, compiled=True)
+    torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=0, rtol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once only
+        torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), got, atol=0, rtol=0)
 
 
 @pytest.mark.slow
