@@ -195,7 +195,7 @@ class MultiHeadAttention(nn.Module):
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)
-        mask = self._mask(positions, k_positions, attn_mask, causal, past, x.dtype)
+        mask = self._mask(positions, k_positions, attn_mask, causal, past, b, x.dtype)
 
         if return_weights:
             scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
@@ -212,11 +212,29 @@ class MultiHeadAttention(nn.Module):
         return (y, weights) if return_weights else y
 
     def _mask(
-        self, q_pos: Tensor, k_pos: Tensor, attn_mask: Tensor | None, causal: bool, past: int, dtype: torch.dtype
+        self,
+        q_pos: Tensor,
+        k_pos: Tensor,
+        attn_mask: Tensor | None,
+        causal: bool,
+        past: int,
+        batch: int,
+        dtype: torch.dtype,
     ) -> Tensor | None:
         """Fold score bias, causal mask and padding mask into one additive float mask (or None)."""
         bias = self.scheme.score_bias(q_pos, k_pos)
         q_len, k_len = q_pos.shape[-1], k_pos.shape[-1]
+        if bias is not None:
+            target = (batch, self.n_heads, q_len, k_len)
+            try:
+                fits = torch.broadcast_shapes(bias.shape, target) == target
+            except RuntimeError:
+                fits = False
+            if not fits:
+                raise ValueError(
+                    f"score_bias of {type(self.scheme).__name__} must broadcast to (batch, heads, q_len, k_len) "
+                    f"= {target}, got shape {tuple(bias.shape)} (does the scheme have as many heads as the layer?)"
+                )
         allowed = None
         if attn_mask is not None:
             allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask

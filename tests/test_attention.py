@@ -206,3 +206,24 @@ def test_attn_mask_not_bool():
 def test_attn_mask_of_wrong_length():
     with pytest.raises(ValueError, match=r"attn_mask of dim 2 must have shape \(batch, k_len\) = \(1, 3\), got \(1, 4\)"):
         MultiHeadAttention(8, 2)(torch.zeros(1, 3, 8), attn_mask=torch.ones(1, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("bias_shape", [(1, 4, 3, 3), (2, 1, 3, 4), (3, 3, 3)])
+def test_score_bias_that_does_not_fit_the_scores(bias_shape):
+    class WrongBias(NoPosition):
+        def score_bias(self, q_positions, k_positions):
+            return torch.zeros(bias_shape)
+
+    expected = re.escape(f"score_bias of WrongBias must broadcast to (batch, heads, q_len, k_len) = (2, 2, 3, 3), got shape {bias_shape}")
+    with pytest.raises(ValueError, match=expected):
+        MultiHeadAttention(8, 2, WrongBias())(torch.zeros(2, 3, 8))
+
+
+@pytest.mark.parametrize("bias_shape", [(3, 3), (2, 1, 3, 3), (1, 2, 1, 3)])
+def test_score_bias_may_broadcast(bias_shape):
+    class SmallBias(NoPosition):
+        def score_bias(self, q_positions, k_positions):
+            return torch.zeros(bias_shape)
+
+    assert MultiHeadAttention(8, 2, SmallBias())(torch.zeros(2, 3, 8)).shape == (2, 3, 8)
+
