@@ -623,6 +623,7 @@ assert errors["float32 angles, cast to bf16"].max() < 0.01
 assert errors["float32 angles, cast to fp16"].max() < 0.01
 assert errors["fp16 angles (naive)"][all_pos >= 16384].mean() > 1.0
 ratio = (errors["bf16 angles (naive)"][late] / errors["float32 angles, cast to bf16"][late]).min()
+assert ratio > 100
 print(f"at every position >= 1000 the float32-then-cast error is at least {ratio:.0f}x smaller than naive bf16")
 
 # %% [markdown]
