@@ -21,13 +21,14 @@ Speed. RoPE does a few multiply-adds per byte it reads, so its cost is memory tr
 floor is copying q and k. :func:`apply_rope` writes into ``out`` (``out=x`` rotates in place:
 a fresh buffer over ~32 MB is page-faulted by the OS on first touch, which can cost more than
 the rotation). Interleaved pairs in float32/float64 are one complex multiply, straight into
-``out``: one pass, copy speed. Half-layout pairs take five element-wise ops on the two halves;
-a tensor larger than the last-level cache is walked in blocks that stay in the L2 cache
-between those ops, so memory is crossed about once. bfloat16/float16 interleaved pairs are
-turned as complex numbers in a float32 copy of each block. The backward pass is the inverse
-rotation of the gradient (one more pass), not autograd through the formula. ``compiled=True``
-runs inductor's fused loop instead (copy speed for the half layout too, after a compilation of
-tens of seconds), and inside ``torch.compile`` the plain formula is handed to inductor.
+``out``: one pass, copy speed. Half-layout pairs take four element-wise ops on the two halves
+(five in place); a tensor larger than the last-level cache is walked in blocks that stay in
+the L2 cache between those ops, so memory is crossed about once. bfloat16/float16 interleaved
+pairs are turned as complex numbers in a float32 copy of each block. The backward pass is the
+inverse rotation of the gradient (one more pass), not autograd through the formula.
+``compiled=True`` runs inductor's fused loop instead (copy speed for the half layout too,
+after a compilation of tens of seconds), and inside ``torch.compile`` the plain formula is
+handed to inductor.
 
 Shapes:
     x, q, k         (batch, heads, seq, head_dim)
@@ -65,7 +66,7 @@ Layout = Literal["half", "interleaved"]
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 # Elements of x per block in the eager kernel: 2**18 float32 = 1 MiB, which keeps a block,
-# its temporary and its slice of cos/sin in the L2 caches of two cores between the five ops.
+# its temporary and its slice of cos/sin in the L2 caches of two cores between the ops.
 # Tensors up to _WHOLE_ELEMENTS (8 MiB of float32) stay in the last-level cache: one block.
 _BLOCK_ELEMENTS = 2**18
 _WHOLE_ELEMENTS = 2**21
@@ -217,18 +218,23 @@ def _pairs(x: Tensor, c: int, layout: str) -> tuple[Tensor, Tensor]:
     return x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2]
 
 
-def _rotate_pairs(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, o1: Tensor, o2: Tensor, inverse: bool) -> None:
-    """o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin (sin negated when ``inverse``); o1, o2 may be x1, x2.
+def _rotate_pairs(
+    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, o1: Tensor, o2: Tensor, inverse: bool, inplace: bool
+) -> None:
+    """o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin (sin negated when ``inverse``), with o1, o2 preallocated.
 
-    Five element-wise ops writing into preallocated memory; ``x1 * sin`` is saved first
-    because writing o1 may overwrite x1.
+    Four element-wise ops into o1, o2; in place (o1 is x1, o2 is x2) a fifth one first saves
+    ``x1 * sin``, which writing o1 would overwrite.
     """
     sign = -1.0 if inverse else 1.0
-    x1_sin = x1 * sin
+    x1_sin = x1 * sin if inplace else None
     torch.mul(x1, cos, out=o1)
     o1.addcmul_(x2, sin, value=-sign)
     torch.mul(x2, cos, out=o2)
-    o2.add_(x1_sin, alpha=sign)
+    if inplace:
+        o2.add_(x1_sin, alpha=sign)
+    else:
+        o2.addcmul_(x1, sin, value=sign)
 
 
 def _blocks(batch: int, heads: int, seq: int, head_dim: int) -> list[tuple[slice, slice]]:
@@ -277,13 +283,13 @@ def _rotate_interleaved(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, invers
 
 
 def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
-    """Half-layout pairs, block by block so the five ops of a block stay in cache. cos, sin: (batch|1, 1, seq, c)."""
+    """Half-layout pairs, block by block so the ops of a block stay in cache. cos, sin: (batch|1, 1, seq, c)."""
     c = cos.shape[-1]
     for b, s in _blocks(*x.shape):
         tb = b if cos.shape[0] > 1 else slice(None)
         x1, x2 = _pairs(x[b, :, s], c, "half")
         o1, o2 = _pairs(out[b, :, s], c, "half")
-        _rotate_pairs(x1, x2, cos[tb, :, s], sin[tb, :, s], o1, o2, inverse)
+        _rotate_pairs(x1, x2, cos[tb, :, s], sin[tb, :, s], o1, o2, inverse, inplace=out is x)
 
 
 def _rotate_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False) -> Tensor:
