@@ -269,7 +269,8 @@ table = pd.DataFrame(results).set_index("position scheme")
 acc = table["test accuracy (unseen pairs)"]
 blind = table.loc["no position"]
 assert abs(blind["train-split accuracy"] - ceiling["train"]) < 0.03, blind  # at chance
-assert blind["test accuracy (unseen pairs)"] < ceiling["test"] + 0.03, blind  # never above it
+assert blind["test accuracy (unseen pairs)"] < ceiling["test"], blind  # below it on unseen pairs
+assert 0.15 < 1 - blind["answers one of the two animals"] < 0.35, blind  # names an absent animal ~1/4 of the time
 assert acc["sinusoidal"] >= 0.95 and table.loc["sinusoidal", "train-split accuracy"] >= 0.95, acc
 assert table["parameters"].nunique() == 1  # the sinusoidal table is a buffer, not a parameter
 formatted(table, {c: "{:.3f}" for c in table.columns if c != "parameters"})
@@ -281,7 +282,7 @@ formatted(table, {c: "{:.3f}" for c in table.columns if c != "parameters"})
 # that is not in the sentence at all (the "answers one of the two animals" column, computed on
 # the test sentences). With the sinusoidal encoding the same network
 # solves the task, on animal pairs it never saw together. The loss curves tell the same story:
-# the blind model's loss stops at $\ln 2$, the bag-of-words optimum.
+# the blind model's loss levels off just above $\ln 2$, the bag-of-words optimum.
 
 # %%
 def smooth(values: list[float], window: int = 10) -> np.ndarray:
