@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import statistics
@@ -31,7 +30,7 @@ import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.benchmark import Timer  # noqa: E402
 
-__all__ = ["Timing", "interleaved_times", "allocation_profile", "peak_bytes", "machine_info", "machine_markdown", "format_seconds", "format_bytes"]
+__all__ = ["Timing", "interleaved_times", "allocation_profile", "machine_info", "machine_markdown", "format_seconds", "format_bytes"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,6 @@ class Timing:
 
     median: float
     samples: tuple[float, ...]
-    number: int  # calls per round
 
     @property
     def spread(self) -> float:
@@ -52,13 +50,19 @@ class Timing:
 
 
 def interleaved_times(
-    cases: Mapping[str, Callable[[], object]], rounds: int, threads: int, min_block_s: float = 0.02
+    cases: Mapping[str, Callable[[], object]],
+    rounds: int,
+    threads: int,
+    min_block_s: float = 0.02,
+    reset: Mapping[str, Callable[[], object]] | None = None,
 ) -> dict[str, Timing]:
     """Time every case in ``rounds`` interleaved rounds; return the median seconds per call of each.
 
-    Each case is first run once (warm-up) and timed once to choose how many calls one round makes
-    (enough to last ``min_block_s``). Round ``r`` starts at case ``r mod n``, so no case always
-    follows the same neighbour.
+    In each round every case gets one ``Timer.blocked_autorange(min_run_time=min_block_s)``: its
+    warm-up picks how many calls make a block, then it times blocks until ``min_block_s`` has
+    passed; the round's value is the median block. Round ``r`` starts at case ``r mod n``, so no
+    case always follows the same neighbour. ``reset[name]``, if given, runs (untimed) before each of
+    that case's rounds, e.g. to restore tensors that the case modifies in place.
     """
     if not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
@@ -66,20 +70,19 @@ def interleaved_times(
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     if not cases:
         raise ValueError("cases must name at least one function to time, got an empty mapping")
+    reset = dict(reset or {})
+    if not set(reset) <= set(cases):
+        raise ValueError(f"reset names cases that do not exist: {sorted(set(reset) - set(cases))}")
     timers = {name: Timer("fn()", globals={"fn": fn}, num_threads=threads) for name, fn in cases.items()}
-    number = {}
-    for name, timer in timers.items():
-        once = timer.timeit(1).median  # Timer.timeit also runs two warm-up calls first
-        number[name] = max(1, math.ceil(min_block_s / max(once, 1e-9)))
     names = list(timers)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         start = r % len(names)
         for name in names[start:] + names[:start]:
-            samples[name].append(timers[name].timeit(number[name]).median)
-    return {
-        name: Timing(statistics.median(s), tuple(s), number[name]) for name, s in samples.items()
-    }
+            if name in reset:
+                reset[name]()
+            samples[name].append(timers[name].blocked_autorange(min_run_time=min_block_s).median)
+    return {name: Timing(statistics.median(s), tuple(s)) for name, s in samples.items()}
 
 
 def allocation_profile(fn: Callable[[], object]) -> tuple[int, int]:
@@ -105,17 +108,6 @@ def allocation_profile(fn: Callable[[], object]) -> tuple[int, int]:
     baseline = events[0]["Total Allocated"] - events[0]["Bytes"]
     totals = [args["Total Allocated"] - baseline for args in events]
     return max(0, *totals), totals[-1]
-
-
-def peak_bytes(fn: Callable[[], object]) -> int:
-    """Largest number of bytes held by tensors allocated during one call of ``fn``.
-
-    ``fn`` is called once beforehand, so lazily built caches (tables that extend themselves) are in
-    place and the number describes a steady-state call. What ``fn`` returns counts while it is
-    alive inside the call; memory that existed before the call does not count.
-    """
-    fn()
-    return allocation_profile(fn)[0]
 
 
 def _cpu_model() -> str:

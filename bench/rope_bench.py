@@ -12,8 +12,11 @@ Methods (q, k: (batch, heads, seq, head_dim); the tables are built once, outside
 * ``complex formula``: Meta LLaMA's ``view_as_real(view_as_complex(q) * freqs_cis)`` with a
   (seq, head_dim/2) complex64 table; float32 only (PyTorch has no bfloat16 complex dtype).
 * ``library <layout>, in place``: ``apply_rope_qk(q, k, cos, sin, layout, inplace=True)``.
-  Timing it repeatedly on the same q and k just keeps turning them (a rotation keeps norms,
-  so the values stay well scaled); nothing is re-copied, like the floor.
+  Timing it repeatedly on the same q and k just keeps turning them; nothing is re-copied, like
+  the floor. In bfloat16 the rounded cos/sin do not keep norms exactly (cos^2 + sin^2 differs
+  from 1 by up to ~2^-8), so over some 10^4 turns values drift by orders of magnitude (towards
+  overflow, or towards subnormals whose arithmetic is very slow): the case's q and k are restored
+  from the inputs, untimed, before every round (a round makes a few thousand calls at most).
 * ``library <layout>, out=``: ``apply_rope(q, cos, sin, layout, out=q_out)`` (and k) into
   preallocated buffers: exactly the floor's reads and writes.
 * ``library <layout>, new output``: ``apply_rope_qk(q, k, cos, sin, layout)``: allocates its
@@ -145,8 +148,11 @@ def method_names() -> list[str]:
     return names
 
 
-def _forward_cases(x: RopeInputs) -> dict[str, Callable[[], object]]:
-    """One zero-argument function per method computing the forward only (no autograd)."""
+def _forward_cases(x: RopeInputs) -> tuple[dict[str, Callable[[], object]], dict[str, Callable[[], object]]]:
+    """One zero-argument function per method computing the forward only (no autograd).
+
+    Also returns, for the in-place methods, the (untimed) reset that restores their q and k.
+    """
     q_dst, k_dst = torch.empty_like(x.q), torch.empty_like(x.k)
 
     def floor() -> None:
@@ -157,6 +163,7 @@ def _forward_cases(x: RopeInputs) -> dict[str, Callable[[], object]]:
         FLOOR: floor,
         ROTATE_HALF: lambda: rotate_half_formula(x.q, x.k, x.cos_full, x.sin_full),
     }
+    resets: dict[str, Callable[[], object]] = {}
     if x.freqs_cis is not None:
         cases[COMPLEX] = lambda: complex_formula(x.q, x.k, x.freqs_cis)
     for layout in LAYOUTS:
@@ -165,6 +172,7 @@ def _forward_cases(x: RopeInputs) -> dict[str, Callable[[], object]]:
         cases[f"library {layout}, in place"] = (
             lambda q=q_own, k=k_own, lay=layout: apply_rope_qk(q, k, x.cos, x.sin, lay, inplace=True)
         )
+        resets[f"library {layout}, in place"] = lambda q=q_own, k=k_own: (q.copy_(x.q), k.copy_(x.k))
         cases[f"library {layout}, out="] = (
             lambda qo=q_out, ko=k_out, lay=layout: (
                 apply_rope(x.q, x.cos, x.sin, lay, out=qo),
@@ -172,7 +180,7 @@ def _forward_cases(x: RopeInputs) -> dict[str, Callable[[], object]]:
             )
         )
         cases[f"library {layout}, new output"] = lambda lay=layout: apply_rope_qk(x.q, x.k, x.cos, x.sin, lay)
-    return cases
+    return cases, resets
 
 
 def _autograd_methods(x: RopeInputs) -> dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]]:
@@ -232,7 +240,7 @@ def check_methods(x: RopeInputs) -> None:
     """Assert that every method rotates q and k (and back-propagates) like the float64 reference."""
     tol = _tolerance(x.q.dtype)
     expected = {lay: (_reference(x.q, x.angles, lay), _reference(x.k, x.angles, lay)) for lay in LAYOUTS}
-    for name, fn in _forward_cases(x).items():
+    for name, fn in _forward_cases(x)[0].items():
         if name == FLOOR:
             continue
         # an in-place case turns its own q, k on every call: check one turn of fresh copies instead
@@ -277,8 +285,8 @@ def run_rope_bench(
             x = make_inputs(shape, dtype)
             check_methods(x)
             for mode in MODES:
-                cases = _forward_cases(x) if mode == "fwd" else _forward_backward_cases(x)
-                times = interleaved_times(cases, rounds, threads, min_block_s)
+                cases, resets = _forward_cases(x) if mode == "fwd" else (_forward_backward_cases(x), {})
+                times = interleaved_times(cases, rounds, threads, min_block_s, reset=resets)
                 floor = times[FLOOR].median
                 log(f"rope {tuple(shape)} {_DTYPE_NAMES[dtype]} {mode}: " + ", ".join(
                     f"{name} {format_seconds(t.median)} ({t.median / floor:.2f}x)" for name, t in times.items()))

@@ -59,15 +59,19 @@ ROPE_METHOD = """\
 ## How it is measured
 
 - Timer: `torch.utils.benchmark.Timer`, `num_threads={threads}`; {rounds} interleaved rounds (each round
-  times every method of a cell once, starting one method later than the round before); the
-  median over rounds is reported. Ratios compare methods timed in the same rounds.
+  gives every method of a cell one `blocked_autorange(min_run_time={block})`, starting one method later
+  than the round before); the median over rounds is reported. Ratios compare methods timed in the
+  same rounds.
 - Floor, forward: `copy_` of q and k into preallocated tensors: the memory traffic any RoPE must
   do (read q and k, write two results). Floor, forward+backward: the same plus `copy_` of the two
   output gradients: twice the forward floor's traffic.
 - `rotate_half formula (HF)` and `complex formula (Meta)` allocate their outputs, as they do in a
   model; `complex` is float32 only (PyTorch has no bfloat16 complex dtype): n/a in bf16.
 - Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
-  on the same q and k (each call turns them further; nothing is re-copied). `out=`:
+  on the same q and k (each call turns them further; nothing is re-copied inside the timing). Before
+  each round, q and k are restored from the inputs, untimed: in bf16 the rounded cos/sin do not keep
+  norms exactly, and over ~10^4 turns values drift by orders of magnitude (towards overflow or slow
+  subnormals). `out=`:
   `apply_rope(x, cos, sin, layout, out=buffer)` for q and k, into preallocated buffers (exactly the
   floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
   its outputs; it is also the path autograd uses.
@@ -90,8 +94,8 @@ SCHEMES_METHOD = """\
   under `torch.inference_mode()`. Bidirectional = no mask (an encoder); causal = `causal=True` (a decoder).
   A scheme runs only in the settings it is meant for: the compact ALiBi bias is exact only under a
   causal mask; Swin, PEG and the 2-D schemes belong to vision encoders.
-- Time: `torch.utils.benchmark.Timer`, `num_threads={threads}`, median over {rounds} interleaved rounds
-  (all schemes of one (setting, L) in each round).
+- Time: `torch.utils.benchmark.Timer`, `num_threads={threads}`, one `blocked_autorange(min_run_time={block})`
+  per scheme per round, median over {rounds} interleaved rounds (all schemes of one (setting, L) in each round).
 - Memory: `torch.profiler` with `profile_memory=True` records every allocation and free through
   PyTorch's CPU allocator, with the running total. *Resident* = bytes still held after building the
   scheme and running one forward (parameters, buffers, caches such as RoPE's cos/sin table, Swin's
@@ -131,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         text = (
             _header("RoPE speed: the library against the memory floor", args, time.perf_counter() - t0)
             + f"\n## Results\n\n{tables}\n\n## Targets\n\n{targets}\n\n"
-            + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds)
+            + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds, block=block)
         )
         _write(args.out / "rope.md", text)
         print(f"\n{tables}\n\n{targets}\n")
@@ -149,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             _header("Position schemes: time and memory against sequence length", args, time.perf_counter() - t0)
             + "\n![time and memory against length](schemes.png)\n\n"
             + f"## Results\n\n{tables}\n\nSchemes not available:\n\n{notes}\n\n"
-            + SCHEMES_METHOD.format(d_model=d_model, n_heads=n_heads, threads=args.threads, rounds=args.scheme_rounds)
+            + SCHEMES_METHOD.format(d_model=d_model, n_heads=n_heads, threads=args.threads, rounds=args.scheme_rounds,
+                                    block=block)
         )
         figure = args.out / "schemes.png"
         schemes_figure(results, d_model, n_heads, figure.with_name(figure.name + ".tmp"))

@@ -12,7 +12,7 @@ Memory, per (scheme, setting, length):
   parameters, buffers and caches such as RoPE's cos/sin table), measured with the profiler
   from before the scheme is built to after that first forward;
 * forward peak: the largest number of bytes held by tensors allocated during one later
-  forward (activations, bias tables, masks, the output), see :func:`bench.common.peak_bytes`.
+  forward (activations, bias tables, masks, the output), see :func:`bench.common.allocation_profile`.
 
 The figure plots their sum. What grows as L is a table or activation per position; what grows
 as L^2 is a (heads, L, L) bias or an (L, L) mask materialised in memory.
@@ -26,12 +26,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import matplotlib
 import torch
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from torch import Tensor
 
 from posenc_lib.attention import MultiHeadAttention, PositionScheme
+from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, use_style
 
-from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times, peak_bytes
+from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times
 
 __all__ = [
     "LENGTHS",
@@ -158,7 +162,7 @@ def prepare(
 def scheme_memory(spec: SchemeSpec, cls: type, length: int, setting: str, d_model: int, n_heads: int) -> tuple[int, int]:
     """(resident, forward peak) bytes of one scheme at one length and setting."""
     forward, _, resident = prepare(spec, cls, length, setting, d_model, n_heads)
-    return resident, peak_bytes(forward)
+    return resident, allocation_profile(forward)[0]  # prepare() already ran the warm-up forward
 
 
 def run_schemes_bench(
@@ -179,7 +183,7 @@ def run_schemes_bench(
             for spec, cls in found:
                 if setting in spec.settings:
                     forward, kinds[spec.name], resident = prepare(spec, cls, length, setting, d_model, n_heads)
-                    calls[spec.name], memory[spec.name] = forward, (resident, peak_bytes(forward))
+                    calls[spec.name], memory[spec.name] = forward, (resident, allocation_profile(forward)[0])
             times = interleaved_times(calls, rounds, threads, min_block_s)
             for name, t in times.items():
                 results.append(SchemeResult(name, kinds[name], setting, length, t, *memory[name]))
@@ -236,47 +240,48 @@ def schemes_markdown(results: Sequence[SchemeResult], d_model: int, n_heads: int
 
 
 def schemes_figure(results: Sequence[SchemeResult], d_model: int, n_heads: int, path: str | os.PathLike) -> None:
-    """Log-log figure, time (top) and memory (bottom) against length, one column per setting; saved to ``path``."""
-    import matplotlib
+    """Log-log figure, time (top) and memory (bottom) against length, one column per setting; saved to ``path`` as PNG.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, use_style
-
-    use_style()
+    Drawn on a bare ``matplotlib.figure.Figure`` inside ``rc_context``: no pyplot backend, and the
+    caller's matplotlib settings are left as they were.
+    """
     settings = [s for s in SETTINGS if any(r.setting == s for r in results)]
     names = list(dict.fromkeys(r.scheme for r in results))
-    style = {
-        name: dict(color=COLORS[i % len(COLORS)], linestyle=LINESTYLES[i % len(LINESTYLES)],
-                   marker=MARKERS[(i + 3 * (i // len(MARKERS))) % len(MARKERS)], markersize=5, label=name)
-        for i, name in enumerate(names)
-    }
-    fig, axes = plt.subplots(2, len(settings), figsize=(5.2 * len(settings) + 2.6, 8.0), squeeze=False,
-                             sharex=True)
-    rows = (("time per forward (s)", lambda r: r.timing.median),
-            ("memory: resident + forward peak (MiB)", lambda r: r.memory_bytes / 2**20))
-    for col, setting in enumerate(settings):
-        for row, (ylabel, value) in enumerate(rows):
-            ax = axes[row][col]
-            series = _series(results, setting, value)
-            for name, (ls, vs) in series.items():
-                ax.plot(ls, vs, **style[name])
-            _guides(ax, series)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            lengths = sorted({r.length for r in results})
-            ax.set_xticks(lengths, [str(n) for n in lengths])
-            ax.minorticks_off()
-            ax.set_title(f"{setting}: {'time' if row == 0 else 'memory'}")
-            ax.set_ylabel(ylabel)
-            if row == 1:
-                ax.set_xlabel("sequence length L (tokens)")
-    handles = [plt.Line2D([], [], **style[name]) for name in names]
-    fig.legend(handles=handles, loc="outside right center", fontsize=8)
-    fig.suptitle(f"Position schemes inside one attention layer (d_model={d_model}, {n_heads} heads, batch 1, CPU)")
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    lengths = sorted({r.length for r in results})
+    style = {name: _style(i) | {"label": name} for i, name in enumerate(names)}
+    rows = (("time", "time per forward (s)", lambda r: r.timing.median),
+            ("memory", "memory: resident + forward peak (MiB)", lambda r: r.memory_bytes / 2**20))
+    with matplotlib.rc_context():
+        use_style()
+        fig = Figure(figsize=(5.2 * len(settings) + 2.6, 8.0))
+        axes = fig.subplots(2, len(settings), squeeze=False, sharex=True)
+        for col, setting in enumerate(settings):
+            for row, (what, ylabel, value) in enumerate(rows):
+                ax = axes[row][col]
+                series = _series(results, setting, value)
+                for name, (ls, vs) in series.items():
+                    ax.plot(ls, vs, **style[name])
+                _guides(ax, series)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_xticks(lengths, [str(n) for n in lengths])
+                ax.minorticks_off()
+                ax.set_title(f"{setting}: {what}")
+                ax.set_ylabel(ylabel)
+                if row == len(rows) - 1:
+                    ax.set_xlabel("sequence length L (tokens)")
+        fig.legend(handles=[Line2D([], [], **style[name]) for name in names], loc="outside right center", fontsize=8)
+        fig.suptitle(f"Position schemes inside one attention layer (d_model={d_model}, {n_heads} heads, batch 1, CPU)")
+        fig.savefig(path, format="png")
+
+
+def _style(i: int) -> dict:
+    """Line i's colour, dash and marker. Past the 8 of each, the three are shifted by different amounts, so
+    any two lines differ in at least two of the three (always in dash or marker: black-and-white safe)."""
+    n = len(COLORS)
+    shift = (4, 2, 3) if i >= n else (0, 0, 0)
+    return dict(color=COLORS[(i + shift[0]) % n], linestyle=LINESTYLES[(i + shift[1]) % n],
+                marker=MARKERS[(i + shift[2]) % n], markersize=5)
 
 
 def _guides(ax, series: dict[str, tuple[list[int], list[float]]]) -> None:

@@ -17,7 +17,6 @@ from bench.common import (  # noqa: E402
     format_bytes,
     format_seconds,
     interleaved_times,
-    peak_bytes,
 )
 from bench.run import main  # noqa: E402
 from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory  # noqa: E402
@@ -42,16 +41,17 @@ def test_allocation_profile_counts_exact_bytes_from_the_call_start():
     assert alive_before.sum() == 3_000_000
 
 
-def test_peak_bytes_sees_temporaries_inside_one_op_and_ignores_the_warm_up():
+def test_allocation_profile_sees_a_kernel_result_but_not_what_existed_before():
     x = torch.randn(1000, 1000)
     cache = {}
 
     def fn():
-        if "table" not in cache:  # built once, during the warm-up call
+        if "table" not in cache:  # built by the first (warm-up) call only
             cache["table"] = torch.empty(5_000_000)
         return x @ x  # 4 MB result
 
-    assert peak_bytes(fn) == 4_000_000
+    assert allocation_profile(fn) == (24_000_000, 20_000_000)
+    assert allocation_profile(fn) == (4_000_000, 0)
 
 
 def test_interleaved_times_rank_cases_and_validate():
@@ -59,7 +59,7 @@ def test_interleaved_times_rank_cases_and_validate():
         {"short": lambda: time.sleep(0.001), "long": lambda: time.sleep(0.02)}, rounds=3, threads=1, min_block_s=0.0
     )
     assert set(times) == {"short", "long"}
-    assert all(len(t.samples) == 3 and t.number == 1 and t.spread >= 0 for t in times.values())
+    assert all(len(t.samples) == 3 and t.spread >= 0 for t in times.values())
     assert times["short"].median >= 0.001 and times["long"].median >= 0.02
     assert times["long"].median > times["short"].median
     with pytest.raises(ValueError, match="rounds must be an integer >= 1, got 0"):
@@ -68,6 +68,19 @@ def test_interleaved_times_rank_cases_and_validate():
         interleaved_times({"a": lambda: None}, rounds=1, threads=0)
     with pytest.raises(ValueError, match="cases"):
         interleaved_times({}, rounds=1, threads=1)
+    with pytest.raises(ValueError, match=r"reset names cases that do not exist: \['b'\]"):
+        interleaved_times({"a": lambda: None}, rounds=1, threads=1, reset={"b": lambda: None})
+
+
+def test_reset_runs_before_every_round_of_its_case():
+    state = {"calls": 0, "resets": 0}
+
+    def case():
+        state["calls"] += 1
+
+    interleaved_times({"a": case, "b": lambda: None}, rounds=4, threads=1, min_block_s=0.0,
+                      reset={"a": lambda: state.update(resets=state["resets"] + 1)})
+    assert state["resets"] == 4 and state["calls"] >= 4
 
 
 def test_formatting():
@@ -96,7 +109,7 @@ def test_the_check_catches_a_wrong_layout(monkeypatch):
 
 
 def test_targets_are_judged_on_ratios_to_the_floor():
-    timing = lambda s: rope_bench.Timing(s, (s,), 1)  # noqa: E731
+    timing = lambda s: rope_bench.Timing(s, (s,))  # noqa: E731
     shape = (1, 32, 2048, 128)
     results = [
         rope_bench.RopeResult(shape, torch.float32, "fwd", rope_bench.FLOOR, timing(1.0)),
