@@ -5,11 +5,13 @@ frequencies ``theta_i`` of :mod:`posenc_lib.rope` and the *attention factor* tha
 multiplies cos and sin (so the attention logits scale by its square).
 
 The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
-(transformers 5.x, ``modeling_rope_utils.py``), and the numbers agree with it to
-float32 rounding (``tests/test_rope_conformance.py``). One key differs: Hugging Face's
+(transformers 5.x, ``modeling_rope_utils.py``), and the float32 frequencies agree with it
+bit for bit in every configuration ``tests/test_rope_conformance.py`` tries. One key differs: Hugging Face's
 dynamic NTK reads the trained length from the model config's
 ``max_position_embeddings``; here it is ``original_max_position_embeddings`` in the
-same dict, like every other scaled type. "ntk" (the static NTK-aware rule,
+same dict, like every other scaled type (and :class:`posenc_lib.rope.RotaryPE` computes it from
+the positions of each call, where Hugging Face's module keeps the largest length it has seen
+until a sequence shorter than L0 comes). "ntk" (the static NTK-aware rule,
 base' = base * s^(d/(d-2)), used without fine-tuning) has no Hugging Face type.
 
 =========  ====================================================================
