@@ -1,0 +1,599 @@
+# %% [markdown]
+# # 02 · Learnable absolute encoding
+#
+# BERT, GPT-2 and ViT do not compute their position vectors from a formula: they *learn* them.
+# The encoding is a parameter table with one row per position, initialised at random and
+# trained with the rest of the model. It is the simplest encoding there is, and the experiments
+# below show both what it learns and what it cannot do.
+#
+# **What you will learn**
+# - what a learnable table is (`LearnablePE`: a `(max_len, d_model)` parameter looked up by
+#   position), and why GPT-2 initialises it with $\mathcal N(0, 0.02^2)$;
+# - that the initial *scale* of the table matters, and that what matters is its scale relative to
+#   the token embeddings (a measured 2 × 2 experiment);
+# - that a table trained on a task acquires structure: neighbouring positions end up with similar
+#   vectors (cosine-similarity matrices before and after training);
+# - what happens at positions the table never trained, and at positions it has no row for;
+# - how it compares with the sinusoidal table on accuracy, training data, overfitting and
+#   parameter count, in a pros-and-cons table filled with this notebook's measurements;
+# - why Vaswani et al. multiply token embeddings by $\sqrt{d_\text{model}}$, in numbers.
+#
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
+# needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
+#
+# **Run time:** about 30 s on 2 idle CPU cores: sixteen small training runs (150-300 steps each)
+# take about 21 s of single-core compute. On a machine shared with other jobs it takes longer.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from posenc_lib.attention import NoPosition
+from posenc_lib.data import sorting_task
+from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.learnable import LearnablePE
+from posenc_lib.models import TinyTransformer
+from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.sinusoidal import SinusoidalPE, sinusoidal_table
+from posenc_lib.training import accuracy, seed_everything, train
+
+use_style()
+seed_everything(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## 1 · The table
+#
+# **Question:** what exactly is a learnable encoding? A matrix $P \in \mathbb R^{L_\text{max}
+# \times d}$ whose row $p$ is added to the token embedding at position $p$:
+#
+# $$x_p = E[\text{token}_p] + P[p], \qquad p = 0, \dots, L_\text{max} - 1 .$$
+#
+# `LearnablePE` holds $P$ as the parameter `weight`, initialised from $\mathcal N(0, \sigma^2)$
+# with $\sigma$ = `init_std` = 0.02 by default (GPT-2's and BERT's value). In Hugging Face's
+# GPT-2 the same thing is `self.wpe = nn.Embedding(max_position_embeddings, hidden_size)`:
+# a lookup table, nothing more.
+
+# %%
+D_MODEL, MAX_LEN = 32, 24
+pe = LearnablePE(D_MODEL, MAX_LEN)
+print(pe)
+print("parameters:", sum(p.numel() for p in pe.parameters()), "=", MAX_LEN, "x", D_MODEL)
+print(f"measured std of the initial table: {pe.weight.std().item():.4f} (init_std = {pe.init_std})")
+
+positions = torch.tensor([[0, 1, 2, 23]])
+wpe = nn.Embedding.from_pretrained(pe.weight.detach())   # GPT-2's wpe, holding our numbers
+torch.testing.assert_close(pe(positions), wpe(positions), rtol=0, atol=0)
+assert abs(pe.weight.std().item() - 0.02) < 0.002
+print("pe(positions) == nn.Embedding lookup:", tuple(pe(positions).shape))
+
+# %% [markdown]
+# **Check.** The module is an embedding lookup with 24 × 32 = 768 parameters, and the measured
+# standard deviation of the fresh table is the requested 0.02. Nothing links row $p$ to row
+# $p+1$: at initialisation the rows are independent random vectors.
+#
+# **Takeaway:** a learnable encoding costs $L_\text{max} \cdot d$ parameters and has no built-in
+# notion of order or distance; everything it knows about positions comes from training.
+
+# %% [markdown]
+# ## 2 · A task that needs absolute position: sorting
+#
+# **Question:** which task forces a model to know *where* each output is? Sorting. The input is
+# 12 random tokens from a vocabulary of 16; the target at position $p$ is the $p$-th smallest
+# input token. Every output position sees the same bag of tokens, so only the position index
+# $p$ can tell the model which rank to output. A model without position information is
+# permutation-equivariant (notebook 00): it gives every copy of a token the same output, which
+# the NoPosition baseline in section 6 measures.
+#
+# The encoder is the library's `TinyTransformer` (2 layers, 2 heads, $d = 32$, per-token head).
+# The learnable table has `max_len = 24` rows, twice the training length, as one sets it when
+# longer inputs may come later.
+
+# %%
+SEQ_LEN, VOCAB, STEPS = 12, 16, 300
+train_x, train_y = sorting_task(2048, SEQ_LEN, VOCAB, torch.Generator().manual_seed(1))
+test_x, test_y = sorting_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(2))
+print("input :", train_x[0].tolist())
+print("target:", train_y[0].tolist())
+
+
+def build(make_scheme, token_std: float | None, embed_scale: bool = False) -> TinyTransformer:
+    """Seed, build the scheme and the model; draw the token embeddings from N(0, token_std^2)
+    (None keeps nn.Embedding's default N(0, 1))."""
+    seed_everything(0)
+    model = TinyTransformer(VOCAB, VOCAB, d_model=D_MODEL, n_heads=2, n_layers=2,
+                            scheme=make_scheme(), pool="none", embed_scale=embed_scale)
+    if token_std is not None:
+        nn.init.normal_(model.embed.weight, std=token_std)
+    return model
+
+
+# %% [markdown]
+# ## 3 · The initial scale: 0.02 or 1.0?
+#
+# **Question:** does it matter whether the table starts at $\sigma = 0.02$ or $\sigma = 1$?
+# The two runs below differ *only* in that number (same seed, same data, same order of
+# batches); since the draws share the seed, the $\sigma = 1$ table is the $\sigma = 0.02$ table
+# times 50. We repeat the pair for two scales of the token embeddings: $\mathcal N(0, 0.02^2)$
+# as in GPT-2, and $\mathcal N(0, 1)$, PyTorch's default for `nn.Embedding`.
+
+# %%
+seed_everything(0)
+small_table = LearnablePE(D_MODEL, MAX_LEN, init_std=0.02).weight.detach()
+seed_everything(0)
+large_table = LearnablePE(D_MODEL, MAX_LEN, init_std=1.0).weight.detach()
+torch.testing.assert_close(large_table, 50 * small_table)   # same seed: same table, 50 times larger
+
+INIT_STEPS = 150
+init_losses = {}
+for token_std in (0.02, 1.0):
+    for init_std in (0.02, 1.0):
+        model = build(lambda: LearnablePE(D_MODEL, MAX_LEN, init_std=init_std), token_std)
+        init_losses[token_std, init_std] = train(model, (train_x, train_y), INIT_STEPS,
+                                                 desc=f"tokens {token_std}, table {init_std}")
+
+
+def smooth(values, width: int = 10) -> np.ndarray:
+    """Moving average, for readable loss curves."""
+    return np.convolve(values, np.ones(width) / width, mode="valid")
+
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+for ax, token_std in zip(axes, (0.02, 1.0)):
+    curves = {f"table init_std {s}": smooth(init_losses[token_std, s]) for s in (0.02, 1.0)}
+    line_plot(ax, np.arange(len(curves["table init_std 0.02"])) + 10, curves,
+              title=f"Token embeddings N(0, {token_std}²)", xlabel="training step",
+              ylabel="training loss (cross-entropy, nats)")
+plt.show()
+
+summary = pd.DataFrame(
+    {(f"table init_std {s}", what): [f(init_losses[t, s]) for t in (0.02, 1.0)]
+     for s in (0.02, 1.0)
+     for what, f in (("mean loss", np.mean), ("final loss", lambda l: np.mean(l[-25:])))},
+    index=pd.Index(["tokens N(0, 0.02²)", "tokens N(0, 1)"], name=f"loss over {INIT_STEPS} steps"),
+)
+summary.round(3)
+
+# %% [markdown]
+# **Check.** "Mean loss" is the average over all 150 steps (the area under the curve: lower =
+# learned sooner); "final loss" averages the last 25 steps.
+
+# %%
+mean_loss = summary.xs("mean loss", axis=1, level=1).to_numpy()    # rows: token std; columns: table std
+final_loss = summary.xs("final loss", axis=1, level=1).to_numpy()
+# GPT-2's tokens (0.02): a table 50x larger than the tokens learns far more slowly.
+assert mean_loss[0, 0] < 0.75 * mean_loss[0, 1] and final_loss[0, 0] < 0.5 * final_loss[0, 1]
+# Unit-scale tokens: a table 50x smaller than the tokens costs little; the two runs stay close,
+# the 1.0 table ahead over the first 50 steps, the 0.02 table ahead at the end.
+assert 0.75 < mean_loss[1, 0] / mean_loss[1, 1] < 1.33
+first_50 = {s: np.mean(init_losses[1.0, s][:50]) for s in (0.02, 1.0)}
+assert first_50[1.0] < first_50[0.02] and final_loss[1, 0] < final_loss[1, 1]
+# The fastest of the four is GPT-2's recipe: tokens and table both at 0.02.
+assert mean_loss[0, 0] == mean_loss.min()
+print(f"tokens 0.02: mean loss {mean_loss[0, 0]:.2f} (table 0.02) vs {mean_loss[0, 1]:.2f} (table 1.0); "
+      f"tokens 1.0: {mean_loss[1, 0]:.2f} vs {mean_loss[1, 1]:.2f}")
+
+# %% [markdown]
+# **Why.** The first layer sees the *sum* token + position, and LayerNorm then divides it by its
+# size. With a table at 1.0 over tokens at 0.02, the sum is almost pure position noise: which
+# token sits where is a 2% perturbation, and the model stalls on a plateau until it has shrunk
+# the table or grown the tokens. The opposite mismatch (a table 50 times *smaller* than the
+# tokens) cost little on this task: the table at 1.0 is ahead at first, the table at 0.02
+# catches up after about 80 steps and ends lower.
+#
+# **Takeaway:** "0.02" is not a magic number. It is GPT-2's scale for its *token* embeddings
+# too; what matters is the table's scale relative to the tokens, and the costly mistake is a
+# table that drowns the tokens. The rest of this notebook uses GPT-2's recipe for the learnable
+# table, which was the fastest of the four: tokens and table both at 0.02. Section 7 returns to
+# matching scales, for the fixed sinusoidal table.
+
+# %% [markdown]
+# ## 4 · What the table learns
+#
+# **Question:** the rows start as independent random vectors. Does training give them any
+# structure? We train the learnable model on the 2048 training sequences and compare the cosine
+# similarity of every pair of rows, $\cos(P[i], P[j])$, before and after. For reference, the
+# third panel is the sinusoidal table of notebook 01, whose structure is designed.
+
+# %%
+learned = build(lambda: LearnablePE(D_MODEL, MAX_LEN), token_std=0.02)
+table_before = learned.scheme.weight.detach().clone()
+learned_losses = train(learned, (train_x, train_y), STEPS, desc="learnable, 2048 sequences")
+table_after = learned.scheme.weight.detach().clone()
+
+
+def cosine_matrix(table: torch.Tensor) -> torch.Tensor:
+    """(n, d) rows -> (n, n) cosine similarities."""
+    unit = F.normalize(table, dim=-1)
+    return unit @ unit.T
+
+
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
+panels = [(table_before, "Learnable table, before training"), (table_after, "Learnable table, after training"),
+          (sinusoidal_table(MAX_LEN, D_MODEL), "Sinusoidal table (fixed)")]
+for ax, (table, title) in zip(axes, panels):
+    heatmap(ax, cosine_matrix(table).numpy(), title, "position j", "position i", "cosine similarity",
+            center=True)
+    ax.axhline(SEQ_LEN - 0.5, color="black", linestyle="--", linewidth=1)
+    ax.axvline(SEQ_LEN - 0.5, color="black", linestyle="--", linewidth=1)
+plt.show()
+
+# %% [markdown]
+# The dashed lines mark the training length: positions 0-11 were used in training, 12-23 never.
+# One number summarises the structure: the mean cosine similarity of **neighbours**
+# ($|i-j| = 1$) against that of **far pairs** ($|i-j| \ge 6$), over the trained positions.
+
+# %%
+def neighbour_and_far(table: torch.Tensor, n: int = SEQ_LEN, far: int = SEQ_LEN // 2) -> tuple[float, float]:
+    """Mean cosine of rows at distance 1, and at distance >= far, among the first n rows."""
+    c = cosine_matrix(table[:n])
+    distance = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs()
+    return c[distance == 1].mean().item(), c[distance >= far].mean().item()
+
+
+structure = pd.DataFrame(
+    [neighbour_and_far(t) for t, _ in panels],
+    index=["learnable, before", "learnable, after", "sinusoidal"],
+    columns=["neighbours |i-j|=1", "far pairs |i-j|>=6"],
+)
+display(structure.round(3))
+(nb_before, far_before), (nb_after, far_after) = structure.iloc[0], structure.iloc[1]
+assert abs(nb_before) < 0.15 and abs(far_before) < 0.15          # random rows: nearly orthogonal
+assert nb_after > 0.5 and far_after < 0.0                         # trained: neighbours alike, far pairs opposed
+print(f"neighbour similarity {nb_before:+.2f} -> {nb_after:+.2f}, far pairs {far_before:+.2f} -> {far_after:+.2f}")
+
+# %% [markdown]
+# **Check.** Before training, all pairs are nearly orthogonal (random vectors in 32 dimensions).
+# After training on sorting, neighbouring positions are strongly similar and distant positions
+# point in opposite directions: the rows now lie in order of position, a smooth band around
+# the diagonal like the sinusoidal one. Nobody told the table that position 5 lies between 4
+# and 6; the order came from the task (in sorting, neighbouring ranks hold similar values, so
+# similar vectors for neighbouring positions are a useful start). The untrained corner
+# (rows 12-23) is still noise.
+#
+# **Takeaway:** a learned table finds a geometry that serves the task. Pretrained models show
+# the same kind of structure: in the position tables of GPT-2 and BERT, nearby positions are
+# more similar than distant ones (Wang & Chen, 2020, in *Further reading*).
+
+# %% [markdown]
+# ## 5 · Positions the table never saw, and the choice of `max_len`
+#
+# **Question:** what does the model do at positions it was never trained on? There are two
+# cases: positions below `max_len` that no training sequence reached (rows 12-23 here), and
+# positions at or above `max_len`, for which there is no row at all.
+#
+# A row receives gradient only when its position occurs in a batch. With plain AdamW (no weight
+# decay, as here) a row without gradient is never updated: rows 12-23 are *exactly* their random
+# initial values.
+
+# %%
+assert torch.equal(table_after[SEQ_LEN:], table_before[SEQ_LEN:])
+assert not torch.equal(table_after[:SEQ_LEN], table_before[:SEQ_LEN])
+moved = (table_after - table_before).norm(dim=1)
+print("how far each row moved in training (L2 norm):")
+print("  rows  0-11:", moved[:SEQ_LEN])
+print("  rows 12-23:", moved[SEQ_LEN:])
+
+# %% [markdown]
+# Those rows exist, so using them raises no error. Here is the trained model on the test set,
+# with the same 12 tokens placed at positions 12-23 instead of 0-11 (section 8 measures the
+# sinusoidal model the same way).
+
+# %%
+shifted = torch.arange(SEQ_LEN, 2 * SEQ_LEN)[None]   # positions 12 .. 23 for every row
+
+
+@torch.no_grad()
+def accuracy_at(model: TinyTransformer, positions: torch.Tensor) -> float:
+    """Test accuracy when the inputs are placed at ``positions`` (1, seq)."""
+    return (model(test_x, positions=positions).argmax(-1) == test_y).float().mean().item()
+
+
+learned_shifted = accuracy_at(learned, shifted)
+print(f"learnable, positions  0-11: {accuracy(learned, test_x, test_y):.3f}")
+print(f"learnable, positions 12-23: {learned_shifted:.3f}   (untrained rows: no error, just wrong)")
+assert learned_shifted < 0.5 * accuracy(learned, test_x, test_y)
+
+# %% [markdown]
+# And at position `max_len` and beyond, the table has no row. `LearnablePE` refuses with a
+# message that says what to do, instead of silently clipping or wrapping the index
+# (an `nn.Embedding` would raise an `IndexError` with no hint):
+
+# %% tags=["raises-exception"]
+learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows 0..23
+
+# %% [markdown]
+# **What this says about `max_len`.** Too small, and longer inputs are impossible (the error
+# above). Too large, and you pay $L_\text{max} \cdot d$ parameters (GPT-2 small: $1024 \times 768
+# = 786{,}432$) for rows that stay random unless training sequences reach them, and which give
+# wrong answers without any error when they are used. So set `max_len` to the longest input
+# you will *train* on, and train on inputs that reach it. To go longer later, the table must be
+# extended and trained further (Exercise 2 shows one way to initialise the new rows).
+
+# %%
+print(f"GPT-2 small position table: {1024 * 768:,} parameters")
+print(f"trained rows here: {int((moved > 0).sum())} of {MAX_LEN}")
+assert int((moved > 0).sum()) == SEQ_LEN
+
+# %% [markdown]
+# ## 6 · Learnable vs sinusoidal: data, overfitting, parameters
+#
+# **Question:** does a table that must be learned need more data than one that is given, and
+# does it overfit? We train both encodings on 64, 256 and 2048 sequences (300 steps each,
+# batches of 64; the smallest set is seen about 300 times) and measure training and test
+# accuracy per token. Each encoding gets token embeddings at its own scale (section 3): the
+# learnable recipe of GPT-2 (tokens 0.02, table 0.02), and unit-scale tokens for the sinusoid,
+# whose entries are of size 1 (section 7 explains why this is what the $\sqrt{d}$ factor of
+# Vaswani et al. achieves). A model without any position encoding is the floor.
+
+# %%
+SIZES = (64, 256, 2048)
+SCHEMES = {
+    "learnable": (lambda: LearnablePE(D_MODEL, MAX_LEN), 0.02),
+    "sinusoidal": (lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN), 1.0),
+}
+models, rows = {}, []
+for name, (make_scheme, token_std) in SCHEMES.items():
+    for n in SIZES:
+        if (name, n) == ("learnable", 2048):
+            model = learned                                   # trained in section 4
+        else:
+            model = build(make_scheme, token_std)
+            train(model, (train_x[:n], train_y[:n]), STEPS, desc=f"{name}, {n} sequences")
+        models[name, n] = model
+        rows.append({"encoding": name, "training sequences": n,
+                     "train accuracy": accuracy(model, train_x[:n], train_y[:n]),
+                     "test accuracy": accuracy(model, test_x, test_y)})
+baseline = build(NoPosition, 1.0)
+train(baseline, (train_x, train_y), STEPS, desc="no position, 2048 sequences")
+rows.append({"encoding": "none", "training sequences": 2048,
+             "train accuracy": accuracy(baseline, train_x, train_y),
+             "test accuracy": accuracy(baseline, test_x, test_y)})
+results = pd.DataFrame(rows)
+results["gap"] = results["train accuracy"] - results["test accuracy"]
+results.round(3)
+
+# %%
+fig, ax = plt.subplots(figsize=(6.4, 3.8))
+test_acc = results.pivot(index="training sequences", columns="encoding", values="test accuracy")
+line_plot(ax, SIZES, {name: test_acc.loc[list(SIZES), name].to_numpy() for name in SCHEMES},
+          title="Sorting 12 tokens: test accuracy vs data", xlabel="training sequences (log scale)",
+          ylabel="test accuracy per token", logx=True, markers=True)
+ax.set_xticks(SIZES, labels=[str(n) for n in SIZES])
+ax.axhline(test_acc.loc[2048, "none"], color="black", linestyle=":", label="no position (2048)")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# **Check.**
+
+# %%
+acc = results.set_index(["encoding", "training sequences"])
+for name in SCHEMES:
+    small, large = acc.loc[(name, 64)], acc.loc[(name, 2048)]
+    assert small["train accuracy"] > 0.95 and small["gap"] > 0.2      # 64 sequences: memorised, not learned
+    assert large["test accuracy"] > 0.9 and large["gap"] < 0.03       # 2048 sequences: solved, no gap
+    assert small["test accuracy"] < acc.loc[(name, 256), "test accuracy"] < large["test accuracy"]
+for n in SIZES:  # the learned table needed no more data than the fixed one on this task
+    assert acc.loc[("learnable", n), "test accuracy"] > acc.loc[("sinusoidal", n), "test accuracy"] - 0.03
+none_acc = acc.loc[("none", 2048), "test accuracy"]
+assert none_acc < 0.4
+print(f"without position: {none_acc:.3f}; learnable - sinusoidal test accuracy at 64/256/2048 sequences:",
+      ", ".join(f"{acc.loc[('learnable', n), 'test accuracy'] - acc.loc[('sinusoidal', n), 'test accuracy']:+.3f}"
+                for n in SIZES))
+
+# %% [markdown]
+# **Reading the numbers.**
+# - **Overfitting on small data.** With 64 sequences both encodings memorise the training set
+#   (train accuracy 1.000) but get only about half of the test tokens right (0.509 and 0.482):
+#   a train-test gap near 0.5. Both encodings show it, so it is the whole model memorising
+#   64 × 12 tokens, not the table alone. 256 sequences close most of the gap, 2048 close it.
+# - **Data needed.** On this task the learned table was at least as accurate as the sinusoid at
+#   every size (by +0.027, +0.074 and +0.015). The common view that a learned table needs much
+#   more data is not what we measure here, and the reason is visible: every training sequence
+#   has 12 tokens, so *every row is trained by every sequence*. Data per row is scarce only for
+#   positions that training rarely reaches; section 5 showed the extreme, rows never reached
+#   stay random. (The sinusoid, for its part, has $d = 32$ and base 10000: most of its pairs turn
+#   slowly over 12 positions, and in section 4 even its far pairs had cosine 0.69, so its
+#   positions are less distinct than the learned ones. That fits its lower scores; it does not
+#   prove the cause.)
+# - **Without position** the model stays at 0.209: the task really needs position.
+
+# %% [markdown]
+# ## 7 · Why multiply token embeddings by $\sqrt{d_\text{model}}$?
+#
+# **Question:** Vaswani et al. write "in the embedding layers, we multiply those weights by
+# $\sqrt{d_\text{model}}$". Why? Section 3 gave the reason: token and position vectors are added,
+# so they must start at comparable sizes. A sinusoidal row has squared norm exactly $d/2$ (each
+# sin/cos pair contributes $\sin^2 + \cos^2 = 1$): entries of size about 1. Their code
+# (tensor2tensor) draws the token embedding matrix, which is shared with the output layer, with
+# standard deviation $d^{-1/2}$, i.e. rows of norm about 1, far below the sinusoid; the factor
+# $\sqrt d$ brings them to entries of size 1. In our `TinyTransformer` the factor is the switch
+# `embed_scale=True`.
+#
+# The experiment: a sinusoidal model with three token initialisations, each with and without
+# the factor. For each we measure the mean row norm of the token embeddings as they reach the
+# position scheme, its ratio to the sinusoidal row norm, and the mean training loss over 150
+# steps (as in section 3).
+
+# %%
+sin_norm = SinusoidalPE(D_MODEL, max_len=MAX_LEN).table.norm(dim=1).mean().item()
+inits = {"N(0, 1) (PyTorch default)": None, "N(0, 1/d) (Vaswani et al.)": D_MODEL**-0.5,
+         "N(0, 0.02²) (GPT-2)": 0.02}
+scale_rows = []
+for init_name, token_std in inits.items():
+    for embed_scale in (False, True):
+        model = build(lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN), token_std, embed_scale)
+        token_norm = (model.embed.weight * model.embed_scale).norm(dim=1).mean().item()
+        losses = train(model, (train_x, train_y), INIT_STEPS, desc=f"{init_name}, embed_scale={embed_scale}")
+        scale_rows.append({"token init": init_name, "embed_scale": embed_scale, "token row norm": token_norm,
+                           "token / position norm": token_norm / sin_norm, "mean loss": np.mean(losses)})
+scales = pd.DataFrame(scale_rows).set_index(["token init", "embed_scale"])
+print(f"sinusoidal row norm: {sin_norm:.3f} = sqrt(d/2) = {(D_MODEL / 2) ** 0.5:.3f}")
+scales.round(3)
+
+# %% [markdown]
+# **Check.** With $d = 32$, Vaswani's tokens have row norm about 1 unscaled and about
+# $\sqrt{32} \approx 5.7$ scaled, next to the sinusoid's $\sqrt{16} = 4$: the factor is what
+# makes them match. PyTorch's default $\mathcal N(0, 1)$ is *already* at that scale, and
+# multiplying it by $\sqrt d$ again makes the tokens 8 times larger than the sinusoid. The
+# losses follow the ratio, not the recipe: the two runs whose ratio is close to 1 (one with the
+# factor, one without) learn fastest, and the extreme mismatches (tokens 8 times larger, or 35
+# times smaller, than the position rows) are by far the slowest.
+
+# %%
+assert abs(sin_norm - (D_MODEL / 2) ** 0.5) < 1e-4
+ratio, loss = scales["token / position norm"], scales["mean loss"]
+vaswani, default = "N(0, 1/d) (Vaswani et al.)", "N(0, 1) (PyTorch default)"
+assert 0.5 < ratio[vaswani, True] < 2 and ratio[vaswani, False] < 0.3     # the factor makes Vaswani's tokens match
+assert 0.5 < ratio[default, False] < 2 and ratio[default, True] > 5       # the default needs no factor
+matched = ratio.between(0.5, 2)
+assert matched.sum() == 2 and loss[matched].max() < loss[~matched].min()  # matched scales learn fastest
+extreme = (ratio > 5) | (ratio < 0.05)
+assert extreme.sum() == 2 and loss[extreme].min() > 1.4 * loss[matched].max()  # extreme mismatches: far slower
+print("matched runs:", ", ".join(f"{i} with embed_scale={s}" for i, s in ratio[matched].index))
+print(f"mean loss: matched <= {loss[matched].max():.3f}, mismatched >= {loss[~matched].min():.3f}")
+
+# %% [markdown]
+# **Takeaway:** $\sqrt{d}$ is not a property of positional encodings but a correction that fits
+# one initialisation of the token embeddings (std $d^{-1/2}$). The rule behind it is general:
+# **the token and position terms must start at comparable scales.** Check the ratio, not the
+# recipe. A learnable table can grow to meet the tokens (in section 3, a table 50 times smaller
+# than the tokens cost little); a fixed table cannot, and here tokens only 8 times larger than the
+# sinusoid made the mean loss much worse.
+
+# %% [markdown]
+# ## 8 · Pros and cons, measured
+#
+# The source article left this table empty. Here it is, filled with this notebook's numbers
+# (sorting 12 tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table).
+
+# %%
+def row(name: str) -> dict:
+    r = acc.loc[name]
+    return {
+        "position parameters": sum(p.numel() for p in models[name, 2048].scheme.parameters()),
+        "test acc., 64 seq.": f"{r.loc[64, 'test accuracy']:.3f}",
+        "test acc., 256 seq.": f"{r.loc[256, 'test accuracy']:.3f}",
+        "test acc., 2048 seq.": f"{r.loc[2048, 'test accuracy']:.3f}",
+        "train-test gap, 64 seq.": f"{r.loc[64, 'gap']:.3f}",
+        "acc. at positions 12-23": f"{accuracy_at(models[name, 2048], shifted):.3f}",
+    }
+
+
+pros_cons = pd.DataFrame({"learnable": row("learnable"), "sinusoidal": row("sinusoidal")}).T
+pros_cons["position >= max_len"] = ["ValueError (no row)", "computed (table extends)"]
+pros_cons
+
+# %% [markdown]
+# | | pros (measured above) | cons (measured above) |
+# |---|---|---|
+# | **learnable** | learns the geometry the task needs (section 4); as accurate as the sinusoid or more at every data size here; an `nn.Embedding`, nothing to derive | $L_\text{max} \cdot d$ parameters (768 here, 786,432 in GPT-2 small); rows never trained stay random and give wrong answers *silently* (0.150 at positions 12-23); no row at all from `max_len` on (`ValueError`); its initial scale must match the tokens (section 3) |
+# | **sinusoidal** | no parameters; defined at every position, so no error past `max_len`; structure by design (section 4) | defined is not the same as learned: at positions 12-23, never seen in training, it scored 0.102; its scale is fixed, so the tokens must be matched to it (section 7) |
+#
+# **Common to both:** they memorise a small training set (gap about 0.5 at 64 sequences), and
+# neither carries what it learned at positions 0-11 over to positions 12-23: an *absolute*
+# encoding ties what the model learns to the positions it saw. Encodings that depend only on
+# the *distance* between tokens (RoPE, ALiBi, T5 biases: notebooks 03, 05 and 06) attack that.
+
+# %% [markdown]
+# ## Summary
+#
+# - A learnable absolute encoding is a `(max_len, d)` parameter table looked up by position and
+#   added to the token embeddings (GPT-2's `wpe`, BERT's `position_embeddings`).
+# - Its initial scale must match the token embeddings: GPT-2's 0.02 matches its 0.02 tokens. In
+#   our 2 × 2 experiment a table 50 times larger than the tokens stalled on a plateau (mean loss
+#   1.83 vs 1.03); the matched GPT-2 recipe was the fastest of the four.
+# - On sorting, the learned table needed no more data than the sinusoid (both memorise 64
+#   sequences, both solve the task with 2048), because every row is trained by every sequence.
+# - Trained on sorting, the table went from random, nearly orthogonal rows to a smooth ordered
+#   structure: mean cosine of neighbours from -0.09 to 0.76, of far pairs from -0.04 to -0.50.
+# - Rows that training never reaches stay exactly at their random initialisation; the model uses
+#   them without complaint and gets wrong answers. Positions $\ge$ `max_len` have no row:
+#   `LearnablePE` raises a `ValueError` that says so. Choose `max_len` = the longest training input.
+# - Multiplying token embeddings by $\sqrt d$ makes Vaswani's $d^{-1/2}$-initialised tokens match
+#   the sinusoid's scale; on PyTorch's $\mathcal N(0, 1)$ tokens it does the opposite (8 times too
+#   large, mean loss 2.13 vs 1.09). Check the ratio, not the recipe.
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1 · Similarity as a function of distance
+# Section 4 compared neighbours with far pairs. Write `similarity_by_distance(table)` that takes a
+# `(max_len, d)` table and returns a tensor of shape `(max_len,)` whose entry $k$ is the mean cosine
+# similarity of rows $p$ and $p+k$, over all $p$ with $p + k <$ `max_len` (entry 0 is 1). Then
+# compare the profiles of the trained learnable table (first 12 rows) and the sinusoidal table.
+#
+# Write it below, then run `check_exercise_1(similarity_by_distance)`. (Solution below, folded in
+# the HTML.)
+
+# %% tags=["solution"]
+def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
+    unit = F.normalize(table, dim=-1)
+    n = table.shape[0]
+    return torch.stack([(unit[: n - k] * unit[k:]).sum(-1).mean() for k in range(n)])
+
+
+check_exercise_1(similarity_by_distance)
+print("learnable (trained):", similarity_by_distance(table_after[:SEQ_LEN])[:6])
+print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D_MODEL))[:6])
+
+# %% [markdown]
+# ### Exercise 2 · Extending a trained table
+# To fine-tune on longer inputs you need rows beyond `max_len`. Random new rows start from
+# nothing; Longformer (Beltagy et al., 2020) instead initialised its 4096-row table by *copying*
+# RoBERTa's 512 trained rows over and over. Write `extend_by_copying(pe, new_max_len)` returning a
+# **new** `LearnablePE` with `new_max_len` rows where row $p$ is `pe.weight[p % pe.max_len]`,
+# trainable, sharing no memory with `pe` (which must stay unchanged).
+#
+# Run `check_exercise_2(extend_by_copying)`. (Solution below.)
+
+# %% tags=["solution"]
+def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
+    longer = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
+    with torch.no_grad():
+        longer.weight.copy_(pe.weight[torch.arange(new_max_len) % pe.max_len])
+    return longer
+
+
+check_exercise_2(extend_by_copying)
+
+# %% [markdown]
+# ### Exercise 3 · Matching the scales
+# You use `TinyTransformer(..., embed_scale=True)` with a `SinusoidalPE`. Which standard deviation
+# $\sigma$ should the token embeddings be drawn with, so that after the multiplication by
+# $\sqrt{d}$ a token row has the same *mean squared norm* as a sinusoidal row? Write
+# `matched_token_std(d_model)` returning $\sigma$ as a Python float. (Hint: a row of $d$ entries
+# of variance $\sigma^2 d$ has mean squared norm $\sigma^2 d^2$.)
+#
+# Run `check_exercise_3(matched_token_std)`. (Solution below.)
+
+# %% tags=["solution"]
+def matched_token_std(d_model: int) -> float:
+    # sigma^2 * d^2 = d / 2   =>   sigma = 1 / sqrt(2 d)
+    return (2 * d_model) ** -0.5
+
+
+check_exercise_3(matched_token_std)
+
+# %% [markdown]
+# ## Further reading
+#
+# - Devlin et al., *BERT* (2019) and Radford et al., *Language Models are Unsupervised Multitask
+#   Learners* (GPT-2, 2019): learned absolute position embeddings of 512 and 1024 rows.
+# - Hugging Face `transformers`: `modeling_gpt2.py` (`self.wpe = nn.Embedding(...)`, added to
+#   `self.wte(input_ids)`; `_init_weights` draws both from $\mathcal N(0, 0.02^2)$) and
+#   `modeling_bert.py` (`BertEmbeddings.position_embeddings`).
+# - Wang & Chen, *What Do Position Embeddings Learn? An Empirical Study of Pre-Trained Language
+#   Model Positional Encoding* (EMNLP 2020): similarity structure of BERT's and GPT-2's tables.
+# - Beltagy et al., *Longformer* (2020), section 5: extending a learned table by copying rows.
+# - Dosovitskiy et al., *An Image is Worth 16x16 Words* (ViT, 2021): learned position embeddings
+#   for image patches, and their 2-D structure (notebook 04).
+# - Vaswani et al., *Attention Is All You Need* (2017), section 3.4: the $\sqrt{d_\text{model}}$
+#   factor and the embedding matrix shared with the output layer; tensor2tensor, `modalities.py`
+#   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *Using the
+#   Output Embedding to Improve Language Models* (2017): weight tying.
