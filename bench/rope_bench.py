@@ -21,6 +21,9 @@ Methods (q, k: (batch, heads, seq, head_dim); the tables are built once, outside
   preallocated buffers: exactly the floor's reads and writes.
 * ``library <layout>, new output``: ``apply_rope_qk(q, k, cos, sin, layout)``: allocates its
   outputs, like the two formulas; this is also the path autograd uses.
+* ``library <layout>, compiled, in place`` (only with ``compiled=True``, as compiling takes a while):
+  ``apply_rope_qk(..., inplace=True, compiled=True)``, the library's opt-in torch.compile path;
+  compiled once per shape and dtype before timing.
 
 Forward + backward: q and k are leaves that require grad; one call runs the method and then
 ``torch.autograd.backward((q_out, k_out), (dq_out, dk_out))`` with preallocated output
@@ -140,15 +143,18 @@ def make_inputs(shape: Sequence[int], dtype: torch.dtype, seed: int = 0, base: f
 # ----------------------------------------------------------------------------- the methods
 
 
-def method_names() -> list[str]:
-    """Row labels in table order."""
+def method_names(compiled: bool = False) -> list[str]:
+    """Row labels in table order (with ``compiled``, also the library's torch.compile path)."""
     names = [FLOOR, ROTATE_HALF, COMPLEX]
     for layout in LAYOUTS:
         names += [f"library {layout}, in place", f"library {layout}, out=", f"library {layout}, new output"]
+        names += [f"library {layout}, compiled, in place"] if compiled else []
     return names
 
 
-def _forward_cases(x: RopeInputs) -> tuple[dict[str, Callable[[], object]], dict[str, Callable[[], object]]]:
+def _forward_cases(
+    x: RopeInputs, compiled: bool = False
+) -> tuple[dict[str, Callable[[], object]], dict[str, Callable[[], object]]]:
     """One zero-argument function per method computing the forward only (no autograd).
 
     Also returns, for the in-place methods, the (untimed) reset that restores their q and k.
@@ -167,12 +173,14 @@ def _forward_cases(x: RopeInputs) -> tuple[dict[str, Callable[[], object]], dict
     if x.freqs_cis is not None:
         cases[COMPLEX] = lambda: complex_formula(x.q, x.k, x.freqs_cis)
     for layout in LAYOUTS:
-        q_own, k_own = x.q.clone(), x.k.clone()  # turned again and again, in place
+        for name, flag in ((f"library {layout}, in place", False), (f"library {layout}, compiled, in place", True)):
+            if flag and not compiled:
+                continue
+            q_own, k_own = x.q.clone(), x.k.clone()  # turned again and again, in place
+            cases[name] = lambda q=q_own, k=k_own, lay=layout, flag=flag: apply_rope_qk(
+                q, k, x.cos, x.sin, lay, inplace=True, compiled=flag)
+            resets[name] = lambda q=q_own, k=k_own: (q.copy_(x.q), k.copy_(x.k))
         q_out, k_out = torch.empty_like(x.q), torch.empty_like(x.k)
-        cases[f"library {layout}, in place"] = (
-            lambda q=q_own, k=k_own, lay=layout: apply_rope_qk(q, k, x.cos, x.sin, lay, inplace=True)
-        )
-        resets[f"library {layout}, in place"] = lambda q=q_own, k=k_own: (q.copy_(x.q), k.copy_(x.k))
         cases[f"library {layout}, out="] = (
             lambda qo=q_out, ko=k_out, lay=layout: (
                 apply_rope(x.q, x.cos, x.sin, lay, out=qo),
@@ -236,16 +244,17 @@ def _tolerance(dtype: torch.dtype) -> dict[str, float]:
     return {"rtol": 2e-2, "atol": 4e-2} if dtype == torch.bfloat16 else {"rtol": 1e-5, "atol": 2e-5}
 
 
-def check_methods(x: RopeInputs) -> None:
+def check_methods(x: RopeInputs, compiled: bool = False) -> None:
     """Assert that every method rotates q and k (and back-propagates) like the float64 reference."""
     tol = _tolerance(x.q.dtype)
     expected = {lay: (_reference(x.q, x.angles, lay), _reference(x.k, x.angles, lay)) for lay in LAYOUTS}
-    for name, fn in _forward_cases(x)[0].items():
+    cases, resets = _forward_cases(x, compiled)
+    for name, fn in cases.items():
         if name == FLOOR:
             continue
-        # an in-place case turns its own q, k on every call: check one turn of fresh copies instead
-        in_place = "in place" in name
-        got = apply_rope_qk(x.q.clone(), x.k.clone(), x.cos, x.sin, _layout_of(name), inplace=True) if in_place else fn()
+        if name in resets:  # an in-place case turns its own copies of q, k: start them from the inputs
+            resets[name]()
+        got = fn()
         for out, ref in zip(got, expected[_layout_of(name)]):
             torch.testing.assert_close(out.double(), ref, **tol, msg=lambda m, name=name: f"{name}: {m}")
     for name, method in _autograd_methods(x).items():
@@ -276,16 +285,21 @@ def run_rope_bench(
     rounds: int = 5,
     threads: int = 2,
     min_block_s: float = 0.02,
+    compiled: bool = False,
     log: Callable[[str], None] = print,
 ) -> list[RopeResult]:
-    """Check, then time, every method at every (shape, dtype, mode); methods interleaved within a cell."""
+    """Check, then time, every method at every (shape, dtype, mode); methods interleaved within a cell.
+
+    ``compiled`` adds the library's opt-in torch.compile path (its first call per shape and dtype
+    compiles, during the check, before any timing).
+    """
     results = []
     for shape in shapes:
         for dtype in dtypes:
             x = make_inputs(shape, dtype)
-            check_methods(x)
+            check_methods(x, compiled)
             for mode in MODES:
-                cases, resets = _forward_cases(x) if mode == "fwd" else (_forward_backward_cases(x), {})
+                cases, resets = _forward_cases(x, compiled) if mode == "fwd" else (_forward_backward_cases(x), {})
                 times = interleaved_times(cases, rounds, threads, min_block_s, reset=resets)
                 floor = times[FLOOR].median
                 log(f"rope {tuple(shape)} {_DTYPE_NAMES[dtype]} {mode}: " + ", ".join(
@@ -310,7 +324,7 @@ def rope_tables_markdown(results: Sequence[RopeResult]) -> str:
         head = "| method | " + " | ".join(f"{_DTYPE_NAMES[d]} {m} | × floor" for d, m in columns) + " |"
         rule = "|---|" + "---:|---:|" * len(columns)
         rows = []
-        for name in method_names():
+        for name in method_names(compiled=True):  # rows that were not run are left out
             cells = []
             for d, m in columns:
                 t, floor = table.get((shape, d, m, name)), table.get((shape, d, m, FLOOR))

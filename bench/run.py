@@ -75,6 +75,10 @@ ROPE_METHOD = """\
   `apply_rope(x, cos, sin, layout, out=buffer)` for q and k, into preallocated buffers (exactly the
   floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
   its outputs; it is also the path autograd uses.
+- With `--compiled` (not part of `make bench`: compiling takes a while): `library <layout>, compiled, in place`
+  = `apply_rope_qk(..., inplace=True, compiled=True)`, compiled during the correctness check, before timing.
+  Once compiled code has run, its OpenMP threads spin-wait beside eager PyTorch's; on a 2-core machine
+  that slowed every call (compiled and eager) by milliseconds in our runs unless `OMP_WAIT_POLICY=PASSIVE`.
 - Forward+backward: q, k are leaves that require grad; one call is the method followed by
   `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
   `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
@@ -113,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
     parser.add_argument("--only", choices=("rope", "schemes"), help="run one of the two parts")
+    parser.add_argument("--compiled", action="store_true",
+                        help="also time apply_rope(..., compiled=True), the library's torch.compile path (compiles "
+                             "first). Inductor's OpenMP threads then spin beside eager PyTorch's: on few cores this "
+                             "can slow every row of the run; compare with OMP_WAIT_POLICY=PASSIVE")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
     args = parser.parse_args(argv)
     if args.out is None:
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "rope"):
         t0 = time.perf_counter()
         results = run_rope_bench(QUICK_SHAPES if args.quick else SHAPES, rounds=args.rounds, threads=args.threads,
-                                 min_block_s=block)
+                                 min_block_s=block, compiled=args.compiled)
         tables = rope_tables_markdown(results)
         met = evaluate_targets(results)
         targets = targets_markdown(met) if met else "None at these shapes (the targets are set for the default shapes)."

@@ -97,6 +97,9 @@ def test_every_rope_method_rotates_like_the_float64_reference(dtype):
     x = rope_bench.make_inputs((2, 3, 16, 8), dtype)
     assert (x.freqs_cis is None) == (dtype == torch.bfloat16)
     rope_bench.check_methods(x)  # raises on any wrong output or gradient
+    cases, resets = rope_bench._forward_cases(x)
+    assert set(cases) == set(rope_bench.method_names()) - ({rope_bench.COMPLEX} if x.freqs_cis is None else set())
+    assert set(resets) == {"library half, in place", "library interleaved, in place"}
 
 
 def test_the_check_catches_a_wrong_layout(monkeypatch):
