@@ -77,8 +77,9 @@ ROPE_METHOD = """\
   its outputs; it is also the path autograd uses.
 - With `--compiled` (not part of `make bench`: compiling takes a while): `library <layout>, compiled, in place`
   = `apply_rope_qk(..., inplace=True, compiled=True)`, compiled during the correctness check, before timing.
-  Once compiled code has run, its OpenMP threads spin-wait beside eager PyTorch's; on a 2-core machine
-  that slowed every call (compiled and eager) by milliseconds in our runs unless `OMP_WAIT_POLICY=PASSIVE`.
+  Once compiled code has run, its OpenMP threads spin-wait beside eager PyTorch's; on a busy 2-core
+  machine we saw that add milliseconds to every call, compiled and eager (`OMP_WAIT_POLICY=PASSIVE`
+  removed it).
 - Forward+backward: q, k are leaves that require grad; one call is the method followed by
   `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
   `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
@@ -87,7 +88,9 @@ ROPE_METHOD = """\
   cast to the benchmark dtype). Before any timing, every method's output and gradients are checked
   against a float64 rotation of the same inputs.
 - Large buffers (over ~32 MB) are fresh pages for every allocation on this system (glibc returns them
-  to the OS), so methods that allocate pay page faults at (1, 32, 2048, 128): that cost is real.
+  to the OS), so methods that allocate pay page faults at (1, 32, 2048, 128): that cost is real. To see
+  how much of a row it is, rerun with `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` set above
+  the buffer size (glibc then keeps freed buffers for reuse).
 """
 
 SCHEMES_METHOD = """\
@@ -119,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("rope", "schemes"), help="run one of the two parts")
     parser.add_argument("--compiled", action="store_true",
                         help="also time apply_rope(..., compiled=True), the library's torch.compile path (compiles "
-                             "first). Inductor's OpenMP threads then spin beside eager PyTorch's: on few cores this "
-                             "can slow every row of the run; compare with OMP_WAIT_POLICY=PASSIVE")
+                             "first). Inductor's OpenMP threads then spin beside eager PyTorch's: on a busy machine with few "
+                             "cores this can slow every row of the run; compare with OMP_WAIT_POLICY=PASSIVE")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
     args = parser.parse_args(argv)
     if args.out is None:
