@@ -55,7 +55,7 @@ torch.set_printoptions(precision=3, sci_mode=False)
 #
 # `LearnablePE` holds $P$ as the parameter `weight`, initialised from $\mathcal N(0, \sigma^2)$
 # with $\sigma$ = `init_std` = 0.02 by default (GPT-2's and BERT's value). In Hugging Face's
-# GPT-2 the same thing is `self.wpe = nn.Embedding(max_position_embeddings, hidden_size)`:
+# GPT-2 the same thing is `self.wpe = nn.Embedding(config.max_position_embeddings, self.embed_dim)`:
 # a lookup table, nothing more.
 
 # %%
@@ -180,8 +180,8 @@ print(f"tokens 0.02: mean loss {mean_loss[0, 0]:.2f} (table 0.02) vs {mean_loss[
 # %% [markdown]
 # **Why.** The first layer sees the *sum* token + position, and LayerNorm then divides it by its
 # size. With a table at 1.0 over tokens at 0.02, the sum is almost pure position noise: which
-# token sits where is a 2% perturbation, and the model stalls on a plateau until it has shrunk
-# the table or grown the tokens. The opposite mismatch (a table 50 times *smaller* than the
+# token sits where is a 2% perturbation, and the loss stalls on a plateau near 1.9 (left
+# panel). The opposite mismatch (a table 50 times *smaller* than the
 # tokens) cost little on this task: the table at 1.0 is ahead at first, the table at 0.02
 # catches up after about 80 steps and ends lower.
 #
@@ -300,8 +300,8 @@ assert learned_shifted < 0.5 * accuracy(learned, test_x, test_y)
 
 # %% [markdown]
 # And at position `max_len` and beyond, the table has no row. `LearnablePE` refuses with a
-# message that says what to do, instead of silently clipping or wrapping the index
-# (an `nn.Embedding` would raise an `IndexError` with no hint):
+# message that says what to do, instead of silently clipping or wrapping the index (a bare
+# `nn.Embedding` raises an `IndexError` with no hint, shown in the cell after):
 
 # %% tags=["raises-exception"]
 learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows 0..23
@@ -315,6 +315,11 @@ learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows
 # extended and trained further (Exercise 2 shows one way to initialise the new rows).
 
 # %%
+try:
+    wpe(torch.tensor([[MAX_LEN]]))
+    raise AssertionError("expected an IndexError")
+except IndexError as err:
+    print(f"bare nn.Embedding at position {MAX_LEN}: IndexError: {err}")
 print(f"GPT-2 small position table: {1024 * 768:,} parameters")
 print(f"trained rows here: {int((moved > 0).sum())} of {MAX_LEN}")
 assert int((moved > 0).sum()) == SEQ_LEN
