@@ -27,10 +27,18 @@ from dataclasses import dataclass
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 from torch.utils.benchmark import Timer  # noqa: E402
 
-__all__ = ["Timing", "interleaved_times", "allocation_profile", "machine_info", "machine_markdown", "format_seconds", "format_bytes"]
+__all__ = [
+    "Timing",
+    "interleaved_times",
+    "allocation_profile",
+    "machine_info",
+    "machine_markdown",
+    "format_seconds",
+    "format_bytes",
+]
 
 
 @dataclass(frozen=True)
