@@ -21,8 +21,8 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 30 s on 2 idle CPU cores: sixteen small training runs (150-300 steps each)
-# take about 21 s of single-core compute. On a machine shared with other jobs it takes longer.
+# **Run time:** about 45 s on 2 CPU cores (measured with `make execute`), almost all of it in
+# sixteen small training runs of 150-300 steps.
 
 # %%
 import matplotlib.pyplot as plt
