@@ -72,10 +72,11 @@ html: $(STAMP)
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --allow-root --notebook-dir=notebooks
 
-# glibc maps blocks of up to 32 MB and more straight from the OS and unmaps them when freed, so the next
-# allocation page-faults fresh zeroed pages (~20 ms per 64 MB here) and a method that allocates its output
-# would be timed mostly on the kernel's page zeroing. These two settings keep freed memory in the process (as the jemalloc or
-# tcmalloc allocators of PyTorch deployments do); they change no result, only the allocator's reuse.
+# glibc serves large blocks (above an adaptive threshold that stops growing at 32 MB) straight from the OS
+# and unmaps them when freed, so the next allocation page-faults fresh zeroed pages (~20 ms per 64 MB here):
+# a method that allocates its output would be timed mostly on the kernel's page zeroing. These two settings
+# keep freed memory in the process (as the jemalloc/tcmalloc allocators of PyTorch deployments do); they
+# change no result, only how the allocator reuses memory.
 bench: $(STAMP)
 	MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296 $(PY) bench/run.py
 
