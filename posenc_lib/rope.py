@@ -36,11 +36,11 @@ and 1.9x. The half layout's gap is op overhead, not traffic: each op walks rows 
 head_dim/2 contiguous numbers (128 bytes at head_dim 64), and no eager op swaps the two halves
 of a row in one pass (complex numbers need adjacent pairs), so the interleaved layout
 (:func:`convert_qk_weight`) is the fast one. bfloat16 costs 7-18x a bfloat16 copy, which moves
-half the bytes: every op converts on the fly. Inductor's loop (1 thread, times a copy, at the
-two shapes) beat eager only for bfloat16 half layout (7.1x and 3.8x against 14.9x and 4.8x);
-it lost for float32 (4.2x and 5.4x against 3.4x and 2.6x) and badly for interleaved pairs
-(6.6x and 32x at the small shape against 2.0x and 6.5x): its strided pair loads are not
-vectorised. Hence ``compiled`` stays opt-in.
+half the bytes: every op converts on the fly. Inductor's loop (``compiled=True``; out=, 1
+thread, several runs on a shared machine) beat eager only for the bfloat16 half layout (3-7x a
+bfloat16 copy against 7-20x); for float32 it was no better (half 3.8-5.8x against 3-7x) and for
+interleaved pairs 2-8x slower than the complex multiply, whose strided pair loads it does not
+vectorise. Hence ``compiled`` stays opt-in.
 
 Shapes:
     x, q, k         (batch, heads, seq, head_dim)
