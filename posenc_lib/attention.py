@@ -195,7 +195,11 @@ class MultiHeadAttention(nn.Module):
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)
-        mask = self._mask(positions, k_positions, attn_mask, causal, past, b, x.dtype)
+        # Plain causal attention (no bias, no padding, no cache offset) lets SDPA apply the causal
+        # mask itself, in memory linear in seq; anything else is folded into one (.., q, k) float mask.
+        bias = self.scheme.score_bias(positions, k_positions)
+        sdpa_causal = causal and bias is None and attn_mask is None and past == 0 and not return_weights
+        mask = None if sdpa_causal else self._mask(bias, attn_mask, causal, past, b, s, k.shape[-2], x)
 
         if return_weights:
             scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
@@ -207,23 +211,22 @@ class MultiHeadAttention(nn.Module):
             weights = scores.masked_fill(dead, 0.0).softmax(dim=-1).masked_fill(dead, 0.0)
             y = weights @ v
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal)
         y = self.out(y.transpose(1, 2).reshape(b, s, self.d_model))
         return (y, weights) if return_weights else y
 
     def _mask(
         self,
-        q_pos: Tensor,
-        k_pos: Tensor,
+        bias: Tensor | None,
         attn_mask: Tensor | None,
         causal: bool,
         past: int,
         batch: int,
-        dtype: torch.dtype,
+        q_len: int,
+        k_len: int,
+        x: Tensor,
     ) -> Tensor | None:
-        """Fold score bias, causal mask and padding mask into one additive float mask (or None)."""
-        bias = self.scheme.score_bias(q_pos, k_pos)
-        q_len, k_len = q_pos.shape[-1], k_pos.shape[-1]
+        """Fold the scheme's score bias, the causal mask and the padding mask into one additive float mask (or None)."""
         if bias is not None:
             target = (batch, self.n_heads, q_len, k_len)
             try:
@@ -239,12 +242,12 @@ class MultiHeadAttention(nn.Module):
         if attn_mask is not None:
             allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask
         if causal:
-            i = torch.arange(q_len, device=q_pos.device)[:, None] + past
-            j = torch.arange(k_len, device=q_pos.device)[None, :]
+            i = torch.arange(q_len, device=x.device)[:, None] + past
+            j = torch.arange(k_len, device=x.device)[None, :]
             allowed = (j <= i) if allowed is None else allowed & (j <= i)
         if bias is None and allowed is None:
             return None
-        mask = torch.zeros((), dtype=dtype, device=q_pos.device) if bias is None else bias.to(dtype)
+        mask = x.new_zeros(()) if bias is None else bias.to(x.dtype)
         if allowed is not None:
             mask = mask.masked_fill(~allowed, float("-inf"))
         return mask

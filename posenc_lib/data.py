@@ -8,6 +8,8 @@ Contents:
     Vocab        - a fixed list of token strings <-> integer ids
     WhoDidWhat   - "who did what to whom": sentences whose label (the agent) can only be
                    read from word order, with an exact bag-of-words ceiling
+    sorting_task - sort a sequence of tokens: output p is the p-th smallest token, which
+                   needs absolute position (notebook 02)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "Vocab", "WhoDidWhat"]
+__all__ = ["PAD", "Vocab", "WhoDidWhat", "sorting_task"]
 
 PAD = "<pad>"
 
@@ -256,4 +258,3 @@ def sorting_task(n: int, seq_len: int, vocab_size: int, generator: torch.Generat
     return inputs, inputs.sort(dim=1).values
 
 
-__all__ += ["sorting_task"]
