@@ -81,6 +81,9 @@ class PositionScheme(nn.Module):
     """
 
     kind: str = "none"
+    #: True for a scheme whose bias is only exact under a causal mask (ALiBi's compact form);
+    #: the attention module then refuses to run it without ``causal=True``.
+    requires_causal: bool = False
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
@@ -182,6 +185,11 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
         if not x.dtype.is_floating_point:
             raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
+        if self.scheme.requires_causal and not causal:
+            raise ValueError(
+                f"scheme {type(self.scheme).__name__} requires causal=True (its compact bias equals the full one "
+                f"only under a causal mask), got causal={causal}; build it for an encoder instead (e.g. causal=False)"
+            )
         b, s, _ = x.shape
         past = 0 if cache is None else len(cache)
         if positions is None:

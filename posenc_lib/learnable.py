@@ -59,7 +59,9 @@ class LearnablePE(PositionScheme):
         if not isinstance(positions, Tensor) or positions.dtype not in _INTEGER_DTYPES:
             got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
             raise TypeError(f"positions must be an integer tensor (torch.long), got {got}")
-        if positions.numel() > 0:
+        # The range check reads the positions' values, which torch.compile cannot do inside one
+        # graph; compiled, an out-of-range index fails in the embedding lookup instead.
+        if positions.numel() > 0 and not torch.compiler.is_compiling():
             low, high = int(positions.min()), int(positions.max())
             if low < 0 or high >= self.max_len:
                 bad = f"max position {high}" if high >= self.max_len else f"min position {low}"

@@ -224,15 +224,16 @@ class ALiBi(PositionScheme):
     Args:
         n_heads: number of heads; slopes from :func:`alibi_slopes` (a non-persistent buffer).
         causal: use the compact per-key bias ``m_h * j`` (batch|1, heads, 1, k_len), exact
-            only when the model applies a causal mask (a decoder). ``causal=False`` gives the
-            symmetric ``-m_h * |i - j|`` for encoders.
+            only when the model applies a causal mask (a decoder; attention without
+            ``causal=True`` then raises ValueError). ``causal=False`` gives the symmetric
+            ``-m_h * |i - j|`` for encoders.
     """
 
     kind = "bias"
 
     def __init__(self, n_heads: int, causal: bool = True):
         super().__init__()
-        self.causal = causal
+        self.causal = self.requires_causal = causal
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:

@@ -183,7 +183,8 @@ class SinusoidalPE(PositionScheme):
     rows. ``max_len`` is therefore only the size of the initial cache, not a limit.
 
     ``forward(positions)``: positions (batch, seq) int64 >= 0 (any integer shape works) ->
-    (batch, seq, d_model) in the buffer's dtype.
+    (batch, seq, d_model) in the buffer's dtype. Under ``torch.compile`` the rows are computed
+    from the formula directly (same values), so the module compiles with ``fullgraph=True``.
     """
 
     kind = "embedding"
@@ -213,6 +214,11 @@ class SinusoidalPE(PositionScheme):
             raise TypeError(f"positions must be an integer torch.Tensor, got {type(positions).__name__}")
         if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
             raise TypeError(f"positions must be an integer tensor (torch.long), got dtype {positions.dtype}")
+        if torch.compiler.is_compiling():
+            # No data-dependent checks or table growth inside a graph: the same float64 formula
+            # the table is built with, evaluated at the positions themselves.
+            flat = _sinusoids(positions.reshape(-1).to(torch.float64), self.d_model, self.base, self.layout)
+            return flat.reshape(*positions.shape, self.d_model).to(self.table.dtype)
         if positions.numel() == 0:
             return self.table.new_zeros(*positions.shape, self.d_model)
         low, high = int(positions.min()), int(positions.max())

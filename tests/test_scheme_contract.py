@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from torch._dynamo.exc import UserError
 
 from posenc_lib.attention import NoPosition, PositionScheme
 from posenc_lib.conditional import PEG
@@ -81,23 +80,6 @@ CASES = [
     Case("mixed-rope2d", lambda: MixedRoPE2D(HEAD_DIM, N_HEADS, **GRID), grid=True),
     Case("peg", lambda: PEG(D_MODEL, **GRID), grid=True),
 ]
-
-# Schemes that torch.compile cannot capture as one graph, with the reason. Each is a strict
-# xfail: it must really fail (with dynamo's UserError), and the entry must go once it is fixed.
-_SINUSOIDAL = (
-    "SinusoidalPE.forward (posenc_lib/sinusoidal.py) turns positions.min()/max() into Python ints to check "
-    "them and to grow its table on demand: data-dependent control flow ('Could not guard on data-dependent "
-    "expression'). Fix: under torch.compiler.is_compiling(), compute the sinusoids of the positions directly "
-    "from the formula, as RotaryPE does with its tables"
-)
-NOT_FULLGRAPH: dict[str, str] = {
-    "sinusoidal-interleaved": _SINUSOIDAL,
-    "sinusoidal-concat": _SINUSOIDAL,
-    "learnable": "LearnablePE.forward (posenc_lib/learnable.py) turns positions.min()/max() into Python ints for "
-    "its range check: data-dependent control flow ('Could not guard on data-dependent expression'). Fix: skip "
-    "the check under torch.compiler.is_compiling() (out-of-range indices then fail inside the embedding lookup)",
-}
-
 
 def _model(case: Case, seed: int = 0, causal: bool | None = None) -> TinyTransformer:
     torch.manual_seed(seed)
@@ -208,16 +190,6 @@ def test_float64_conversion(case):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(raises=UserError, strict=True, reason=NOT_FULLGRAPH[c.name]))
-        if c.name in NOT_FULLGRAPH
-        else c
-        for c in CASES
-    ],
-    ids=str,
-)
 @torch.no_grad()
 def test_torch_compile_fullgraph_matches_eager(case):
     torch._dynamo.reset()  # each model is a fresh compile; keeps dynamo's recompile limit out of the way
