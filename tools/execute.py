@@ -44,10 +44,21 @@ def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> floa
         "language_info": {"name": "python"},
         **({"jupytext": nb.metadata["jupytext"]} if "jupytext" in nb.metadata else {}),
     }
+    _relative_tracebacks(nb)
     target = (out_dir / path.name) if out_dir else path
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return elapsed
+
+
+def _relative_tracebacks(nb: nbformat.NotebookNode) -> None:
+    """Write paths inside the repository relative to it in error tracebacks (cells tagged
+    ``raises-exception``), so the executed file does not depend on where the clone lives."""
+    prefix = str(ROOT) + "/"
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                out["traceback"] = [line.replace(prefix, "") for line in out["traceback"]]
 
 
 def execute_all(paths: list[Path], out_dir: Path | None = None) -> dict[str, float]:
