@@ -18,8 +18,8 @@
 # **Prerequisites**: PyTorch tensors and `nn.Module`; the scaled dot-product attention formula.
 # No earlier notebook is needed: this is the first one.
 #
-# **Run time**: about 20 s on a 2-core laptop CPU, training included (measured: 13 s of CPU
-# time for the whole notebook with one thread).
+# **Run time**: about 12 s on a laptop CPU, training included (measured with `make execute`,
+# one thread).
 
 # %%
 import math

@@ -18,7 +18,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** 20-35 s on 2 CPU cores, measured with `make execute` (no training in this notebook).
+# **Run time:** about 8 s on a laptop CPU (measured with `make execute`, one thread; no training in this notebook).
 
 # %%
 import io

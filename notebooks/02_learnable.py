@@ -21,8 +21,8 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 45 s on 2 CPU cores (measured with `make execute`), almost all of it in
-# sixteen small training runs of 150-300 steps.
+# **Run time:** about 35 s on a laptop CPU (measured with `make execute`, one thread), almost all
+# of it in sixteen small training runs of 150-300 steps.
 
 # %%
 import matplotlib.pyplot as plt

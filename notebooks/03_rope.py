@@ -25,7 +25,7 @@
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time**: about 15 s on a 2-core laptop CPU (one tiny model trains for 2 s).
+# **Run time**: about 11 s on a laptop CPU (measured with `make execute`, one thread; one tiny model trains for 2 s).
 
 # %%
 import math
