@@ -28,20 +28,20 @@ copied to float32, rotated there (interleaved pairs as complex numbers) and roun
 the way back, faster and more accurate than ops in those dtypes. The backward pass is the
 inverse rotation of the gradient (one more pass), not autograd through the formula.
 Inside ``torch.compile`` the plain formula is handed to inductor; ``compiled=True`` does the
-same for one call, and by default (``compiled=None``) large bfloat16/float16 tensors in the
-half layout take that path (the first call per dtype, layout and aliasing compiles).
+same for one call (opt-in: the first call per dtype, layout and aliasing compiles).
 
-Measured (``bench/run.py --compiled``, 2 threads of an AMD EPYC, times a copy of q and k), in
-place: interleaved float32 2.3x at (8, 8, 256, 64) and 0.65x at (1, 32, 2048, 128); half layout
-3.9x and 2.4x. The half layout's gap is op overhead, not traffic: each op walks rows of only
-head_dim/2 contiguous numbers (128 bytes at head_dim 64), and no eager op swaps the two halves
-of a row in one pass (complex numbers need adjacent pairs), so the interleaved layout
+Measured (``bench/run.py --compiled``, 2 threads of an AMD EPYC, times a copy of q and k, at
+(8, 8, 256, 64) and (1, 32, 2048, 128)), in place: interleaved float32 2.3x and 0.65x; half
+layout 3.9x and 2.4x. The half layout's gap is op overhead, not traffic: each op walks rows of
+only head_dim/2 contiguous numbers (128 bytes at head_dim 64), and no eager op swaps the two
+halves of a row in one pass (complex numbers need adjacent pairs), so the interleaved layout
 (:func:`convert_qk_weight`) is the fast one. Eager bfloat16 costs 10-15x a bfloat16 copy at the
 small shape and 5-6x at the large one (a copy moves half the bytes; every op converts on the
-fly). Inductor's loop: bfloat16 half layout 6.0x and 2.4x (hence the automatic choice above),
-float32 half layout 3.8x and 2.0x (no better than eager), interleaved pairs 7.4x/2.2x (float32)
-and 33x/9.8x (bfloat16), worse than the complex multiply: its strided pair loads are not
-vectorised.
+fly). Inductor's loop (``compiled=True``) pays only for the bfloat16 half layout (6.0x and
+2.4x); float32 half is no better than eager (3.8x, 2.0x) and interleaved pairs are worse than
+the complex multiply (7.4x, 2.2x in float32; 33x, 9.8x in bfloat16: strided pair loads are not
+vectorised). It stays opt-in: besides the compilation, its OpenMP threads keep spinning after a
+call, which was seen to slow the eager calls around it on a busy 2-core machine.
 
 Shapes:
     x, q, k         (batch, heads, seq, head_dim)
@@ -348,22 +348,6 @@ def _rotate_formula_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: 
 
 _COMPILED: dict[str, Any] = {}  # "fn": the compiled _rotate_formula_into, or "error": why it is off
 
-# compiled=None (automatic) hands these to inductor: bfloat16/float16 x of at least 2**20 elements
-# in the half layout, outside autograd. There inductor's fused loop measured 2.4x a bfloat16 copy
-# against eager's 6.1x at (1, 32, 2048, 128), and 6.0x against 15x at (8, 8, 256, 64) (2 threads),
-# and the one-off compilation (seconds) is small next to the work. Everything else stays eager:
-# float32 is as fast eagerly, inductor loses on interleaved pairs, and small tensors (tests,
-# notebooks, tiny models) never wait for a compilation.
-_AUTO_COMPILE_ELEMENTS = 2**20
-_AUTO_COMPILE_DTYPES = (torch.bfloat16, torch.float16)
-
-
-def _use_compiled(x: Tensor, layout: str, compiled: bool | None) -> bool:
-    """compiled=True/False as asked; None: inductor only for large bfloat16/float16 x in the half layout."""
-    if compiled is not None:
-        return compiled
-    return layout == "half" and x.dtype in _AUTO_COMPILE_DTYPES and x.numel() >= _AUTO_COMPILE_ELEMENTS
-
 
 def _rotate_compiled(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor) -> bool:
     """Rotate into out with inductor's fused loop; False (after one warning) if torch.compile fails here."""
@@ -376,7 +360,7 @@ def _rotate_compiled(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tens
         return True
     except Exception as error:  # no C++ compiler, unsupported platform, ...: eager is always available
         _COMPILED["error"] = error
-        warnings.warn(f"apply_rope: torch.compile failed ({type(error).__name__}: {error}); "
+        warnings.warn(f"apply_rope(compiled=True): torch.compile failed ({type(error).__name__}: {error}); "
                       "using the eager path from now on", RuntimeWarning, stacklevel=3)
         return False
 
@@ -398,8 +382,7 @@ class _Rotate(torch.autograd.Function):
 
 
 def apply_rope(
-    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None,
-    compiled: bool | None = None,
+    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None, compiled: bool = False
 ) -> Tensor:
     """Rotate the pairs of x by the angles whose cos and sin are given.
 
@@ -411,13 +394,11 @@ def apply_rope(
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
         out: tensor like x to write into; ``out=x`` rotates x in place (fastest: no new
             buffer). Not allowed while autograd records x.
-        compiled: outside autograd, True runs the formula compiled by ``torch.compile``
-            (inductor fuses it into one loop) instead of the eager ops, False never compiles,
-            None (default) compiles only for bfloat16/float16 x of at least 2**20 elements in
-            the half layout, the one case where it pays (see the module docstring). The first
-            call per dtype, layout and aliasing compiles (seconds); if compiling fails (no C++
-            compiler, or dynamo's recompile limit of 8 hit), a warning is given once and the
-            eager path is used from then on.
+        compiled: outside autograd, run the formula compiled by ``torch.compile`` (inductor
+            fuses it into one loop) instead of the eager ops; it pays only for bfloat16/float16
+            in the half layout (see the module docstring). The first call per dtype, layout and
+            aliasing compiles (seconds); if compiling fails (no C++ compiler, or dynamo's
+            recompile limit of 8 hit), a warning is given once and the eager path is used.
 
     Returns:
         The rotated tensor, x's shape and dtype (``out`` itself when given).
@@ -439,8 +420,6 @@ def apply_rope(
         if not isinstance(out, Tensor) or out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
             got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, Tensor) else type(out).__name__
             raise ValueError(f"out must be a tensor of x's shape, dtype and device {tuple(x.shape), x.dtype, x.device}, got {got}")
-    if compiled is not None and not isinstance(compiled, bool):
-        raise TypeError(f"compiled must be True, False or None (automatic), got {compiled!r}")
     grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
     if grad and out is not None:
         raise ValueError("out= cannot be used while autograd records x, cos or sin; call apply_rope without out")
@@ -450,14 +429,14 @@ def apply_rope(
     if grad:
         return _Rotate.apply(x, cos, sin, layout)
     out = torch.empty_like(x) if out is None else out
-    if _use_compiled(x, layout, compiled) and _rotate_compiled(x, cos, sin, layout, out):
+    if compiled and _rotate_compiled(x, cos, sin, layout, out):
         return out
     return _rotate_into(x, cos, sin, layout, out)
 
 
 def apply_rope_qk(
     q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", inplace: bool = False,
-    compiled: bool | None = None,
+    compiled: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """:func:`apply_rope` on queries and keys with the same tables; ``inplace=True`` overwrites q and k.
 
@@ -544,8 +523,7 @@ class RotaryPE(PositionScheme):
     next power of two above the largest position seen. Positions may be anything (KV-cache
     offsets, left padding, negative): negative ones are computed directly. "dynamic" scaling
     recomputes the frequencies from the largest position of each call (no cache), and under
-    ``torch.compile`` the tables are computed inside the graph instead of looked up. The
-    rotation runs eagerly (``compiled=False``); compile the whole model for fused kernels.
+    ``torch.compile`` the tables are computed inside the graph instead of looked up.
     """
 
     kind = "rotary"
@@ -614,4 +592,4 @@ class RotaryPE(PositionScheme):
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype)
-        return apply_rope_qk(q, k, cos, sin, self.layout, compiled=False)  # never a hidden compilation
+        return apply_rope_qk(q, k, cos, sin, self.layout)

@@ -507,47 +507,6 @@ def test_compiled_option_falls_back_to_eager(monkeypatch):
         torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), got, atol=0, rtol=0)
 
 
-def test_automatic_compiled_choice(monkeypatch):
-    """compiled=None asks inductor only for large bfloat16/float16 tensors in the half layout, outside autograd.
-
-    The compiler is replaced by a recorder that declines, so the eager fallback answers and nothing compiles.
-    """
-    asked = []
-
-    def decline(x, cos, sin, layout, out):
-        asked.append((x.dtype, layout, x.numel()))
-        return False
-
-    monkeypatch.setattr(rope, "_rotate_compiled", decline)
-    big, small = (1, 16, 1024, 64), (1, 2, 8, 16)  # 2**20 elements, and a tiny tensor
-    for shape, dtype, layout, expect in [
-        (big, torch.bfloat16, "half", True),
-        (big, torch.float16, "half", True),
-        (big, torch.bfloat16, "interleaved", False),  # inductor loses to the complex multiply
-        (big, torch.float32, "half", False),  # eager is as fast
-        (small, torch.bfloat16, "half", False),  # not worth a compilation
-    ]:
-        asked.clear()
-        x = torch.randn(shape).to(dtype)
-        cos, sin = rope_cos_sin(torch.arange(shape[2]), rope_inv_freq(shape[3]), dtype=dtype)
-        expected = apply_rope(x, cos, sin, layout, compiled=False)
-        torch.testing.assert_close(apply_rope(x, cos, sin, layout), expected, atol=0, rtol=0)
-        assert bool(asked) == expect, (shape, dtype, layout, asked)
-        asked.clear()
-        apply_rope(x, cos, sin, layout, compiled=True)  # an explicit True is always honoured
-        assert asked
-    asked.clear()
-    x = torch.randn(big).to(torch.bfloat16).requires_grad_()
-    cos, sin = rope_cos_sin(torch.arange(big[2]), rope_inv_freq(big[3]), dtype=torch.bfloat16)
-    apply_rope(x, cos, sin).float().sum().backward()  # autograd: always eager
-    scheme = RotaryPE(big[3])
-    with torch.no_grad():
-        scheme.rotate_qk(x.detach(), x.detach(), torch.arange(big[2])[None])  # RotaryPE: always eager
-    assert not asked
-    with pytest.raises(TypeError, match="compiled must be True, False or None"):
-        apply_rope(x.detach(), cos, sin, compiled="yes")
-
-
 @pytest.mark.slow
 def test_torch_compile_fullgraph():
     """Inductor compiles apply_rope and an attention layer using RotaryPE as one graph each, same results."""
