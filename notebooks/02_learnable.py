@@ -303,8 +303,13 @@ assert learned_shifted < 0.5 * accuracy(learned, test_x, test_y)
 # message that says what to do, instead of silently clipping or wrapping the index (a bare
 # `nn.Embedding` raises an `IndexError` with no hint, shown in the cell after):
 
-# %% tags=["raises-exception"]
-learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows 0..23
+# %%
+try:
+    learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows 0..23
+    raise AssertionError("expected a ValueError")
+except ValueError as err:
+    print(f"ValueError: {err}")
+    assert f"[0, {MAX_LEN})" in str(err) and f"max position {MAX_LEN}" in str(err)
 
 # %% [markdown]
 # **What this says about `max_len`.** Too small, and longer inputs are impossible (the error
