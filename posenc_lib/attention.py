@@ -36,6 +36,7 @@ __all__ = [
     "MultiHeadAttention",
     "default_positions",
     "check_positions",
+    "check_integer_tensor",
     "check_attn_mask",
 ]
 
@@ -45,16 +46,20 @@ def default_positions(batch: int, seq: int, device: torch.device | None = None, 
     return torch.arange(offset, offset + seq, device=device).expand(batch, seq)
 
 
+def check_integer_tensor(name: str, t: object) -> None:
+    """Raise TypeError naming ``name`` unless ``t`` is a tensor of an integer dtype (bool excluded).
+
+    The one check behind every "positions" argument of the library.
+    """
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got {type(t).__name__}")
+    if t.dtype.is_floating_point or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got dtype {t.dtype}")
+
+
 def check_positions(positions: Tensor, batch: int, seq: int) -> None:
     """Raise a clear error unless ``positions`` is an integer (batch|1, seq) tensor."""
-    if (
-        not isinstance(positions, Tensor)
-        or positions.dtype.is_floating_point
-        or positions.is_complex()
-        or positions.dtype == torch.bool
-    ):
-        dtype = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-        raise TypeError(f"positions must be an integer tensor (torch.long), got dtype {dtype}")
+    check_integer_tensor("positions", positions)
     if positions.dim() != 2 or positions.shape[1] != seq or positions.shape[0] not in (1, batch):
         raise ValueError(
             f"positions must have shape (batch, seq) = ({batch}, {seq}) or (1, {seq}), "

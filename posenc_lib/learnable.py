@@ -14,11 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme
+from .attention import PositionScheme, check_integer_tensor
 
 __all__ = ["LearnablePE"]
-
-_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 class LearnablePE(PositionScheme):
@@ -56,9 +54,7 @@ class LearnablePE(PositionScheme):
 
     def forward(self, positions: Tensor) -> Tensor:
         """Look up the rows of ``positions``: integer (batch, seq) -> (batch, seq, d_model)."""
-        if not isinstance(positions, Tensor) or positions.dtype not in _INTEGER_DTYPES:
-            got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-            raise TypeError(f"positions must be an integer tensor (torch.long), got {got}")
+        check_integer_tensor("positions", positions)
         # The range check reads the positions' values, which torch.compile cannot do inside one
         # graph; compiled, an out-of-range index fails in the embedding lookup instead.
         if positions.numel() > 0 and not torch.compiler.is_compiling():

@@ -31,7 +31,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .attention import PositionScheme
+from .attention import PositionScheme, check_integer_tensor
 
 __all__ = [
     "t5_relative_bucket",
@@ -52,17 +52,10 @@ def _check_int(name: str, value: object, minimum: int = 1) -> None:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
 
 
-def _check_integer_tensor(name: str, t: object) -> None:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be an integer torch.Tensor, got {type(t).__name__}")
-    if t.dtype.is_floating_point or t.is_complex() or t.dtype == torch.bool:
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got dtype {t.dtype}")
-
-
 def _check_qk_positions(q_positions: Tensor, k_positions: Tensor) -> None:
     """Both (batch|1, len) integer tensors with broadcastable batch sizes."""
-    _check_integer_tensor("q_positions", q_positions)
-    _check_integer_tensor("k_positions", k_positions)
+    check_integer_tensor("q_positions", q_positions)
+    check_integer_tensor("k_positions", k_positions)
     for name, p in (("q_positions", q_positions), ("k_positions", k_positions)):
         if p.dim() != 2:
             raise ValueError(f"{name} must have shape (batch, seq) or (1, seq), got {tuple(p.shape)}")
@@ -101,7 +94,7 @@ def t5_relative_bucket(
     float32, as in the reference (Mesh TensorFlow, Hugging Face ``T5Attention``), so bucket
     boundaries agree exactly with released T5 checkpoints.
     """
-    _check_integer_tensor("relative_position", relative_position)
+    check_integer_tensor("relative_position", relative_position)
     _check_int("num_buckets", num_buckets)
     _check_int("max_distance", max_distance)
     n = num_buckets // 2 if bidirectional else num_buckets

@@ -58,7 +58,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from .attention import PositionScheme
+from .attention import PositionScheme, check_integer_tensor
 from .rope_scaling import rope_frequencies, rope_inv_freq
 
 __all__ = [
@@ -101,11 +101,7 @@ def _check_float(name: str, t: Any) -> None:
 
 
 def _check_positions(positions: Any) -> None:
-    if not isinstance(positions, Tensor) or positions.dtype.is_floating_point or positions.is_complex():
-        got = positions.dtype if isinstance(positions, Tensor) else type(positions).__name__
-        raise TypeError(f"positions must be an integer tensor (e.g. torch.long), got {got}")
-    if positions.dtype == torch.bool:
-        raise TypeError("positions must be an integer tensor (e.g. torch.long), got torch.bool")
+    check_integer_tensor("positions", positions)
     if positions.dim() not in (1, 2):
         raise ValueError(f"positions must have shape (seq,) or (batch, seq), got {tuple(positions.shape)}")
 

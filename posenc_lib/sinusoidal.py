@@ -32,7 +32,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .attention import PositionScheme
+from .attention import PositionScheme, check_integer_tensor
 
 __all__ = [
     "LAYOUTS",
@@ -210,10 +210,7 @@ class SinusoidalPE(PositionScheme):
 
     def forward(self, positions: Tensor) -> Tensor:
         """Encodings of ``positions`` (batch, seq) int -> (batch, seq, d_model), in the table's dtype."""
-        if not isinstance(positions, Tensor):
-            raise TypeError(f"positions must be an integer torch.Tensor, got {type(positions).__name__}")
-        if positions.dtype.is_floating_point or positions.is_complex() or positions.dtype == torch.bool:
-            raise TypeError(f"positions must be an integer tensor (torch.long), got dtype {positions.dtype}")
+        check_integer_tensor("positions", positions)
         if torch.compiler.is_compiling():
             # No data-dependent checks or table growth inside a graph: the same float64 formula
             # the table is built with, evaluated at the positions themselves.

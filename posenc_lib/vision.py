@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme
-from .relative import _check_int, _check_integer_tensor, _check_position_range
+from .attention import PositionScheme, check_integer_tensor
+from .relative import _check_int, _check_position_range
 from .rope import apply_rope, rope_cos_sin, rope_inv_freq
 
 __all__ = [
@@ -61,7 +61,7 @@ def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int 
     positions: integer (batch, seq) in ``[0, n_prefix + grid_h*grid_w)``. Prefix tokens get
     row = column = 0, which a 2-D RoPE turns into "no rotation" (as Heo et al. treat the class token).
     """
-    _check_integer_tensor("positions", positions)
+    check_integer_tensor("positions", positions)
     _check_grid(grid_h, grid_w, n_prefix)
     what = f"{n_prefix} prefix tokens + a {grid_h}x{grid_w} grid"
     _check_position_range("positions", positions, n_prefix + grid_h * grid_w, what)
@@ -144,7 +144,7 @@ class _GridTable(PositionScheme):
 
     def forward(self, positions: Tensor) -> Tensor:
         """Encodings of integer ``positions`` (batch, seq): (batch, seq, d_model)."""
-        _check_integer_tensor("positions", positions)
+        check_integer_tensor("positions", positions)
         what = f"{self.n_prefix} prefix tokens + a {self.grid_h}x{self.grid_w} grid"
         _check_position_range("positions", positions, self.n_prefix + self.grid_h * self.grid_w, what)
         return F.embedding(positions.long(), self.table())
@@ -296,7 +296,7 @@ class _GridRoPE(PositionScheme):
 
     def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """q, k: (batch, heads, seq, head_dim); positions: integer (batch|1, seq)."""
-        _check_integer_tensor("positions", positions)
+        check_integer_tensor("positions", positions)
         _check_qk(q, k, self.head_dim, positions)
         rows, cols = grid_coordinates(positions, self.grid_h, self.grid_w, self.n_prefix)
         return self._rotate(q, rows, cols), self._rotate(k, rows, cols)
