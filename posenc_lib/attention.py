@@ -24,6 +24,7 @@ Shapes used throughout:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +38,7 @@ __all__ = [
     "default_positions",
     "check_positions",
     "check_integer_tensor",
+    "check_int",
     "check_attn_mask",
 ]
 
@@ -44,6 +46,17 @@ __all__ = [
 def default_positions(batch: int, seq: int, device: torch.device | None = None, offset: int = 0) -> Tensor:
     """Positions ``offset .. offset+seq-1`` for every row: shape (batch, seq), int64."""
     return torch.arange(offset, offset + seq, device=device).expand(batch, seq)
+
+
+def check_int(name: str, value: object, minimum: int = 1, even: bool = False) -> int:
+    """Return ``value`` if it is an int >= ``minimum`` (and even when asked); raise naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+    if even and value % 2:
+        raise ValueError(f"{name} must be even (sin/cos come in pairs), got {value}")
+    return int(value)
 
 
 def check_integer_tensor(name: str, t: object) -> None:

@@ -20,8 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme
-from .relative import _check_int
+from .attention import PositionScheme, check_int
 
 __all__ = ["peg", "PEG"]
 
@@ -72,10 +71,10 @@ class PEG(PositionScheme):
     def __init__(self, d_model: int, grid_h: int, grid_w: int, kernel_size: int = 3, n_prefix: int = 0):
         super().__init__()
         for name, value in (("d_model", d_model), ("grid_h", grid_h), ("grid_w", grid_w), ("kernel_size", kernel_size)):
-            _check_int(name, value)
+            check_int(name, value)
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd (symmetric zero padding), got {kernel_size}")
-        _check_int("n_prefix", n_prefix, minimum=0)
+        check_int("n_prefix", n_prefix, minimum=0)
         self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
         self.conv = nn.Conv2d(d_model, d_model, kernel_size, padding=kernel_size // 2, groups=d_model)
 

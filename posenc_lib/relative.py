@@ -31,7 +31,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .attention import PositionScheme, check_integer_tensor
+from .attention import PositionScheme, check_int, check_integer_tensor
 
 __all__ = [
     "t5_relative_bucket",
@@ -42,14 +42,6 @@ __all__ = [
     "swin_relative_position_index",
     "SwinRelativeBias",
 ]
-
-
-def _check_int(name: str, value: object, minimum: int = 1) -> None:
-    """Raise unless ``value`` is an int >= ``minimum``; the message names the parameter."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
 
 
 def _check_qk_positions(q_positions: Tensor, k_positions: Tensor) -> None:
@@ -95,8 +87,8 @@ def t5_relative_bucket(
     boundaries agree exactly with released T5 checkpoints.
     """
     check_integer_tensor("relative_position", relative_position)
-    _check_int("num_buckets", num_buckets)
-    _check_int("max_distance", max_distance)
+    check_int("num_buckets", num_buckets)
+    check_int("max_distance", max_distance)
     n = num_buckets // 2 if bidirectional else num_buckets
     if n < 2:
         raise ValueError(
@@ -142,7 +134,7 @@ class T5RelativeBias(PositionScheme):
 
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
         super().__init__()
-        _check_int("n_heads", n_heads)
+        check_int("n_heads", n_heads)
         t5_relative_bucket(torch.zeros(1, dtype=torch.long), bidirectional, num_buckets, max_distance)  # validate
         self.n_heads, self.num_buckets, self.max_distance = n_heads, num_buckets, max_distance
         self.bidirectional = bidirectional
@@ -181,7 +173,7 @@ def alibi_slopes(n_heads: int) -> Tensor:
     nearest lower power of two ``p``, followed by every other slope of ``2p`` (the 1st, 3rd,
     5th, ...), which interleave between them, until there are ``n_heads``.
     """
-    _check_int("n_heads", n_heads)
+    check_int("n_heads", n_heads)
     p = 2 ** math.floor(math.log2(n_heads))
     slopes = _power_of_two_slopes(p) + _power_of_two_slopes(2 * p)[0::2][: n_heads - p]
     return torch.tensor(slopes, dtype=torch.float64).float()
@@ -252,9 +244,9 @@ def swin_relative_position_index(window_h: int, window_w: int, n_prefix: int = 0
 
     Returns (n_prefix + window_h*window_w, n_prefix + window_h*window_w) int64.
     """
-    _check_int("window_h", window_h)
-    _check_int("window_w", window_w)
-    _check_int("n_prefix", n_prefix, minimum=0)
+    check_int("window_h", window_h)
+    check_int("window_w", window_w)
+    check_int("n_prefix", n_prefix, minimum=0)
     rows = torch.arange(window_h).repeat_interleave(window_w)
     cols = torch.arange(window_w).repeat(window_h)
     dr = rows[:, None] - rows[None, :] + window_h - 1
@@ -291,7 +283,7 @@ class SwinRelativeBias(PositionScheme):
 
     def __init__(self, n_heads: int, window_h: int, window_w: int, n_prefix: int = 0):
         super().__init__()
-        _check_int("n_heads", n_heads)
+        check_int("n_heads", n_heads)
         index = swin_relative_position_index(window_h, window_w, n_prefix)
         n_rows = (2 * window_h - 1) * (2 * window_w - 1) + (3 if n_prefix else 0)
         self.window_h, self.window_w, self.n_prefix = window_h, window_w, n_prefix

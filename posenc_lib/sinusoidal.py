@@ -32,7 +32,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .attention import PositionScheme, check_integer_tensor
+from .attention import PositionScheme, check_int, check_integer_tensor
 
 __all__ = [
     "LAYOUTS",
@@ -45,17 +45,6 @@ __all__ = [
 
 Layout = Literal["interleaved", "concat"]
 LAYOUTS: tuple[str, ...] = ("interleaved", "concat")
-
-
-def _check_int(name: str, value: object, minimum: int, even: bool = False) -> int:
-    """Return ``value`` if it is an int >= minimum (and even when asked); raise naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    if even and value % 2:
-        raise ValueError(f"{name} must be even (sin/cos come in pairs), got {value}")
-    return int(value)
 
 
 def _check_base(base: object) -> float:
@@ -81,7 +70,7 @@ def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
 
     Computed in log space, ``exp(-(2i/d_model) * ln base)``. Wavelength of pair i: ``2*pi / w_i``.
     """
-    d_model = _check_int("d_model", d_model, 2, even=True)
+    d_model = check_int("d_model", d_model, 2, even=True)
     base = _check_base(base)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
     return torch.exp(-(two_i / d_model) * math.log(base))
@@ -110,8 +99,8 @@ def sinusoidal_table(
     ``device`` at the end. ``layout`` is "interleaved" (sin, cos, sin, cos, ...) or "concat"
     ([all sines | all cosines]).
     """
-    max_len = _check_int("max_len", max_len, 1)
-    d_model = _check_int("d_model", d_model, 2, even=True)
+    max_len = check_int("max_len", max_len, 1)
+    d_model = check_int("d_model", d_model, 2, even=True)
     base, layout, dtype = _check_base(base), _check_layout(layout), _check_dtype(dtype)
     positions = torch.arange(max_len, dtype=torch.float64)
     return _sinusoids(positions, d_model, base, layout).to(device=device, dtype=dtype)
@@ -123,7 +112,7 @@ def sinusoidal_layout_permutation(d_model: int) -> Tensor:
     ``perm = [0, 2, 4, ..., 1, 3, 5, ...]``: first the sine columns, then the cosine columns.
     The inverse, ``torch.argsort(perm)``, maps a concat table back to interleaved.
     """
-    d_model = _check_int("d_model", d_model, 2, even=True)
+    d_model = check_int("d_model", d_model, 2, even=True)
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
@@ -148,7 +137,7 @@ def shift_matrix(
     """
     if isinstance(k, bool) or not isinstance(k, Integral):
         raise TypeError(f"k must be an int (an offset in positions), got {k!r} of type {type(k).__name__}")
-    d_model = _check_int("d_model", d_model, 2, even=True)
+    d_model = check_int("d_model", d_model, 2, even=True)
     base, layout, dtype = _check_base(base), _check_layout(layout), _check_dtype(dtype)
     angle = int(k) * sinusoidal_frequencies(d_model, base)  # (d_model/2,) float64
     cos, sin = angle.cos(), angle.sin()
@@ -191,8 +180,8 @@ class SinusoidalPE(PositionScheme):
 
     def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0, layout: Layout = "interleaved"):
         super().__init__()
-        self.d_model = _check_int("d_model", d_model, 2, even=True)
-        self.max_len = _check_int("max_len", max_len, 1)
+        self.d_model = check_int("d_model", d_model, 2, even=True)
+        self.max_len = check_int("max_len", max_len, 1)
         self.base = _check_base(base)
         self.layout = _check_layout(layout)
         self.table: Tensor

@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme, check_integer_tensor
-from .relative import _check_int, _check_position_range
+from .attention import PositionScheme, check_int, check_integer_tensor
+from .relative import _check_position_range
 from .rope import apply_rope, rope_cos_sin, rope_inv_freq
 
 __all__ = [
@@ -50,9 +50,9 @@ Mode = Literal["add", "concat"]
 
 
 def _check_grid(grid_h: int, grid_w: int, n_prefix: int) -> None:
-    _check_int("grid_h", grid_h)
-    _check_int("grid_w", grid_w)
-    _check_int("n_prefix", n_prefix, minimum=0)
+    check_int("grid_h", grid_h)
+    check_int("grid_w", grid_w)
+    check_int("n_prefix", n_prefix, minimum=0)
 
 
 def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> tuple[Tensor, Tensor]:
@@ -94,7 +94,7 @@ def sincos_2d_table(
     swaps them too, to load MAE checkpoints). The two orders carry the same information.
     """
     _check_grid(grid_h, grid_w, n_prefix)
-    _check_int("d_model", d_model, minimum=4)
+    check_int("d_model", d_model, minimum=4)
     if d_model % 4:
         raise ValueError(f"d_model must be divisible by 4 (sin and cos for two axes), got {d_model}")
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
@@ -195,7 +195,7 @@ class Learnable2DPE(_GridTable):
     ):
         super().__init__()
         _check_grid(grid_h, grid_w, n_prefix)
-        _check_int("d_model", d_model)
+        check_int("d_model", d_model)
         if mode not in ("add", "concat"):
             raise ValueError(f"mode must be 'add' or 'concat', got {mode!r}")
         if mode == "concat" and d_model % 2:
@@ -271,8 +271,8 @@ def mixed_rope_init(head_dim: int, n_heads: int, base: float = 10.0) -> Tensor:
     direction phi (uses the global torch RNG): its first head_dim/4 pairs point along phi, the
     others along phi + pi/2. Row component = magnitude * sin, column component = magnitude * cos.
     """
-    _check_int("head_dim", head_dim, minimum=4)
-    _check_int("n_heads", n_heads)
+    check_int("head_dim", head_dim, minimum=4)
+    check_int("n_heads", n_heads)
     if head_dim % 4:
         raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
     magnitude = rope_inv_freq(head_dim // 2, base)  # (head_dim/4,)
@@ -320,7 +320,7 @@ class AxialRoPE2D(_GridRoPE):
     def __init__(self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0):
         super().__init__()
         _check_grid(grid_h, grid_w, n_prefix)
-        _check_int("head_dim", head_dim, minimum=4)
+        check_int("head_dim", head_dim, minimum=4)
         if head_dim % 4:
             raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
         self.head_dim, self.grid_h, self.grid_w, self.n_prefix = head_dim, grid_h, grid_w, n_prefix
@@ -373,9 +373,9 @@ def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int
     for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
         if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
             raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
-        _check_int(f"{name}[0]", hw[0])
-        _check_int(f"{name}[1]", hw[1])
-    _check_int("n_prefix", n_prefix, minimum=0)
+        check_int(f"{name}[0]", hw[0])
+        check_int(f"{name}[1]", hw[1])
+    check_int("n_prefix", n_prefix, minimum=0)
     (h, w), (new_h, new_w) = old_hw, new_hw
     if table.dim() != 2 or table.shape[0] != n_prefix + h * w:
         raise ValueError(
