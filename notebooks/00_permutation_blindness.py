@@ -33,7 +33,7 @@ from posenc_lib.attention import MultiHeadAttention, NoPosition, PositionScheme
 from posenc_lib.data import Vocab, WhoDidWhat
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer, TransformerBlock
-from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.plotting import heatmap, line_plot, moving_average, use_style
 from posenc_lib.sinusoidal import SinusoidalPE
 from posenc_lib.training import accuracy, seed_everything, train
 
@@ -285,12 +285,8 @@ formatted(table, {c: "{:.3f}" for c in table.columns if c != "parameters"})
 # the blind model's loss levels off just above $\ln 2$, the bag-of-words optimum.
 
 # %%
-def smooth(values: list[float], window: int = 10) -> np.ndarray:
-    return np.convolve(values, np.ones(window) / window, mode="valid")
-
-
 fig, ax = plt.subplots()
-curves = {name: smooth(loss) for name, loss in losses.items()}
+curves = {name: moving_average(loss) for name, loss in losses.items()}
 line_plot(ax, np.arange(len(curves["sinusoidal"])) + 10, curves, "Who did what: training loss",
           "training step", "cross-entropy (nats, 10-step mean)", logy=True)
 ax.axhline(math.log(2), color="black", linewidth=1, linestyle=":")

@@ -37,7 +37,7 @@ from posenc_lib.data import sorting_task
 from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.plotting import heatmap, line_plot, moving_average, use_style
 from posenc_lib.sinusoidal import SinusoidalPE, sinusoidal_table
 from posenc_lib.training import accuracy, seed_everything, train
 
@@ -137,14 +137,9 @@ for token_std in (0.02, 1.0):
                                                  desc=f"tokens {token_std}, table {init_std}")
 
 
-def smooth(values, width: int = 10) -> np.ndarray:
-    """Moving average, for readable loss curves."""
-    return np.convolve(values, np.ones(width) / width, mode="valid")
-
-
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, token_std in zip(axes, (0.02, 1.0)):
-    curves = {f"table init_std {s}": smooth(init_losses[token_std, s]) for s in (0.02, 1.0)}
+    curves = {f"table init_std {s}": moving_average(init_losses[token_std, s]) for s in (0.02, 1.0)}
     line_plot(ax, np.arange(len(curves["table init_std 0.02"])) + 10, curves,
               title=f"Token embeddings N(0, {token_std}²)", xlabel="training step",
               ylabel="training loss (cross-entropy, nats)")

@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
+from posenc_lib.data import lag_task
 from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot, use_style
@@ -322,21 +323,13 @@ print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_hal
 VOCAB, TRAIN_LEN, LAG = 16, 32, 3
 
 
-def lag_task(n: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random token sequences (n, length) and targets: the token LAG steps back (-100 for the first LAG)."""
-    tokens = torch.randint(0, VOCAB, (n, length), generator=generator)
-    targets = torch.full_like(tokens, -100)
-    targets[:, LAG:] = tokens[:, :-LAG]
-    return tokens, targets
-
-
 def rope_decoder(layout: str) -> TinyTransformer:
     """A 1-layer causal decoder (d_model 32, 2 heads of 16) whose only position signal is RoPE."""
     return TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1, causal=True, pool="none",
                            scheme=RotaryPE(head_dim=16, layout=layout))
 
 
-train_data, test_data = lag_task(4096, TRAIN_LEN, gen), lag_task(512, TRAIN_LEN, gen)
+train_data, test_data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, gen), lag_task(512, TRAIN_LEN, VOCAB, LAG, gen)
 model = rope_decoder("interleaved")
 train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen, desc="RoPE decoder")
 test_acc = accuracy(model, *test_data)
@@ -669,7 +662,7 @@ def sliding_window(length: int, window: int) -> torch.Tensor:
 
 rows = []
 for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, 8 * TRAIN_LEN):
-    tokens_long, targets_long = lag_task(256, length, gen)
+    tokens_long, targets_long = lag_task(256, length, VOCAB, LAG, gen)
     with torch.no_grad():
         windowed = model(tokens_long, attn_mask=sliding_window(length, TRAIN_LEN)).argmax(-1)
     keep = targets_long != -100

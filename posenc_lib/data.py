@@ -10,6 +10,8 @@ Contents:
                    read from word order, with an exact bag-of-words ceiling
     sorting_task - sort a sequence of tokens: output p is the p-th smallest token, which
                    needs absolute position (notebook 02)
+    lag_task     - repeat the token ``lag`` steps back: a relative-position task for a causal
+                   decoder (notebook 03)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "Vocab", "WhoDidWhat", "sorting_task"]
+__all__ = ["PAD", "Vocab", "WhoDidWhat", "sorting_task", "lag_task"]
 
 PAD = "<pad>"
 
@@ -258,3 +260,23 @@ def sorting_task(n: int, seq_len: int, vocab_size: int, generator: torch.Generat
     return inputs, inputs.sort(dim=1).values
 
 
+
+
+def lag_task(n: int, length: int, vocab_size: int, lag: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Random token sequences (n, length) and per-token targets: the token ``lag`` steps back.
+
+    The first ``lag`` targets have no answer and are -100 (ignored by the loss and by accuracy).
+    Only the distance to the target token matters, so a causal decoder with a relative encoding
+    (RoPE) solves it at any position.
+    """
+    for name, value, low in (("n", n, 1), ("length", length, 2), ("vocab_size", vocab_size, 2), ("lag", lag, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if lag >= length:
+        raise ValueError(f"lag must be smaller than length={length}, got {lag}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    tokens = torch.randint(0, vocab_size, (n, length), generator=generator)
+    targets = torch.full_like(tokens, -100)
+    targets[:, lag:] = tokens[:, :-lag]
+    return tokens, targets

@@ -13,7 +13,7 @@ import numpy as np
 from cycler import cycler
 from matplotlib.axes import Axes
 
-__all__ = ["use_style", "heatmap", "line_plot", "COLORS", "LINESTYLES", "MARKERS"]
+__all__ = ["use_style", "heatmap", "line_plot", "moving_average", "COLORS", "LINESTYLES", "MARKERS"]
 
 # Okabe-Ito colour-blind-safe palette, paired with distinct dash patterns and markers.
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -102,3 +102,10 @@ def line_plot(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend()
+
+
+def moving_average(values: Sequence[float], window: int = 10) -> np.ndarray:
+    """Mean of each run of ``window`` consecutive values (len(values) - window + 1 of them), for readable loss curves."""
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= len(values):
+        raise ValueError(f"window must be an int in [1, len(values)={len(values)}], got {window!r}")
+    return np.convolve(np.asarray(values, dtype=float), np.ones(window) / window, mode="valid")

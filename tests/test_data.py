@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from posenc_lib.data import PAD, Vocab, WhoDidWhat
+from posenc_lib.data import PAD, Vocab, WhoDidWhat, lag_task
 
 
 # ----------------------------------------------------------------------------- Vocab
@@ -156,3 +156,23 @@ def test_invalid_calls_raise():
         task.sample(3, torch.Generator(), split="valid")
     with pytest.raises(ValueError, match="split 'test' is empty"):
         WhoDidWhat(held_out_pairs=()).bag_of_words_ceiling("test")
+
+
+def test_lag_task_targets_are_the_tokens_lag_steps_back():
+    tokens, targets = lag_task(5, 12, vocab_size=7, lag=3, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape == targets.shape == (5, 12) and int(tokens.max()) < 7
+    assert (targets[:, :3] == -100).all()
+    assert torch.equal(targets[:, 3:], tokens[:, :-3])
+    again, _ = lag_task(5, 12, vocab_size=7, lag=3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(tokens, again)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"lag": 12}, r"lag must be smaller than length=12, got 12"), ({"lag": 0}, r"lag must be an int >= 1, got 0"),
+     ({"vocab_size": 1}, r"vocab_size must be an int >= 2, got 1")],
+)
+def test_lag_task_rejects_bad_arguments(kwargs, match):
+    args = {"n": 2, "length": 12, "vocab_size": 7, "lag": 3, "generator": torch.Generator()} | kwargs
+    with pytest.raises(ValueError, match=match):
+        lag_task(**args)
