@@ -71,15 +71,14 @@ ROPE_METHOD = """\
   on the same q and k (each call turns them further; nothing is re-copied inside the timing). Before
   each round, q and k are restored from the inputs, untimed: in bf16 the rounded cos/sin do not keep
   norms exactly, and over ~10^4 turns values drift by orders of magnitude (towards overflow or slow
-  subnormals). `out=`:
-  `apply_rope(x, cos, sin, layout, out=buffer)` for q and k, into preallocated buffers (exactly the
-  floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
+  subnormals). `out=`: `apply_rope_qk(q, k, cos, sin, layout, out=(q_buf, k_buf))`, into
+  preallocated buffers (exactly the floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
   its outputs; it is also the path autograd uses.
-- With `--compiled` (not part of `make bench`: compiling takes a while): `library <layout>, compiled, in place`
-  = `apply_rope_qk(..., inplace=True, compiled=True)`, compiled during the correctness check, before timing.
-  Once compiled code has run, its OpenMP threads spin-wait beside eager PyTorch's; on a busy 2-core
-  machine we saw that add milliseconds to every call, compiled and eager (`OMP_WAIT_POLICY=PASSIVE`
-  removed it).
+- `compiled`: the same calls with `compiled=True`, the library's `torch.compile` path (one inductor
+  loop per call for the half layout; compiled=True leaves the interleaved layout eager, so it has no
+  such rows), compiled during the correctness check, before timing. `--eager` leaves these rows out.
+- Targets: a forward target is judged on the fastest library row of the layout (named in the
+  target's text); forward+backward on the fastest `new output` row.
 - Forward+backward: q, k are leaves that require grad; one call is the method followed by
   `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
   `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
@@ -120,10 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
     parser.add_argument("--only", choices=("rope", "schemes"), help="run one of the two parts")
-    parser.add_argument("--compiled", action="store_true",
-                        help="also time apply_rope(..., compiled=True), the library's torch.compile path (compiles "
-                             "first). Inductor's OpenMP threads then spin beside eager PyTorch's: on a busy machine with few "
-                             "cores this can slow every row of the run; compare with OMP_WAIT_POLICY=PASSIVE")
+    parser.add_argument("--eager", action="store_true",
+                        help="leave out the library's compiled=True rows (they compile for a few seconds first)")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
     args = parser.parse_args(argv)
     if args.out is None:
@@ -139,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "rope"):
         t0 = time.perf_counter()
         results = run_rope_bench(QUICK_SHAPES if args.quick else SHAPES, rounds=args.rounds, threads=args.threads,
-                                 min_block_s=block, compiled=args.compiled)
+                                 min_block_s=block, compiled=not args.eager)
         tables = rope_tables_markdown(results)
         met = evaluate_targets(results)
         targets = targets_markdown(met) if met else "None at these shapes (the targets are set for the default shapes)."

@@ -473,22 +473,56 @@ def test_rotary_scheme_matches_functional_api():
 
 
 @pytest.mark.slow
-def test_compiled_option_equals_eager():
-    """apply_rope(compiled=True): inductor's fused loop, in place or into out=, same numbers as the eager path.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_compiled_option_equals_eager(dtype):
+    """compiled=True (inductor's one-pass loop, half layout): new output, out=, in place, q and k together,
+    partial rotary and the backward pass all give the eager path's numbers up to rounding.
 
-    One layout only (each compiles for ~10 s); the interleaved formula is compiled in test_torch_compile_fullgraph.
+    (4, 8, 96, 32) is large enough that a loop writing in place over its own input would read
+    pairs it has already turned (an earlier version did, and was off by 7.05): in place must match too.
     """
-    layout = "half"
-    x, positions, inv_freq = random_case((2, 3, 40, 16), seed=15, rotary_halves=6)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    expected = apply_rope(x, cos, sin, layout)
-    inplace = x.clone()
-    torch.testing.assert_close(apply_rope(inplace, cos, sin, layout, out=inplace, compiled=True), expected,
-                               atol=1e-6, rtol=0)
-    torch.testing.assert_close(inplace, expected, atol=1e-6, rtol=0)
-    torch.testing.assert_close(apply_rope(x[:1, :, :7], cos[:1, :7], sin[:1, :7], layout, compiled=True),
-                               expected[:1, :, :7], atol=1e-6, rtol=0)  # other shapes: no recompilation needed
+    x, positions, inv_freq = random_case((4, 8, 96, 32), seed=15)
+    x = x.to(dtype)
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    eager = apply_rope(x, cos, sin)
+    tol = {"atol": 0.02, "rtol": 0} if dtype == torch.bfloat16 else {"atol": 1e-6, "rtol": 0}
+    torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), eager, **tol)
+    out = torch.empty_like(x)
+    assert apply_rope(x, cos, sin, out=out, compiled=True) is out
+    torch.testing.assert_close(out, eager, **tol)
+    q, k = x.clone(), x[:, :3].clone()
+    apply_rope_qk(q, k, cos, sin, inplace=True, compiled=True)
+    torch.testing.assert_close(q, eager, **tol)
+    torch.testing.assert_close(k, eager[:, :3], **tol)
+    q_out, k_out = torch.empty_like(x), torch.empty_like(x[:, :3])
+    got = apply_rope_qk(x, x[:, :3], cos, sin, compiled=True, out=(q_out, k_out))
+    assert got[0] is q_out and got[1] is k_out
+    torch.testing.assert_close(k_out, eager[:, :3], **tol)
+    partial_cos, partial_sin = cos[..., :5], sin[..., :5]  # 10 of 32 dims rotated, the rest pass through
+    torch.testing.assert_close(apply_rope(x, partial_cos, partial_sin, compiled=True),
+                               apply_rope(x, partial_cos, partial_sin), **tol)
+    leaf = x.clone().requires_grad_()
+    seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    apply_rope(leaf, cos, sin, compiled=True).backward(seed)
+    torch.testing.assert_close(leaf.grad, _inverse(seed, cos, sin), **tol)
     assert "error" not in rope._COMPILED
+
+
+def _inverse(x, cos, sin):
+    """The eager inverse rotation (sin negated)."""
+    return apply_rope(x, cos, -sin)
+
+
+def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
+    """Past _MAX_SIGNATURES distinct input signatures, compiled=True quietly takes the eager path (no compile)."""
+    monkeypatch.setattr(rope, "_COMPILED", {})
+    monkeypatch.setattr(rope, "_MAX_SIGNATURES", 0)
+    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=17)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), apply_rope(x, cos, sin), atol=0, rtol=0)
+    assert 1 not in rope._COMPILED and "error" not in rope._COMPILED  # nothing was compiled
 
 
 def test_compiled_option_falls_back_to_eager(monkeypatch):
