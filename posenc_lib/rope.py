@@ -430,29 +430,35 @@ def _rotate_half_compiled(
 
 
 class _Rotate(torch.autograd.Function):
-    """RoPE with a one-pass backward: the gradient of a rotation is the inverse rotation of the gradient."""
+    """RoPE of one or more tensors (q, k) with the same tables, as one autograd node.
+
+    The backward pass is one more pass: the gradient of a rotation is the inverse rotation of
+    the gradient (not autograd through the formula's four ops).
+    """
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, cos: Tensor, sin: Tensor, layout: str, compiled: bool) -> Tensor:
+    def forward(ctx: Any, cos: Tensor, sin: Tensor, layout: str, compiled: bool, *xs: Tensor) -> tuple[Tensor, ...]:
         ctx.save_for_backward(cos, sin)
         ctx.layout, ctx.compiled = layout, compiled
-        return _rotate_any(x.detach(), cos, sin, layout, torch.empty_like(x), compiled)
+        xs = tuple(x.detach() for x in xs)
+        return _rotate_many(xs, cos, sin, layout, tuple(torch.empty_like(x) for x in xs), compiled)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(ctx: Any, *grads: Tensor) -> tuple[Tensor | None, ...]:
         cos, sin = ctx.saved_tensors
-        turned = _rotate_any(grad, cos, sin, ctx.layout, torch.empty_like(grad), ctx.compiled, inverse=True)
-        return turned, None, None, None, None
+        outs = tuple(torch.empty_like(g) for g in grads)
+        return (None, None, None, None, *_rotate_many(grads, cos, sin, ctx.layout, outs, ctx.compiled, inverse=True))
 
 
-def _rotate_any(
-    x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, compiled: bool, inverse: bool = False
-) -> Tensor:
-    """Rotate into out: inductor's loop for the half layout when ``compiled`` (and it works), else eager."""
-    if compiled and layout == "half" and _rotate_half_compiled((x,), cos, sin, (out,), inverse):
-        return out
-    return _rotate_into(x, cos, sin, layout, out, inverse)
+def _rotate_many(
+    xs: tuple[Tensor, ...], cos: Tensor, sin: Tensor, layout: str, outs: tuple[Tensor, ...], compiled: bool,
+    inverse: bool = False,
+) -> tuple[Tensor, ...]:
+    """Rotate each x into its out: one inductor call for the half layout when ``compiled`` (and it works), else eager."""
+    if compiled and layout == "half" and _rotate_half_compiled(xs, cos, sin, outs, inverse):
+        return outs
+    return tuple(_rotate_into(x, cos, sin, layout, out, inverse) for x, out in zip(xs, outs))
 
 
 def apply_rope(
@@ -498,8 +504,8 @@ def apply_rope(
         rotated = _rotate_formula(x, cos, sin, layout)
         return rotated if out is None else out.copy_(rotated)
     if grad:
-        return _Rotate.apply(x, cos, sin, layout, compiled)
-    return _rotate_any(x, cos, sin, layout, torch.empty_like(x) if out is None else out, compiled)
+        return _Rotate.apply(cos, sin, layout, compiled, x)[0]
+    return _rotate_many((x,), cos, sin, layout, (torch.empty_like(x) if out is None else out,), compiled)[0]
 
 
 def apply_rope_qk(
@@ -528,16 +534,17 @@ def apply_rope_qk(
     for name, x, o in (("q_out", q, q_out), ("k_out", k, k_out)):
         _check_out(name, o, x)
     _check_layout(layout)
-    records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos, sin) if isinstance(t, Tensor))
-    if compiled and layout == "half" and not records and not torch.compiler.is_compiling():
-        cos3, sin3 = _table_3d(cos, sin, q)
-        outs = (torch.empty_like(q) if q_out is None else q_out, torch.empty_like(k) if k_out is None else k_out)
-        if _rotate_half_compiled((q, k), cos3, sin3, outs):
-            return outs
-    return (
-        apply_rope(q, cos, sin, layout, out=q_out, compiled=compiled),
-        apply_rope(k, cos, sin, layout, out=k_out, compiled=compiled),
-    )
+    cos3, sin3 = _table_3d(cos, sin, q)
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos3, sin3))
+    if torch.compiler.is_compiling() or (grad and (cos3.requires_grad or sin3.requires_grad or q_out is not None)):
+        return (  # the differentiable formula, or apply_rope's error for out= under autograd
+            apply_rope(q, cos, sin, layout, out=q_out, compiled=compiled),
+            apply_rope(k, cos, sin, layout, out=k_out, compiled=compiled),
+        )
+    if grad:
+        return _Rotate.apply(cos3, sin3, layout, compiled, q, k)
+    outs = (torch.empty_like(q) if q_out is None else q_out, torch.empty_like(k) if k_out is None else k_out)
+    return _rotate_many((q, k), cos3, sin3, layout, outs, compiled)
 
 
 # ----------------------------------------------------------------------------- layouts and checkpoints

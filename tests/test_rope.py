@@ -508,6 +508,28 @@ def test_compiled_option_equals_eager(dtype):
     assert "error" not in rope._COMPILED
 
 
+def test_qk_backward_is_one_node_with_the_inverse_rotation():
+    """apply_rope_qk under autograd: one graph node for q and k (grouped-query k), gradients = inverse rotations;
+    an unused output gets a zero gradient."""
+    x, positions, inv_freq = random_case((2, 4, 9, 16), seed=18)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    for compiled in (False, True):
+        q, k = x.clone().requires_grad_(), x[:, :2].clone().requires_grad_()
+        q_out, k_out = apply_rope_qk(q, k, cos, sin, compiled=compiled)
+        assert q_out.grad_fn is k_out.grad_fn
+        seed = torch.randn(q_out.shape, generator=torch.Generator().manual_seed(2))
+        q_out.backward(seed)
+        torch.testing.assert_close(q.grad, _inverse(seed, cos, sin), atol=1e-6, rtol=0)
+        assert torch.equal(k.grad, torch.zeros_like(k))
+
+
+def test_qk_in_place_is_refused_under_autograd():
+    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=19)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    with pytest.raises(ValueError, match="out= cannot be used while autograd records x"):
+        apply_rope_qk(x.clone().requires_grad_(), x.clone(), cos, sin, inplace=True)
+
+
 def _inverse(x, cos, sin):
     """The eager inverse rotation (sin negated)."""
     return apply_rope(x, cos, -sin)
