@@ -21,27 +21,31 @@ Speed. RoPE does a few multiply-adds per byte it reads, so its cost is memory tr
 floor is copying q and k. :func:`apply_rope` writes into ``out`` (``out=x`` rotates in place:
 a fresh buffer over ~32 MB is page-faulted by the OS on first touch, which can cost more than
 the rotation). Interleaved pairs in float32/float64 are one complex multiply, straight into
-``out``: one pass, copy speed. Half-layout pairs take four element-wise ops on the two halves
-(five in place); a tensor larger than the last-level cache is walked in blocks that stay in
-the L2 cache between those ops, so memory is crossed about once. bfloat16/float16 blocks are
-copied to float32, rotated there (interleaved pairs as complex numbers) and rounded once on
-the way back, faster and more accurate than ops in those dtypes. The backward pass is the
-inverse rotation of the gradient (one more pass), not autograd through the formula.
-Inside ``torch.compile`` the plain formula is handed to inductor; ``compiled=True`` does the
-same for one call (opt-in: the first call per dtype, layout and aliasing compiles).
+``out``: one pass, copy speed. Eager PyTorch has no one-pass op for half-layout pairs (complex
+numbers need adjacent pairs), so the eager half path takes four element-wise ops on the two
+halves (five in place), walking a tensor larger than the last-level cache in blocks that stay
+in the L2 cache between those ops. bfloat16/float16 blocks are copied to float32, rotated there
+and rounded once on the way back, faster and more accurate than ops in those dtypes. The
+backward pass is the inverse rotation of the gradient (one more pass), and q and k share one
+autograd node.
 
-Measured (``bench/run.py --compiled``, 2 threads of an AMD EPYC, times a copy of q and k, at
-(8, 8, 256, 64) and (1, 32, 2048, 128)), in place: interleaved float32 2.3x and 0.65x; half
-layout 3.9x and 2.4x. The half layout's gap is op overhead, not traffic: each op walks rows of
-only head_dim/2 contiguous numbers (128 bytes at head_dim 64), and no eager op swaps the two
-halves of a row in one pass (complex numbers need adjacent pairs), so the interleaved layout
-(:func:`convert_qk_weight`) is the fast one. Eager bfloat16 costs 10-15x a bfloat16 copy at the
-small shape and 5-6x at the large one (a copy moves half the bytes; every op converts on the
-fly). Inductor's loop (``compiled=True``) pays only for the bfloat16 half layout (6.0x and
-2.4x); float32 half is no better than eager (3.8x, 2.0x) and interleaved pairs are worse than
-the complex multiply (7.4x, 2.2x in float32; 33x, 9.8x in bfloat16: strided pair loads are not
-vectorised). It stays opt-in: besides the compilation, its OpenMP threads keep spinning after a
-call, which was seen to slow the eager calls around it on a busy 2-core machine.
+``compiled=True`` (opt-in) hands the half layout to inductor as one loop that reads x once
+and writes out once: x is viewed as (..., 2, c), two rows of pair members, and every output
+row is ``row * cos + other_row * (-sin | sin)``; ``flip`` reads the other row at the same
+columns, so all loads are contiguous and vectorised (see :func:`_turn_half`). q and k go
+through one compiled call. The first call per input signature compiles (seconds; at most 64
+signatures, then eager), and in place goes through a temporary, since one loop cannot
+overwrite a pair's first half before reading it for the second. The interleaved layout stays
+eager with ``compiled=True``: inductor loads swapped neighbours one element at a time.
+
+Measured with ``make bench`` (2 threads of an AMD EPYC; multiples of the time to copy q and k;
+(8, 8, 256, 64) / (1, 32, 2048, 128); bench/results/rope.md has the latest run): interleaved
+float32 in place 1.8x / 0.8-1.1x; half float32 eager in place 3.6x / 1.9-4x, compiled 2.0-2.5x /
+1.1-1.6x; bfloat16 half compiled 4-6x / 1.3-1.5x, eager 14-18x / 6x; bfloat16 interleaved
+(eager) 9-13x / 4x. A bfloat16 copy moves half the bytes of a float32 one, while rotating
+converts every element to float32 and rounds it back (emulated rounding: about eight vector
+instructions per 16 numbers on this CPU), so at the cache-resident small shape bfloat16 is
+bound by arithmetic, not memory.
 
 Shapes:
     x, q, k         (batch, heads, seq, head_dim)
@@ -348,35 +352,41 @@ def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
 
 
-def _turn_half(x: Tensor, cos: Tensor, sin2: Tensor, out: Tensor) -> None:
+def _turn_half(x: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, out: Tensor) -> None:
     """Half-layout rotation written for inductor's one-pass loop: out = x turned (out may not be x).
 
     x, out: (batch, heads, seq, 2c), viewed as (..., 2, c): row 0 holds the first members of the
-    c pairs, row 1 the second. cos: (batch|1, 1, seq, 1, c); sin2: (batch|1, 1, seq, 2, c), the
-    rows (-sin, sin) (or (sin, -sin) to turn back). Then each output row is
-    ``row * cos + other_row * sin2_row``: ``flip`` reads the other row at the same columns, so
-    every load is contiguous and inductor fuses it all into one vectorised loop that reads x
-    once and writes out once, converting to the tables' dtype and rounding once.
+    c pairs, row 1 the second. cos, sin: (batch|1, 1, seq, 1, c); sign: (2, 1), (-1, 1) to turn
+    forward or (1, -1) to turn back. Each output row is ``row * cos + other_row * sign * sin``:
+    ``flip`` reads the other row at the same columns, so every load is contiguous, and inductor
+    fuses it all into one vectorised loop that reads x once and writes out once, converting
+    to the tables' dtype and rounding once.
     """
     c = cos.shape[-1]
     pairs = x.unflatten(-1, (2, c)).to(cos.dtype)
-    out.unflatten(-1, (2, c)).copy_(pairs * cos + pairs.flip(-2) * sin2)
+    out.unflatten(-1, (2, c)).copy_(pairs * cos + pairs.flip(-2) * (sign * sin))
 
 
-def _turn_half_qk(q: Tensor, k: Tensor, cos: Tensor, sin2: Tensor, q_out: Tensor, k_out: Tensor) -> None:
+def _turn_half_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, q_out: Tensor, k_out: Tensor) -> None:
     """:func:`_turn_half` on q and k in one compiled call: one call overhead (~25 us) instead of two."""
-    _turn_half(q, cos, sin2, q_out)
-    _turn_half(k, cos, sin2, k_out)
+    _turn_half(q, cos, sin, sign, q_out)
+    _turn_half(k, cos, sin, sign, k_out)
 
 
-# The compiled kernels (built on first use), per kernel the input signatures it was compiled
-# for, and "error": why the compiled path is off. Dynamo compiles one function for at most
-# torch._dynamo.config.recompile_limit (8) signatures; a new signature is compiled under a
-# raised limit of _MAX_SIGNATURES (the patch costs ~15 us, so only then), and past that the
-# eager path is used.
+# The compiled kernels (built on first use), the (2, 1) sign tensors, and "error": why the
+# compiled path is off. Each kernel compiles for at most _MAX_SIGNATURES input signatures
+# (shapes, strides, dtypes; its own count, not dynamo's global default of 8); past that,
+# dynamo refuses (fullgraph=True) and the eager path is used.
 _COMPILED: dict[Any, Any] = {}
 _KERNELS = {1: _turn_half, 2: _turn_half_qk}
 _MAX_SIGNATURES = 64
+
+
+def _sign(inverse: bool, dtype: torch.dtype, device: torch.device) -> Tensor:
+    key = ("sign", inverse, dtype, device)
+    if key not in _COMPILED:
+        _COMPILED[key] = torch.tensor([[1.0], [-1.0]] if inverse else [[-1.0], [1.0]], dtype=dtype, device=device)
+    return _COMPILED[key]
 
 
 def _rotate_half_compiled(
@@ -393,28 +403,21 @@ def _rotate_half_compiled(
         return False
     compute = torch.float64 if xs[0].dtype == torch.float64 else torch.float32
     batch, seq, c = cos.shape
-    cos5 = cos.to(compute).view(batch, 1, seq, 1, c)
-    s = sin.to(compute).view(batch, 1, seq, c)
-    sin5 = torch.stack((s, -s) if inverse else (-s, s), dim=-2)
+    tables = [t.view(batch, 1, seq, 1, c) if t.dtype == compute else t.to(compute).view(batch, 1, seq, 1, c)
+              for t in (cos, sin)]
     targets = tuple(torch.empty_like(x) if o is x else o for x, o in zip(xs, outs))
     partial = 2 * c < xs[0].shape[-1]
-    args = [t[..., : 2 * c] if partial else t for t in xs] + [cos5, sin5] + [t[..., : 2 * c] if partial else t for t in targets]
-    signature = tuple((t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in args)
-    seen = _COMPILED.setdefault(("seen", len(xs)), set())
-    if signature not in seen and len(seen) >= _MAX_SIGNATURES:
-        return False
+    args = [*(t[..., : 2 * c] if partial else t for t in xs), *tables, _sign(inverse, compute, cos.device),
+            *(t[..., : 2 * c] if partial else t for t in targets)]
     try:
         kernel = _COMPILED.get(len(xs))
         if kernel is None:
-            kernel = _COMPILED[len(xs)] = torch.compile(_KERNELS[len(xs)], dynamic=False, fullgraph=True)
+            kernel = _COMPILED[len(xs)] = torch.compile(
+                _KERNELS[len(xs)], dynamic=False, fullgraph=True, recompile_limit=_MAX_SIGNATURES,
+                isolate_recompiles=True)
         with torch.no_grad():  # one grad mode: dynamo would compile again for the other
-            if signature in seen:
-                kernel(*args)
-            else:
-                with torch._dynamo.config.patch(recompile_limit=_MAX_SIGNATURES):
-                    kernel(*args)
-                seen.add(signature)
-    except torch._dynamo.exc.FailOnRecompileLimitHit:  # guards on something the signature misses
+            kernel(*args)
+    except torch._dynamo.exc.FailOnRecompileLimitHit:  # too many signatures: eager from here on for new ones
         return False
     except Exception as error:  # no C++ compiler, unsupported platform, ...: eager is always available
         _COMPILED["error"] = error
@@ -472,13 +475,14 @@ def apply_rope(
             broadcast over heads. With 2c < head_dim only the first 2c dims are rotated
             (partial rotary, as GPT-NeoX); the rest pass through unchanged.
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
-        out: tensor like x to write into; ``out=x`` rotates x in place (fastest: no new
-            buffer). Not allowed while autograd records x.
-        compiled: outside autograd, run the formula compiled by ``torch.compile`` (inductor
-            fuses it into one loop) instead of the eager ops; it pays only for bfloat16/float16
-            in the half layout (see the module docstring). The first call per dtype, layout and
-            aliasing compiles (seconds); if compiling fails (no C++ compiler, or dynamo's
-            recompile limit of 8 hit), a warning is given once and the eager path is used.
+        out: tensor like x to write into; ``out=x`` rotates x in place (no new buffer; the
+            fastest eager call, while with ``compiled=True`` a separate ``out`` is faster).
+            Not allowed while autograd records x.
+        compiled: rotate the half layout with inductor's one-pass loop (``torch.compile``)
+            instead of the eager ops, forward and backward. The first call per input signature
+            compiles (seconds); if compiling fails (no C++ compiler), a warning is given once
+            and the eager path is used. The interleaved layout stays eager. See the module
+            docstring for measured speeds.
 
     Returns:
         The rotated tensor, x's shape and dtype (``out`` itself when given).
@@ -608,6 +612,8 @@ class RotaryPE(PositionScheme):
         scaling: a Hugging Face style rope-parameter dict for longer contexts, e.g.
             ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
             (see :func:`posenc_lib.rope_scaling.rope_frequencies`).
+        compiled: rotate through :func:`apply_rope_qk`'s ``compiled=True`` path (one inductor
+            loop for q and k in the half layout; each new input shape compiles first, seconds).
 
     Half-width cos/sin tables are cached per (device, dtype) in a plain dict - not buffers,
     so never in ``state_dict`` and free to change with ``base`` - and grown on demand to the
@@ -626,6 +632,7 @@ class RotaryPE(PositionScheme):
         layout: Layout = "half",
         rotary_fraction: float = 1.0,
         scaling: dict[str, Any] | None = None,
+        compiled: bool = False,
     ):
         super().__init__()
         _check_layout(layout)
@@ -637,7 +644,9 @@ class RotaryPE(PositionScheme):
         for key, value in (("rope_theta", base), ("partial_rotary_factor", rotary_fraction)):
             if config.setdefault(key, value) != value:
                 raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
-        self.head_dim, self.layout, self.config = head_dim, layout, config
+        if not isinstance(compiled, bool):
+            raise TypeError(f"compiled must be a bool, got {type(compiled).__name__}")
+        self.head_dim, self.layout, self.config, self.compiled = head_dim, layout, config, compiled
         self.dynamic = config.get("rope_type") == "dynamic"
         # validates the config; for "dynamic" this is the unscaled set (lengths <= L0)
         length = config.get("original_max_position_embeddings") if self.dynamic else None
@@ -647,7 +656,8 @@ class RotaryPE(PositionScheme):
         self._tables: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}"
+        compiled = ", compiled=True" if self.compiled else ""
+        return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}{compiled}"
 
     def _table(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device."""
@@ -683,4 +693,4 @@ class RotaryPE(PositionScheme):
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype)
-        return apply_rope_qk(q, k, cos, sin, self.layout)
+        return apply_rope_qk(q, k, cos, sin, self.layout, compiled=self.compiled)

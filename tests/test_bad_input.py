@@ -123,6 +123,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("rope key of another type", lambda: RotaryPE(8, scaling={"rope_type": "linear", "factor": 2.0, "beta_fast": 32}),
      ValueError, r"config has key\(s\) \['beta_fast'\] that rope_type 'linear' does not use"),
     ("rope scaling not a dict", lambda: RotaryPE(8, scaling="yarn"), TypeError, r"scaling must be a dict .*got str"),
+    ("rope compiled not a bool", lambda: RotaryPE(8, compiled="yes"), TypeError, r"compiled must be a bool, got str"),
     ("rope contradicting base", lambda: RotaryPE(8, base=500.0, scaling={"rope_theta": 10000.0}), ValueError,
      r"scaling\['rope_theta'\] = 10000\.0 contradicts the argument given as 500\.0"),
     ("rope factor 0", lambda: rope_frequencies(8, {"rope_type": "linear", "factor": 0.0}), ValueError,

@@ -535,16 +535,36 @@ def _inverse(x, cos, sin):
     return apply_rope(x, cos, -sin)
 
 
+@pytest.mark.slow
+def test_rotary_scheme_compiled_option_gives_the_same_model():
+    torch.manual_seed(0)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8))
+    tokens = torch.randint(0, 30, (2, 10))
+    expected = model(tokens)
+    for block in model.modules():
+        if isinstance(block, RotaryPE):
+            block.compiled = True
+    assert "compiled=True" in repr(model)
+    torch.testing.assert_close(model(tokens), expected, atol=1e-6, rtol=0)
+
+
 def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
-    """Past _MAX_SIGNATURES distinct input signatures, compiled=True quietly takes the eager path (no compile)."""
+    """Past _MAX_SIGNATURES input signatures, compiled=True quietly takes the eager path for new ones."""
     monkeypatch.setattr(rope, "_COMPILED", {})
-    monkeypatch.setattr(rope, "_MAX_SIGNATURES", 0)
-    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=17)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), apply_rope(x, cos, sin), atol=0, rtol=0)
-    assert 1 not in rope._COMPILED and "error" not in rope._COMPILED  # nothing was compiled
+    monkeypatch.setattr(rope, "_MAX_SIGNATURES", 1)
+    eager_calls = []
+    real = rope._rotate_into
+    monkeypatch.setattr(rope, "_rotate_into", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
+    for seq, expect_eager in ((5, 0), (6, 1), (5, 0)):  # the second length is a second signature
+        x, positions, inv_freq = random_case((1, 2, seq, 8), seed=17)
+        cos, sin = rope_cos_sin(positions, inv_freq)
+        eager_calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = apply_rope(x, cos, sin, compiled=True)
+        assert len(eager_calls) == expect_eager, seq
+        torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
+    assert "error" not in rope._COMPILED  # refused, not broken
 
 
 def test_compiled_option_falls_back_to_eager(monkeypatch):
