@@ -7,6 +7,9 @@ multiple of that floor, measured in the same interleaved rounds.
 
 Methods (q, k: (batch, heads, seq, head_dim); the tables are built once, outside the timing):
 
+* ``rounding alone`` (bfloat16/float16 only): ``copy_`` of float32 copies of q and k into
+  preallocated tensors of the benchmark dtype: the cost of rounding every result once, which
+  any RoPE that computes in float32 (all of them here) pays on top of its memory traffic.
 * ``rotate_half formula``: Hugging Face's ``q * cos + rotate_half(q) * sin`` with full-width
   cos/sin of shape (1, 1, seq, head_dim), allocating its outputs as it does in a model.
 * ``complex formula``: Meta LLaMA's ``view_as_real(view_as_complex(q) * freqs_cis)`` with a
@@ -75,6 +78,7 @@ LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 FLOOR = "floor (copy_ into buffers)"
 ROTATE_HALF = "rotate_half formula (HF)"
 COMPLEX = "complex formula (Meta)"
+ROUNDING = "rounding alone (copy_ from float32)"
 _DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
 
@@ -150,7 +154,7 @@ COMPILED_LAYOUTS: tuple[str, ...] = ("half",)  # the layouts apply_rope(compiled
 
 def method_names(compiled: bool = True) -> list[str]:
     """Row labels in table order (with ``compiled``, also the library's torch.compile path)."""
-    names = [FLOOR, ROTATE_HALF, COMPLEX]
+    names = [FLOOR, ROUNDING, ROTATE_HALF, COMPLEX]
     for layout in LAYOUTS:
         names += [f"library {layout}, {variant}" for variant in VARIANTS]
         if compiled and layout in COMPILED_LAYOUTS:
@@ -187,6 +191,9 @@ def _forward_cases(
     resets: dict[str, Callable[[], object]] = {}
     if x.freqs_cis is not None:
         cases[COMPLEX] = lambda: complex_formula(x.q, x.k, x.freqs_cis)
+    if x.q.dtype in (torch.bfloat16, torch.float16):  # what rounding float32 results to the dtype costs by itself
+        q32, k32 = x.q.float(), x.k.float()
+        cases[ROUNDING] = lambda: (q_dst.copy_(q32), k_dst.copy_(k32))
     for name, layout, flag in _library_rows(compiled):
         if name.endswith("in place"):
             q_own, k_own = x.q.clone(), x.k.clone()  # turned again and again, in place
@@ -262,7 +269,7 @@ def check_methods(x: RopeInputs, compiled: bool = True) -> None:
     expected = {lay: (_reference(x.q, x.angles, lay), _reference(x.k, x.angles, lay)) for lay in LAYOUTS}
     cases, resets = _forward_cases(x, compiled)
     for name, fn in cases.items():
-        if name == FLOOR:
+        if name in (FLOOR, ROUNDING):  # yardsticks, not rotations
             continue
         if name in resets:  # an in-place case turns its own copies of q, k: start them from the inputs
             resets[name]()

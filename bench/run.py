@@ -65,6 +65,11 @@ ROPE_METHOD = """\
 - Floor, forward: `copy_` of q and k into preallocated tensors: the memory traffic any RoPE must
   do (read q and k, write two results). Floor, forward+backward: the same plus `copy_` of the two
   output gradients: twice the forward floor's traffic.
+- `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors: the cost of
+  rounding every result once, which every method here pays (all compute in float32). On this CPU
+  PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers (its
+  kernels are not built for the AVX512-BF16 conversion instruction), so at the cache-resident
+  shape this row alone is several times the bf16 floor.
 - `rotate_half formula (HF)` and `complex formula (Meta)` allocate their outputs, as they do in a
   model; `complex` is float32 only (PyTorch has no bfloat16 complex dtype): n/a in bf16.
 - Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
