@@ -358,13 +358,14 @@ def _turn_half(x: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, out: Tensor) -
     """Half-layout rotation written for inductor's one-pass loop: out = x turned (out may not be x).
 
     x, out: (batch, heads, seq, 2c), viewed as (..., 2, c): row 0 holds the first members of the
-    c pairs, row 1 the second. cos, sin: (batch|1, 1, seq, 1, c); sign: (2, 1), (-1, 1) to turn
+    c pairs, row 1 the second. cos, sin: (batch|1, seq, c); sign: (2, 1), (-1, 1) to turn
     forward or (1, -1) to turn back. Each output row is ``row * cos + other_row * sign * sin``:
     ``flip`` reads the other row at the same columns, so every load is contiguous, and inductor
     fuses it all into one vectorised loop that reads x once and writes out once, converting
     to the tables' dtype and rounding once.
     """
     c = cos.shape[-1]
+    cos, sin = cos[:, None, :, None, :], sin[:, None, :, None, :]  # broadcast over heads and the two rows
     pairs = x.unflatten(-1, (2, c)).to(cos.dtype)
     out.unflatten(-1, (2, c)).copy_(pairs * cos + pairs.flip(-2) * (sign * sin))
 
@@ -404,9 +405,8 @@ def _rotate_half_compiled(
     if "error" in _COMPILED:
         return False
     compute = torch.float64 if xs[0].dtype == torch.float64 else torch.float32
-    batch, seq, c = cos.shape
-    tables = [t.view(batch, 1, seq, 1, c) if t.dtype == compute else t.to(compute).view(batch, 1, seq, 1, c)
-              for t in (cos, sin)]
+    c = cos.shape[-1]
+    tables = (cos, sin) if cos.dtype == compute else (cos.to(compute), sin.to(compute))
     targets = tuple(torch.empty_like(x) if o is x else o for x, o in zip(xs, outs))
     partial = 2 * c < xs[0].shape[-1]
     args = [*(t[..., : 2 * c] if partial else t for t in xs), *tables, _sign(inverse, compute, cos.device),
@@ -417,7 +417,10 @@ def _rotate_half_compiled(
             kernel = _COMPILED[len(xs)] = torch.compile(
                 _KERNELS[len(xs)], dynamic=False, fullgraph=True, recompile_limit=_MAX_SIGNATURES,
                 isolate_recompiles=True)
-        with torch.no_grad():  # one grad mode: dynamo would compile again for the other
+        if torch.is_grad_enabled():
+            with torch.no_grad():  # one grad mode: dynamo would compile again for the other
+                kernel(*args)
+        else:
             kernel(*args)
     except torch._dynamo.exc.FailOnRecompileLimitHit:  # too many signatures: eager from here on for new ones
         return False
