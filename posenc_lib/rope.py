@@ -41,12 +41,12 @@ Inside a model that is itself under ``torch.compile``, the plain differentiable 
 traced instead and inductor fuses it with its neighbours.
 
 Measured with ``make bench`` (2 threads of an AMD EPYC; multiples of the time to copy q and k;
-(8, 8, 256, 64) / (1, 32, 2048, 128); ranges over three runs, bench/results/rope.md has the
+(8, 8, 256, 64) / (1, 32, 2048, 128); ranges over the last runs, bench/results/rope.md has the
 latest): interleaved float32 in place 1.7-1.9x / 0.7-1.1x; half float32 eager in place
-3.6-4.1x / 2.0-4.1x, compiled (out= or new output) 2.1-2.5x / 1.1-1.6x; bfloat16 half compiled
-5.3-6.1x / 1.5-2.6x, eager 14-18x / 6-13x; bfloat16 interleaved (eager) 9x / 4-9x. A bfloat16
+3.6-4.1x / 1.8-2.0x, compiled (out= or new output) 1.8-2.5x / 1.1-1.6x; bfloat16 half compiled
+5.2-6.1x / 1.5-2.6x, eager 13-18x / 4.6-6x; bfloat16 interleaved (eager) 9x / 3.3x. A bfloat16
 copy moves half the bytes of a float32 one, while rotating converts every element to float32
-and rounds it back; PyTorch's CPU rounding (no AVX512-BF16 instruction) alone costs 2.2x a
+and rounds it back; PyTorch's CPU rounding (no AVX512-BF16 instruction) alone costs 1.7-2.5x a
 bfloat16 copy, so bfloat16 is bound by arithmetic, not memory, wherever the data is in cache.
 
 Shapes:
