@@ -282,30 +282,37 @@ def _blocks(batch: int, heads: int, seq: int, head_dim: int) -> list[tuple[slice
 
 def _complex_view(t: Tensor, c: int) -> Tensor | None:
     """The first c interleaved pairs of t as a complex tensor sharing t's memory, or None if impossible."""
-    if t.dtype not in (torch.float32, torch.float64) or t.stride(-1) != 1 or t.storage_offset() % 2:
+    strides = t.stride()
+    if t.dtype not in (torch.float32, torch.float64) or strides[-1] != 1 or t.storage_offset() % 2:
         return None
-    if any(stride % 2 for stride in t.stride()[:-1]):
+    if any(stride % 2 for stride in strides[:-1]):
         return None
-    return torch.view_as_complex(t[..., : 2 * c].unflatten(-1, (c, 2)))
+    pairs = t if 2 * c == t.shape[-1] else t[..., : 2 * c]
+    return torch.view_as_complex(pairs.view(*pairs.shape[:-1], c, 2))
 
 
-def _rotate_interleaved(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
-    """Interleaved pairs as complex numbers times exp(i angle): one pass when x and out can be viewed as complex.
+def _turn(cos: Tensor, sin: Tensor, dtype: torch.dtype, inverse: bool) -> Tensor:
+    """exp(i angle) (exp(-i angle) when ``inverse``) as a complex table, in float64 for float64 x, else float32."""
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    return torch.complex(cos.to(compute), (-sin if inverse else sin).to(compute))
+
+
+def _rotate_interleaved(x: Tensor, turn: Tensor, out: Tensor) -> None:
+    """Interleaved pairs as complex numbers times ``turn``: one pass when x and out can be viewed as complex.
 
     Otherwise (bfloat16/float16, odd strides) each block is copied to a float32 (float64 for
     float64 x) buffer, turned there, and written back: three contiguous ops, one rounding.
-    cos, sin: (batch|1, 1, seq, c).
+    turn: (batch|1, 1, seq, c) complex, from :func:`_turn`.
     """
-    c = cos.shape[-1]
-    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-    turn = torch.complex(cos.to(compute), (-sin if inverse else sin).to(compute))
-    z, z_out = _complex_view(x, c), _complex_view(out, c)
+    c = turn.shape[-1]
+    z = _complex_view(x, c)
+    z_out = z if out is x else _complex_view(out, c)
     if z is not None and z_out is not None:
         torch.mul(z, turn, out=z_out)
         return
     for b, s in _blocks(*x.shape):
         block = x[b, :, s, : 2 * c]
-        buffer = torch.empty(block.shape, dtype=compute, device=x.device).copy_(block)  # always a fresh copy
+        buffer = torch.empty(block.shape, dtype=turn.real.dtype, device=x.device).copy_(block)  # always a fresh copy
         torch.view_as_complex(buffer.unflatten(-1, (c, 2))).mul_(turn[b if turn.shape[0] > 1 else slice(None), :, s])
         out[b, :, s, : 2 * c].copy_(buffer)
 
@@ -334,14 +341,19 @@ def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool
             out[b, :, s, : 2 * c].copy_(src)
 
 
-def _rotate_into(x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False) -> Tensor:
-    """Rotate x (batch, heads, seq, head_dim) by the (batch|1, seq, c) tables into out (may be x); no autograd."""
+def _rotate_into(
+    x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False, turn: Tensor | None = None
+) -> Tensor:
+    """Rotate x (batch, heads, seq, head_dim) into out (may be x), eagerly, without autograd.
+
+    cos, sin: (batch|1, 1, seq, c), broadcast over heads; turn: their :func:`_turn` table for
+    the interleaved layout (computed here if not given).
+    """
     c = cos.shape[-1]
     if out is not x and 2 * c < x.shape[-1]:
         out[..., 2 * c :].copy_(x[..., 2 * c :])
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (batch|1, 1, seq, c): broadcast over heads
     if layout == "interleaved":
-        _rotate_interleaved(x, cos, sin, out, inverse)
+        _rotate_interleaved(x, _turn(cos, sin, x.dtype, inverse) if turn is None else turn, out)
     else:
         _rotate_half(x, cos, sin, out, inverse)
     return out
@@ -469,7 +481,9 @@ def _rotate_many(
     """Rotate each x into its out: one inductor call for the half layout when ``compiled`` (and it works), else eager."""
     if compiled and layout == "half" and _rotate_half_compiled(xs, cos, sin, outs, inverse):
         return outs
-    return tuple(_rotate_into(x, cos, sin, layout, out, inverse) for x, out in zip(xs, outs))
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (batch|1, 1, seq, c): broadcast over heads
+    turn = _turn(cos, sin, xs[0].dtype, inverse) if layout == "interleaved" else None  # one table for q and k
+    return tuple(_rotate_into(x, cos, sin, layout, out, inverse, turn) for x, out in zip(xs, outs))
 
 
 def apply_rope(
