@@ -119,7 +119,7 @@ SCHEMES_METHOD = """\
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per RoPE cell (default 5)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per RoPE cell (default 7)")
     parser.add_argument("--scheme-rounds", type=int, default=3, help="interleaved rounds per scheme length (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
