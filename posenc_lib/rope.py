@@ -421,7 +421,7 @@ def _rotate_half_compiled(
         return False
     compute = torch.float64 if xs[0].dtype == torch.float64 else torch.float32
     c = cos.shape[-1]
-    tables = (cos, sin) if cos.dtype == compute else (cos.to(compute), sin.to(compute))
+    tables = (cos, sin) if cos.dtype == sin.dtype == compute else (cos.to(compute), sin.to(compute))
     targets = tuple(torch.empty_like(x) if o is x else o for x, o in zip(xs, outs))
     partial = 2 * c < xs[0].shape[-1]
     args = [*(t[..., : 2 * c] if partial else t for t in xs), *tables, _sign(inverse, compute, cos.device),
