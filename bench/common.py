@@ -136,6 +136,8 @@ def machine_info(threads: int) -> dict[str, str]:
         "cores visible": str(os.cpu_count()),
         "torch threads (Timer num_threads)": str(threads),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset"),
+        "MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_": " / ".join(
+            os.environ.get(name, "unset") for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")),
         "torch": torch.__version__,
         "Python": platform.python_version(),
         "date (UTC)": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),

@@ -3,7 +3,7 @@
 Writes bench/results/rope.md, bench/results/schemes.md and bench/results/schemes.png, and prints
 the tables. Run from the repository root:
 
-    OMP_NUM_THREADS=2 .venv/bin/python bench/run.py            # the full benchmark (~2-3 minutes)
+    make bench                                                 # the full benchmark (~1 minute)
     OMP_NUM_THREADS=2 .venv/bin/python bench/run.py --quick    # tiny shapes, a few seconds: a smoke test
 
 The numbers depend on the machine and on what else runs on it: compare ratios measured in the
@@ -67,9 +67,9 @@ ROPE_METHOD = """\
   output gradients: twice the forward floor's traffic.
 - `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors: the cost of
   rounding every result once, which every method here pays (all compute in float32). On this CPU
-  PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers (its
-  kernels are not built for the AVX512-BF16 conversion instruction), so at the cache-resident
-  shape this row alone is several times the bf16 floor.
+  PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers (ATen's
+  vectorised conversion does not use the AVX512-BF16 instruction), so this row alone is about twice
+  the bf16 floor.
 - `rotate_half formula (HF)` and `complex formula (Meta)` allocate their outputs, as they do in a
   model; `complex` is float32 only (PyTorch has no bfloat16 complex dtype): n/a in bf16.
 - Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
@@ -91,10 +91,10 @@ ROPE_METHOD = """\
 - cos/sin tables are built once, outside the timing, for positions 0..seq-1 (angles in float32,
   cast to the benchmark dtype). Before any timing, every method's output and gradients are checked
   against a float64 rotation of the same inputs.
-- Large buffers (over ~32 MB) are fresh pages for every allocation on this system (glibc returns them
-  to the OS), so methods that allocate pay page faults at (1, 32, 2048, 128): that cost is real. To see
-  how much of a row it is, rerun with `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` set above
-  the buffer size (glibc then keeps freed buffers for reuse).
+- Memory: `make bench` sets glibc's `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` (values in
+  the machine list above) so that freed buffers stay in the process, as in a model's steady state.
+  With glibc's defaults, a buffer over ~32 MB is fresh pages at every allocation (glibc returns it to
+  the OS), and at (1, 32, 2048, 128) the page faults of a new output can cost more than the rotation.
 """
 
 SCHEMES_METHOD = """\
