@@ -152,23 +152,18 @@ VARIANTS: tuple[str, ...] = ("in place", "out=", "new output")
 COMPILED_LAYOUTS: tuple[str, ...] = ("half",)  # the layouts apply_rope(compiled=True) compiles
 
 
-def method_names(compiled: bool = True) -> list[str]:
-    """Row labels in table order (with ``compiled``, also the library's torch.compile path)."""
-    names = [FLOOR, ROUNDING, ROTATE_HALF, COMPLEX]
-    for layout in LAYOUTS:
-        names += [f"library {layout}, {variant}" for variant in VARIANTS]
-        if compiled and layout in COMPILED_LAYOUTS:
-            names += [f"library {layout}, compiled, {variant}" for variant in VARIANTS]
-    return names
-
-
 def _library_rows(compiled: bool) -> list[tuple[str, str, bool]]:
-    """(row name, layout, compiled flag) of every library row."""
+    """(row name, layout, compiled flag) of every library row, in table order."""
     rows = []
     for layout in LAYOUTS:
         for flag in (False, True) if compiled and layout in COMPILED_LAYOUTS else (False,):
             rows += [(f"library {layout}, {'compiled, ' if flag else ''}{variant}", layout, flag) for variant in VARIANTS]
     return rows
+
+
+def method_names(compiled: bool = True) -> list[str]:
+    """Row labels in table order (with ``compiled``, also the library's torch.compile path)."""
+    return [FLOOR, ROUNDING, ROTATE_HALF, COMPLEX] + [name for name, _, _ in _library_rows(compiled)]
 
 
 def _forward_cases(

@@ -342,18 +342,18 @@ def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool
 
 
 def _rotate_into(
-    x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool = False, turn: Tensor | None = None
+    x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool, turn: Tensor | None
 ) -> Tensor:
     """Rotate x (batch, heads, seq, head_dim) into out (may be x), eagerly, without autograd.
 
-    cos, sin: (batch|1, 1, seq, c), broadcast over heads; turn: their :func:`_turn` table for
-    the interleaved layout (computed here if not given).
+    cos, sin: (batch|1, 1, seq, c), broadcast over heads; turn: their :func:`_turn` table,
+    used by the interleaved layout (None for the half layout).
     """
     c = cos.shape[-1]
     if out is not x and 2 * c < x.shape[-1]:
         out[..., 2 * c :].copy_(x[..., 2 * c :])
     if layout == "interleaved":
-        _rotate_interleaved(x, _turn(cos, sin, x.dtype, inverse) if turn is None else turn, out)
+        _rotate_interleaved(x, turn, out)
     else:
         _rotate_half(x, cos, sin, out, inverse)
     return out
