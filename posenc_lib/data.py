@@ -12,22 +12,28 @@ Contents:
                    needs absolute position (notebook 02)
     lag_task     - repeat the token ``lag`` steps back: a relative-position task for a causal
                    decoder (notebook 03)
+    shipped_file - the path of a file shipped in ``data/``, after checking its SHA-256
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "Vocab", "WhoDidWhat", "sorting_task", "lag_task"]
+__all__ = ["PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file"]
 
 PAD = "<pad>"
+
+#: The repository's ``data/`` folder: small data sets shipped with the course (see data/README.md).
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 Split = Literal["all", "train", "test"]
 
@@ -280,3 +286,23 @@ def lag_task(n: int, length: int, vocab_size: int, lag: int, generator: torch.Ge
     targets = torch.full_like(tokens, -100)
     targets[:, lag:] = tokens[:, :-lag]
     return tokens, targets
+
+
+# ----------------------------------------------------------------- shipped data files
+def shipped_file(name: str, sha256: str, data_dir: Path | None = None) -> Path:
+    """Path of the shipped file ``data_dir / name`` (default :data:`DATA_DIR`), after checking its SHA-256.
+
+    Raises FileNotFoundError naming the path when the file is missing, and ValueError naming the
+    file, the expected and the actual checksum when its bytes differ (a corrupt or edited copy):
+    a loader never reads data it has not verified.
+    """
+    path = (DATA_DIR if data_dir is None else Path(data_dir)) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"data file {str(path)!r} is missing; it ships with the repository (see data/README.md)")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise ValueError(
+            f"data file {str(path)!r} has SHA-256 {digest}, expected {sha256}: the file is corrupt or was changed "
+            "(restore it with `git checkout -- data/`)"
+        )
+    return path

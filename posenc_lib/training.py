@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.std import tqdm
 
-__all__ = ["seed_everything", "progress", "train", "accuracy", "cross_entropy"]
+__all__ = ["NOTEBOOK_THREADS", "setup_notebook", "seed_everything", "progress", "train", "accuracy", "cross_entropy"]
 
 T = TypeVar("T")
 Batch = tuple[Tensor, Tensor]
@@ -34,6 +34,26 @@ def seed_everything(seed: int = 0) -> torch.Generator:
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     return torch.Generator().manual_seed(seed)
+
+
+#: Intra-op threads every notebook runs with, wherever it runs (JupyterLab, ``make execute``, nbval):
+#: the course's models are tiny, and one thread is both faster and repeatable (see the Makefile).
+NOTEBOOK_THREADS = 1
+
+
+def setup_notebook(seed: int = 0) -> torch.Generator:
+    """First call of every notebook: fixed thread count, the series' figure style, seeds, print options.
+
+    Fixing the threads here (not only in the Makefile) makes a notebook opened in JupyterLab run
+    as it was measured, and print the same numbers. Returns the seeded data generator of
+    :func:`seed_everything`.
+    """
+    from .plotting import use_style  # plotting imports matplotlib; keep it out of library-only imports
+
+    torch.set_num_threads(NOTEBOOK_THREADS)
+    use_style()
+    torch.set_printoptions(precision=4, sci_mode=False)
+    return seed_everything(seed)
 
 
 def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> Iterator[T]:

@@ -176,3 +176,17 @@ def test_lag_task_rejects_bad_arguments(kwargs, match):
     args = {"n": 2, "length": 12, "vocab_size": 7, "lag": 3, "generator": torch.Generator()} | kwargs
     with pytest.raises(ValueError, match=match):
         lag_task(**args)
+
+
+def test_shipped_file_verifies_the_checksum(tmp_path):
+    import hashlib
+
+    from posenc_lib.data import shipped_file
+
+    (tmp_path / "x.txt").write_bytes(b"hello")
+    good = hashlib.sha256(b"hello").hexdigest()
+    assert shipped_file("x.txt", good, data_dir=tmp_path) == tmp_path / "x.txt"
+    with pytest.raises(ValueError, match=r"x\.txt.*SHA-256.*expected " + "0" * 64):
+        shipped_file("x.txt", "0" * 64, data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"missing\.txt.*missing"):
+        shipped_file("missing.txt", good, data_dir=tmp_path)

@@ -69,6 +69,7 @@ class Entry:
     title: str
     topic: str
     outcome: str
+    run_time_s: int | None = None  # measured `make execute` wall time; absent until the notebook exists
 
     @property
     def number(self) -> str:
@@ -92,11 +93,14 @@ def load_catalog(path: Path = CATALOG) -> list[Entry]:
     fields = {"stem", "title", "topic", "outcome"}
     entries = []
     for i, table in enumerate(tables):
+        run_time = table.pop("run_time_s", None)
         if set(table) != fields or not all(isinstance(v, str) and v.strip() for v in table.values()):
             raise ValueError(f"{path}: notebook #{i} must have exactly the non-empty strings {sorted(fields)}, got {table}")
+        if run_time is not None and (isinstance(run_time, bool) or not isinstance(run_time, int) or run_time <= 0):
+            raise ValueError(f"{path}: notebook #{i} run_time_s must be a positive int (seconds), got {run_time!r}")
         if not STEM.match(table["stem"]):
             raise ValueError(f"{path}: notebook #{i} stem must look like '01_sinusoidal', got {table['stem']!r}")
-        entries.append(Entry(**table))
+        entries.append(Entry(**table, run_time_s=run_time))
     stems = [e.stem for e in entries]
     if stems != sorted(set(stems)):
         raise ValueError(f"{path}: stems must be unique and in order, got {stems}")
