@@ -1,0 +1,227 @@
+"""Build the course site with Sphinx + myst-nb + sphinx-book-theme: ``make html``.
+
+    python tools/build_site.py               # execute every notebook into build/notebooks/, then render
+    python tools/build_site.py --no-execute  # render the notebooks as committed (what the tests do)
+    python tools/build_site.py --readme-table  # also print the notebook table for README.md
+
+1. Execute each ``notebooks/NN_*.ipynb`` into ``build/notebooks/`` with ``tools/execute.py``
+   (deterministic; skipped with ``--no-execute``).
+2. Stage the sources in ``build/site-src/``: the executed notebooks, an index page written from
+   ``notebooks/catalog.toml`` (only the notebooks that exist; planned ones get a short placeholder
+   page, so a link to them resolves), the glossary page, the ``.ipynb``/``.py`` downloads.
+3. Render with Sphinx into ``build/html/`` (configuration in ``tools/site/``), notebook execution
+   off, warnings as errors: a broken link between notebooks or to a missing anchor fails the build.
+   MathJax 3.2.2 is served from the site (``tools/vendor/mathjax``); nothing is loaded from the
+   network. Source maps of the theme's scripts are dropped (they are only for debugging).
+
+``tools/check_site.py`` then opens every page in headless Chromium (``make test`` does both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from catalog import CATALOG, NOTEBOOKS, Entry, existing, format_seconds, load_catalog  # noqa: E402
+from execute import execute_all  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
+from posenc_site import glossary_markdown, load_glossary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+CONF = ROOT / "tools" / "site"
+
+SITE_TITLE = "Positional encoding in Transformers: a runnable course"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def index_markdown(entries: list[Entry], planned: list[Entry]) -> str:
+    """The front page: what the series teaches, for whom, the notebook table, how to run it."""
+    rows = "\n".join(
+        f"| {e.number} | [{_cell(e.title)}]({e.stem}.ipynb) | {_cell(e.topic)} | {_cell(e.outcome)} | "
+        f"{format_seconds(e.run_time_s)} |"
+        for e in entries
+    )
+    later = ""
+    if planned:
+        later = ("\nPlanned, not yet part of this build: " + "; ".join(_cell(e.label) for e in planned) + ".\n")
+    toctree = "\n".join([e.stem for e in entries] + ["glossary"])
+    return f"""# {SITE_TITLE}
+
+How does a Transformer know the order of the words it reads? Attention on its own does not: it
+treats its input as a bag of tokens. This course shows why, and then builds, tests and trains the
+main ways position is put back in: the sinusoidal table of the original Transformer, learnable
+tables (BERT, GPT-2), rotary embeddings (RoPE, used by LLaMA and most current models), two-dimensional
+encodings for images, relative biases (T5, ALiBi) and what happens beyond the training length.
+Every claim is shown by a computation that ran in the notebook; every implementation in the
+library `posenc_lib` is tested against the reference code used in production (Hugging Face
+`transformers`); every experiment trains a tiny model for real, in seconds, on a laptop CPU.
+
+**For whom.** Students and engineers who know PyTorch tensors, `nn.Module` and the scaled
+dot-product attention formula, and want to understand position encodings well enough to
+implement, compare and debug them. Teachers can hand out a student edition (exercises without
+solutions): see the README.
+
+## The notebooks
+
+| # | Notebook | Topic | You will be able to | Run time |
+|---|---|---|---|---:|
+{rows}
+{later}
+Run time: measured with `make execute` on the project's reference machine (2 CPU cores, one
+thread), training included. Each page shows its own, with links to download the notebook
+(`.ipynb`) and its source (`.py`, jupytext percent format).
+
+## How to use this site
+
+- Read the notebooks in order: the sidebar lists them, each page has its contents on the right
+  and previous/next links at the bottom; search works offline.
+- Each notebook ends with exercises: a stub cell to fill in and a checker that says `[passed]`
+  or what is wrong. The worked solutions are folded: click "Show solution" to open one.
+- Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
+
+## How to run it
+
+On a machine with Python 3.11 (everything runs on a CPU, offline):
+
+```bash
+make setup   # the pinned environment in .venv (about a minute)
+make lab     # JupyterLab on notebooks/
+make html    # execute every notebook and build this site into build/html/
+make test    # unit tests, nbval over every notebook, and this site checked in a headless browser
+```
+
+```{{toctree}}
+:hidden:
+:maxdepth: 1
+
+{toctree}
+```
+"""
+
+
+def placeholder(entry: Entry) -> nbformat.NotebookNode:
+    """A page for a catalogued notebook that does not exist yet, so links to it resolve."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["orphan"] = True  # not in the sidebar
+    nb.cells = [nbformat.v4.new_markdown_cell(
+        f"# {entry.label}\n\n*Planned: this notebook is listed in `notebooks/catalog.toml` and is not "
+        f"yet part of this build.*\n\n**Topic.** {entry.topic}.\n\n**You will be able to:** {entry.outcome}.")]
+    return nb
+
+
+def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG) -> list[Entry]:
+    """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
+    their ``.py`` files (offered for download when present). Returns the notebook entries rendered."""
+    catalogued = load_catalog(catalog)
+    entries = existing(catalogued, executed)
+    if not entries:
+        raise SystemExit(f"no notebooks matching {executed}/[0-9][0-9]_*.ipynb: nothing to build")
+    planned = [e for e in catalogued if e not in entries]
+    if src.exists():
+        shutil.rmtree(src)
+    downloads = src / "_extra" / "downloads"
+    downloads.mkdir(parents=True)
+    pages = {}
+    for entry in entries:
+        shutil.copyfile(executed / f"{entry.stem}.ipynb", src / f"{entry.stem}.ipynb")
+        shutil.copyfile(executed / f"{entry.stem}.ipynb", downloads / f"{entry.stem}.ipynb")
+        page = {"label": entry.label, "run_time": format_seconds(entry.run_time_s),
+                "ipynb": f"downloads/{entry.stem}.ipynb"}
+        if (sources / f"{entry.stem}.py").exists():
+            shutil.copyfile(sources / f"{entry.stem}.py", downloads / f"{entry.stem}.py")
+            page["py"] = f"downloads/{entry.stem}.py"
+        pages[entry.stem] = page
+    for entry in planned:
+        nbformat.write(placeholder(entry), src / f"{entry.stem}.ipynb")
+    (src / "index.md").write_text(index_markdown(entries, planned), encoding="utf-8")
+    (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
+    (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
+    return entries
+
+
+def render(src: Path, out: Path, doctrees: Path | None = None) -> float:
+    """Render the staged ``src`` into ``out`` with Sphinx; warnings are errors. Returns seconds taken.
+
+    Raises RuntimeError with Sphinx's warnings when the build fails (a broken link, a missing anchor).
+    """
+    from sphinx.cmd.build import build_main
+
+    doctrees = doctrees or out.parent / (out.name + "-doctrees")
+    for folder in (out, doctrees):
+        if folder.exists():
+            shutil.rmtree(folder)
+    args = ["-b", "html", "-c", str(CONF), "-d", str(doctrees), "-E", "-W", "--keep-going", "-n", "-q",
+            "-D", f"html_extra_path={src / '_extra'}", str(src), str(out)]
+    start = time.perf_counter()
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        status = build_main(args)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"the site build failed (Sphinx exit status {status}):\n{errors.getvalue()}")
+    for source_map in out.glob("_static/**/*.map"):
+        source_map.unlink()
+    return elapsed
+
+
+def size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def markdown_table(entries: list[Entry]) -> str:
+    """The notebook table in markdown, linking the notebooks themselves (for README.md)."""
+    lines = ["| # | Notebook | You will be able to | Run time |", "|---|---|---|---:|"]
+    for e in entries:
+        lines.append(f"| {e.number} | [{e.title}](notebooks/{e.stem}.ipynb): {e.topic[0].lower() + e.topic[1:]} | "
+                     f"{e.outcome} | {format_seconds(e.run_time_s)} |")
+    return "\n".join(lines)
+
+
+def build(execute: bool = True, out: Path = BUILD / "html") -> list[Entry]:
+    paths = [NOTEBOOKS / f"{e.stem}.ipynb" for e in existing(load_catalog())]
+    if execute:
+        executed = BUILD / "notebooks"
+        execute_all(paths, executed)
+    else:
+        executed = NOTEBOOKS
+    entries = stage(BUILD / "site-src", executed)
+    seconds = render(BUILD / "site-src", out)
+    print(f"rendered {len(entries)} notebook page(s) into {out.relative_to(ROOT)} in {seconds:.1f} s "
+          f"({size_mb(out):.1f} MB); open {(out / 'index.html').relative_to(ROOT)}")
+    return entries
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-execute", action="store_true",
+                        help="render notebooks/*.ipynb as committed instead of executing them into build/notebooks/")
+    parser.add_argument("--out", type=Path, default=BUILD / "html", help="output folder (default build/html)")
+    parser.add_argument("--readme-table", action="store_true", help="print the notebook table for README.md")
+    args = parser.parse_args(argv)
+    try:
+        entries = build(execute=not args.no_execute, out=args.out.resolve())
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    if args.readme_table:
+        print("\nNotebook table (markdown, for README.md):\n")
+        print(markdown_table(entries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

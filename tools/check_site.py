@@ -1,0 +1,351 @@
+"""Check a built site in a real browser: headless Chromium opens every page from ``file://``.
+
+    python tools/check_site.py                       # check build/html, screenshots in build/site-check/
+    python tools/check_site.py SITE --shots DIR      # another site / screenshot folder
+
+Driven by the Python ``playwright`` package against the system Chromium (Debian's ``chromium``,
+``/usr/bin/chromium``; ``make setup`` installs it when missing). For every page it checks:
+
+- no request leaves the site (anything but ``file://`` inside the site folder is blocked and
+  reported) and no request fails (a missing script, stylesheet, font or image);
+- no console error and no uncaught exception;
+- all math typeset: MathJax finished, no MathJax error box, and no raw ``$...$``, ``$$``, ``\\(``,
+  ``\\[`` or ``\\begin{`` left in the visible text (code excluded);
+- every image decoded (non-zero natural size) and given an alt text that is not a file name;
+- every internal link resolves: the file exists and so does its ``#anchor``;
+- solutions (cells tagged ``solution``) start closed, with their code hidden, and open on click;
+- nothing is clipped at a 1024 px window nor on a 390 px phone: an element whose content is
+  wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
+  itself does not scroll sideways;
+
+and, once for the site, that search (``search.html?q=...``, offline) finds a term on the one page
+that contains it. A screenshot of the top of each page (1024 px and phone) goes to ``--shots``.
+Exit status 1 and one line per problem when anything fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+DESKTOP = {"width": 1024, "height": 768}
+PHONE = {"width": 390, "height": 844}
+ID_ATTR = re.compile(r"""\s(?:id|name)\s*=\s*["']([^"']+)["']""")
+WORD = re.compile(r"[A-Za-z][A-Za-z-]{5,}[A-Za-z]")
+
+# Runs in the page: everything measured from the DOM, returned as plain data.
+PAGE_FACTS_JS = r"""
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const skip = 'pre, code, script, style, textarea, mjx-container, mjx-assistive-mml, .highlight, noscript';
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const texts = [];
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest(skip)) continue;
+    if (!el.checkVisibility()) continue;
+    texts.push(n.textContent);
+  }
+  const images = [...document.images].map(img => ({
+    src: img.getAttribute('src'), alt: img.getAttribute('alt'),
+    ok: img.complete && img.naturalWidth > 0,
+  }));
+  const links = [...document.querySelectorAll('a[href]')].map(a => a.href);
+  const ids = [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.getAttribute('name'));
+  return {
+    text: texts.join(' '),
+    math: document.querySelectorAll('mjx-container').length,
+    mathErrors: document.querySelectorAll('mjx-merror').length,
+    images, links, ids,
+    title: document.title,
+  };
+}
+"""
+
+# Elements whose content is wider than their box and cannot scroll: that content is cut off.
+CLIPPED_JS = r"""
+() => {
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const hidden = 'mjx-assistive-mml';  // MathJax's copy for screen readers, clipped on purpose
+  // How far the visible content of el reaches past its right edge (descendants' boxes; text too).
+  const overhang = (el) => {
+    const right = el.getBoundingClientRect().right;
+    let reach = right;
+    for (const child of el.querySelectorAll('*')) {
+      if (child.closest(hidden)) continue;
+      const r = child.getBoundingClientRect();
+      if (r.width > 0) reach = Math.max(reach, r.right);
+    }
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest(hidden)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) reach = Math.max(reach, r.right);
+    }
+    return reach - right;
+  };
+  const clipped = [];
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest(hidden)) continue;
+    if (el.tagName !== 'MJX-CONTAINER' && el.parentElement && el.parentElement.closest('mjx-container')) continue;  // MathJax's own glyph boxes
+    if (el.clientWidth === 0 || !el.checkVisibility()) continue;
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const ox = getComputedStyle(el).overflowX;
+    if (ox !== 'hidden' && ox !== 'clip') continue;
+    const cut = overhang(el);
+    if (cut <= 4) continue;
+    const label = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+      ? '.' + el.className.trim().split(/\s+/).join('.') : '');
+    const snippet = (el.textContent || '').trim().slice(0, 60).replace(/\s+/g, ' ');
+    clipped.push(`${label} (${Math.round(cut)} px cut off): ${snippet}`);
+  }
+  const page = document.documentElement;
+  const sideways = page.scrollWidth > window.innerWidth + 1 ? page.scrollWidth - window.innerWidth : 0;
+  return {clipped, sideways};
+}
+"""
+
+SOLUTIONS_JS = r"""
+async () => {
+  const cells = [...document.querySelectorAll('div.cell.tag_solution')];
+  const out = [];
+  for (const [i, cell] of cells.entries()) {
+    const details = cell.querySelector('details');
+    const code = cell.querySelector('.cell_input');
+    if (!details || !code) { out.push(`solution ${i + 1}: not folded (no <details> around its code)`); continue; }
+    if (details.open || code.checkVisibility()) { out.push(`solution ${i + 1}: open before any click`); continue; }
+    details.querySelector('summary').click();
+    await new Promise(r => setTimeout(r, 50));
+    if (!details.open || !code.checkVisibility()) out.push(`solution ${i + 1}: does not open on click`);
+  }
+  return {count: cells.length, problems: out};
+}
+"""
+
+RAW_TEX = [
+    (re.compile(r"\$\$"), "$$"),
+    (re.compile(r"\$(?!\s)[^$\n]{1,200}(?<!\s)\$"), "$...$"),
+    (re.compile(r"\\\(|\\\)|\\\[|\\\]"), "\\( or \\["),
+    (re.compile(r"\\begin\{"), "\\begin{"),
+]
+
+
+@dataclass
+class Report:
+    problems: list[str] = field(default_factory=list)
+    pages: dict[str, dict] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def add(self, page: str, message: str) -> None:
+        self.problems.append(f"{page}: {message}")
+
+
+def _inside(url: str, site: Path) -> Path | None:
+    """The file a ``file://`` URL points at, when it lies inside ``site``; else None."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    path = Path(unquote(parts.path)).resolve()
+    return path if path == site or site in path.parents else None
+
+
+def _ids_of(path: Path, cache: dict[Path, set[str]]) -> set[str]:
+    if path not in cache:
+        cache[path] = set(ID_ATTR.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return cache[path]
+
+
+def check_links(page: str, links: list[str], own_ids: set[str], own: Path, site: Path, report: Report,
+                cache: dict[Path, set[str]]) -> None:
+    for url in dict.fromkeys(links):
+        parts = urlsplit(url)
+        if parts.scheme in {"http", "https", "mailto"}:
+            continue  # a link in prose to the outside world: not fetched by the page, not checked here
+        if parts.scheme == "javascript" or url.startswith("data:"):
+            continue
+        target = _inside(url, site)
+        if target is None:
+            report.add(page, f"link leaves the site: {url}")
+            continue
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            report.add(page, f"broken link: {target.relative_to(site)} does not exist")
+            continue
+        anchor = unquote(parts.fragment)
+        if anchor and target.suffix == ".html":
+            ids = own_ids if target == own else _ids_of(target, cache)
+            if anchor not in ids:
+                report.add(page, f"broken link: no #{anchor} in {target.relative_to(site)}")
+
+
+def search_term(site: Path) -> tuple[str, str] | None:
+    """A word that appears on exactly one notebook page (and on no other page): what search must find."""
+    counts: Counter[str] = Counter()
+    words_of: dict[str, set[str]] = {}
+    pages = sorted(p for p in site.glob("[0-9][0-9]_*.html"))
+    for path in sorted(site.glob("*.html")):
+        text = re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8"))
+        words = {w.lower() for w in WORD.findall(text)}
+        words_of[path.name] = words
+        counts.update(words)
+    for path in pages:
+        unique = sorted(w for w in words_of[path.name] if counts[w] == 1 and "-" not in w)
+        if unique:
+            return max(unique, key=len), path.name
+    return None
+
+
+def check_site(site: Path, shots: Path | None = None, search: tuple[str, str] | None = None) -> Report:
+    """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring."""
+    from playwright.sync_api import sync_playwright
+
+    site = site.resolve()
+    report = Report()
+    start = time.perf_counter()
+    pages = sorted(site.glob("*.html"))
+    if not pages:
+        report.add(str(site), "no *.html pages")
+        return report
+    if shots:
+        if shots.exists():
+            shutil.rmtree(shots)
+        shots.mkdir(parents=True)
+    ids_cache: dict[Path, set[str]] = {}
+    profile = Path(tempfile.mkdtemp(prefix="posenc-chromium-"))
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
+                viewport=DESKTOP, ignore_default_args=["--enable-automation"],
+            )
+            events: list[str] = []
+
+            def block(route) -> None:
+                events.append(f"request leaves the site: {route.request.url}")
+                route.abort()
+
+            context.route(re.compile(r"^(https?|wss?|ftp):"), block)
+            page = context.pages[0] if context.pages else context.new_page()
+            page.on("console", lambda msg: events.append(f"console {msg.type}: {msg.text}")
+                    if msg.type == "error" else None)
+            page.on("pageerror", lambda err: events.append(f"uncaught exception: {err}"))
+            page.on("requestfailed", lambda req: events.append(
+                f"request failed: {req.url} ({req.failure})") if not re.match(r"^(https?|wss?|ftp):", req.url) else None)
+            page.on("request", lambda req: events.append(f"request outside the site folder: {req.url}")
+                    if req.url.startswith("file:") and _inside(req.url, site) is None else None)
+
+            for path in pages:
+                name = path.name
+                events.clear()
+                page.set_viewport_size(DESKTOP)
+                page.goto(path.as_uri(), wait_until="load")
+                facts = page.evaluate(PAGE_FACTS_JS)
+                page.wait_for_timeout(100)  # let late requests (fonts) settle before reading events
+                for label, pattern in ((label, p) for p, label in RAW_TEX):
+                    for m in pattern.finditer(facts["text"]):
+                        context_text = facts["text"][max(0, m.start() - 30): m.end() + 30].replace("\n", " ")
+                        report.add(name, f"raw TeX ({label}) in the visible text: ...{context_text}...")
+                        break
+                if facts["mathErrors"]:
+                    report.add(name, f"{facts['mathErrors']} MathJax error(s)")
+                for img in facts["images"]:
+                    if not img["ok"]:
+                        report.add(name, f"image not decoded: {img['src']}")
+                    alt = (img["alt"] or "").strip()
+                    if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.I):
+                        report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
+                check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
+                clip = page.evaluate(CLIPPED_JS)
+                for item in clip["clipped"]:
+                    report.add(name, f"clipped at {DESKTOP['width']} px: {item}")
+                if clip["sideways"]:
+                    report.add(name, f"page scrolls sideways at {DESKTOP['width']} px by {clip['sideways']} px")
+                if shots:
+                    page.screenshot(path=str(shots / f"{path.stem}.png"))
+                solutions = page.evaluate(SOLUTIONS_JS)
+                for problem in solutions["problems"]:
+                    report.add(name, problem)
+                page.set_viewport_size(PHONE)
+                page.wait_for_timeout(150)
+                clip = page.evaluate(CLIPPED_JS)
+                for item in clip["clipped"]:
+                    report.add(name, f"clipped on a {PHONE['width']} px phone: {item}")
+                if clip["sideways"]:
+                    report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {clip['sideways']} px")
+                if shots:
+                    page.screenshot(path=str(shots / f"{path.stem}.phone.png"))
+                for event in dict.fromkeys(events):
+                    report.add(name, event)
+                report.pages[name] = {"formulas": facts["math"], "images": len(facts["images"]),
+                                      "links": len(set(facts["links"])), "solutions": solutions["count"]}
+
+            search = search or search_term(site)
+            if search is None:
+                report.add("search.html", "no word found that appears on exactly one page, nothing to search for")
+            elif (site / "search.html").exists():
+                term, expected = search
+                events.clear()
+                page.set_viewport_size(DESKTOP)
+                page.goto((site / "search.html").as_uri() + f"?q={term}", wait_until="load")
+                try:
+                    page.wait_for_function(
+                        "() => document.querySelector('#search-results') && "
+                        "(document.querySelector('#search-results li') || "
+                        "/found|did not match/i.test(document.querySelector('#search-results').textContent))",
+                        timeout=10_000)
+                except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
+                    report.add("search.html", f"search for {term!r} did not finish within 10 s")
+                hits = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
+                found = sorted({Path(urlsplit(h).path).name for h in hits})
+                if expected not in found:
+                    report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
+                for event in dict.fromkeys(events):
+                    report.add("search.html", event)
+                report.pages["search.html"] = {"term": term, "expected": expected, "found": found}
+                if shots:
+                    page.screenshot(path=str(shots / "search.png"))
+            else:
+                report.add("search.html", "the site has no search page")
+            context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "html")
+    parser.add_argument("--shots", type=Path, default=ROOT / "build" / "site-check",
+                        help="folder for the screenshots (replaced)")
+    parser.add_argument("--search", nargs=2, metavar=("TERM", "PAGE"), help="search TERM, expect PAGE among the hits")
+    args = parser.parse_args(argv)
+    report = check_site(args.site, args.shots, tuple(args.search) if args.search else None)
+    for name, facts in report.pages.items():
+        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
+    for problem in report.problems:
+        print(f"PROBLEM {problem}")
+    verdict = "passed" if not report.problems else f"{len(report.problems)} problem(s)"
+    print(f"check_site: {len(report.pages)} page(s) checked in {report.seconds:.1f} s, {verdict}")
+    return 0 if not report.problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,63 @@
+"""Sphinx configuration of the course site (``make html``; see ``tools/build_site.py``).
+
+The sources are staged by ``tools/build_site.py`` into ``build/site-src/`` (the executed notebooks,
+the index and glossary pages); this folder holds the configuration, the project's extension
+(``posenc_site.py``), the glossary data and the stylesheet.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+project = "posenc: how Transformers know word order"
+author = "the posenc authors"
+copyright = "the posenc authors, MIT License"
+language = "en"
+
+extensions = ["myst_nb", "sphinx.ext.mathjax", "posenc_site"]
+exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
+
+# --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---
+nb_execution_mode = "off"
+nb_custom_formats = {".ipynb": ["posenc_site.read_notebook", {}, False]}
+nb_merge_streams = True
+nb_output_stderr = "show"
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_dmath_double_inline = True  # $$...$$ inside a paragraph (as in 03) is display math, not raw text
+myst_heading_anchors = 3  # `01_sinusoidal.ipynb#1--the-table` links resolve, and are checked
+
+# Every missing reference is reported; tools/build_site.py runs Sphinx with warnings as errors,
+# so a broken link between notebooks (or to an anchor that does not exist) fails the build.
+nitpicky = True
+
+# --- math, served from the site itself ---
+html_static_path = ["_static", str(HERE.parent / "vendor")]  # vendor/mathjax -> _static/mathjax
+mathjax_path = "mathjax/tex-chtml-full.js"  # relative: resolved against _static/
+mathjax3_config = {"options": {"enableMenu": False}}  # the menu is what could fetch more components
+
+# --- theme ---
+html_theme = "sphinx_book_theme"
+html_title = "posenc · positional encoding"
+html_css_files = ["posenc.css"]
+html_context = {"default_mode": "light"}  # empty, the theme logs "Got invalid theme mode"
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "use_source_button": False,
+    "use_edit_page_button": False,
+    "use_issues_button": False,
+    "navigation_with_keys": False,
+    "show_navbar_depth": 1,
+}
+html_show_sourcelink = True  # the download button offers the page's .ipynb
+html_copy_source = True
+html_show_search_summary = False  # the summaries are fetched page by page, which file:// forbids (CORS)
+html_last_updated_fmt = None
+html_permalinks_icon = "#"

@@ -1,0 +1,292 @@
+"""The course site's project-specific glue, as a Sphinx extension (loaded by ``tools/site/conf.py``).
+
+Everything else (sidebar, in-page contents, previous/next, search, phone layout, download
+button) is sphinx-book-theme's. What this module adds, at build time, without changing a
+notebook:
+
+- ``read_notebook``: myst-nb's notebook reader (``nb_custom_formats``). It folds the cells
+  tagged ``solution`` (myst-nb's ``hide-cell`` tag, with "Show solution" as the prompt), gives
+  every figure an alt text taken from the cell that drew it (see ``figure_alt``), and rewrites
+  links written with JupyterLab's heading anchors (``01_sinusoidal.ipynb#1-·-The-table``) to
+  the anchors the site uses, so both spellings work and Sphinx can check them.
+- A line under each notebook's title: its measured run time (``run_time_s`` in
+  ``notebooks/catalog.toml``) and links to download the ``.ipynb`` and the ``.py`` source.
+- Glossary links: the first occurrence of each glossary term (``glossary.toml``) in a page's
+  prose links to its entry on the glossary page.
+
+The build stages its sources with ``_site.json`` beside them (written by ``tools/build_site.py``):
+for every notebook page, its label, run time and download paths.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from docutils import nodes
+from myst_parser.mdit_to_docutils.base import default_slugify
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+HERE = Path(__file__).resolve().parent
+GLOSSARY = HERE / "glossary.toml"
+SOLUTION_TAG = "solution"
+NOTEBOOK_LINK = re.compile(r"\]\((?P<stem>\d\d_[A-Za-z0-9_]+\.ipynb)?#(?P<anchor>[^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+logger = logging.getLogger(__name__)
+
+# Filled when the build starts: for each staged notebook, its headings' anchors (see jupyter_anchor).
+_HEADINGS: dict[str, dict[str, str]] = {}
+
+
+# --- reading a notebook ----------------------------------------------------------------------------
+
+
+def jupyter_anchor(heading: str) -> str:
+    """The anchor JupyterLab gives a heading: its text with spaces replaced by '-' ("1-·-The-table")."""
+    return heading.strip().replace(" ", "-")
+
+
+def headings(nb: nbformat.NotebookNode) -> list[str]:
+    return [m[1] for c in nb.cells if c.cell_type == "markdown" for m in HEADING.finditer(c.source)]
+
+
+def anchor_map(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """JupyterLab anchor -> the MyST slug that Sphinx resolves (``myst_heading_anchors``)."""
+    return {jupyter_anchor(h): default_slugify(h) for h in headings(nb)}
+
+
+def _plain(text: str) -> str:
+    """Alt text without TeX markup: "$\\theta$ = 0.4" -> "theta = 0.4"."""
+    return re.sub(r"\s+", " ", re.sub(r"\\([A-Za-z]+)", r"\1", text.replace("$", ""))).strip()
+
+
+def _title_text(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):  # f-string: keep the literal parts, an ellipsis for each value
+        return "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+    return None
+
+
+def figure_titles(source: str) -> list[str]:
+    """The titles a cell gives its figures, as written in its code.
+
+    Looks at ``title=...`` keywords and at the first argument of ``set_title``, ``suptitle`` and
+    ``title`` calls; titles computed at run time (a variable) are not found.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg == "title" and (text := _title_text(kw.value)):
+                found.append(text)
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in {"set_title", "suptitle", "title"} and node.args and (text := _title_text(node.args[0])):
+            found.append(text)
+    # ast.walk is breadth-first; order the titles as they appear in the source.
+    return sorted(dict.fromkeys(found), key=lambda t: source.find(t.split("…")[0]))
+
+
+def figure_alt(source: str, heading: str | None) -> str:
+    """Alt text for the figures of a code cell: the figure titles written in the cell, else the
+    cell's first comment line and the section it sits in. (A figure's text/plain output is only
+    "<Figure size 600x400 with 1 Axes>", so the title cannot come from the output.)"""
+    titles = [_plain(t) for t in figure_titles(source)]
+    if titles:
+        return "Figure: " + "; ".join(titles)
+    comment = next((line.lstrip("# ").strip() for line in source.splitlines() if line.startswith("#")
+                    and not line.startswith("# NBVAL")), "")
+    where = f"in section “{_plain(heading)}”" if heading else "in this notebook"
+    return f"Figure {where}" + (f": {_plain(comment)}" if comment else "")
+
+
+def _rewrite_anchors(markdown: str, own: dict[str, str]) -> str:
+    def fix(m: re.Match) -> str:
+        stem = m["stem"]
+        table = _HEADINGS.get(stem.removesuffix(".ipynb"), {}) if stem else own
+        anchor = table.get(m["anchor"], m["anchor"])
+        return f"]({stem or ''}#{anchor})"
+
+    return NOTEBOOK_LINK.sub(fix, markdown)
+
+
+def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The changes the site makes to a notebook as it reads it (the file itself is not changed)."""
+    own = anchor_map(nb)
+    heading = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _rewrite_anchors(cell.source, own)
+            found = [m[1] for m in HEADING.finditer(cell.source)]
+            heading = found[-1] if found else heading
+            continue
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.setdefault("tags", [])
+        mystnb = cell.metadata.setdefault("mystnb", {})
+        if SOLUTION_TAG in tags and "hide-cell" not in tags:
+            tags.append("hide-cell")
+            mystnb.setdefault("code_prompt_show", "Show solution")
+            mystnb.setdefault("code_prompt_hide", "Hide solution")
+        if any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", [])):
+            mystnb.setdefault("image", {}).setdefault("alt", figure_alt(cell.source, heading))
+    return nb
+
+
+def read_notebook(text: str) -> nbformat.NotebookNode:
+    """myst-nb reader for ``.ipynb`` files (``nb_custom_formats`` in conf.py)."""
+    return prepare(nbformat.reads(text, as_version=4))
+
+
+# --- the site's data --------------------------------------------------------------------------------
+
+
+def load_glossary(path: Path = GLOSSARY) -> list[dict[str, Any]]:
+    terms = tomllib.loads(path.read_text(encoding="utf-8"))["term"]
+    for i, term in enumerate(terms):
+        if set(term) != {"en", "zh", "match", "definition"} or not term["match"]:
+            raise ValueError(f"{path}: term #{i} needs exactly en, zh, match (non-empty), definition; got {sorted(term)}")
+    return terms
+
+
+def glossary_markdown(terms: list[dict[str, Any]]) -> str:
+    """The glossary page (MyST): one Sphinx glossary entry per term, English and Chinese both as terms."""
+    lines = [
+        "# Glossary · 术语表",
+        "",
+        "The terms of the series in English and Chinese (the source material of the course is Chinese).",
+        "On each notebook page, the first occurrence of a term links here.",
+        "",
+        "```{glossary}",
+        ":sorted:",
+        "",
+    ]
+    for term in terms:
+        lines += [term["en"], term["zh"], f"  {term['definition']} ({term['zh']})", ""]
+    lines.append("```")
+    return "\n".join(lines) + "\n"
+
+
+def _site_data(app: Sphinx) -> dict[str, Any]:
+    path = Path(app.srcdir) / "_site.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"pages": {}}
+
+
+def _collect_headings(app: Sphinx) -> None:
+    _HEADINGS.clear()
+    for path in Path(app.srcdir).glob("[0-9][0-9]_*.ipynb"):
+        _HEADINGS[path.stem] = anchor_map(nbformat.read(path, as_version=4))
+    app.env.posenc_site = _site_data(app)  # type: ignore[attr-defined]
+
+
+# --- run time and downloads under the title ---------------------------------------------------------
+
+
+def add_page_facts(app: Sphinx, doctree: nodes.document) -> None:
+    """Insert "Run time ... · Download ..." after the first title of a notebook page."""
+    docname = app.env.current_document.docname
+    page = app.env.posenc_site["pages"].get(docname)  # type: ignore[attr-defined]
+    if not page:
+        return
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is None or not isinstance(section[0], nodes.title):
+        return
+    para = nodes.paragraph(classes=["posenc-page-facts"])
+    para += nodes.strong(text="Measured run time: ")
+    para += nodes.Text(f"{page['run_time']} on a laptop CPU (one thread, make execute).  ")
+    para += nodes.strong(text="Download: ")
+    links = [("notebook (.ipynb)", page.get("ipynb")), ("source (.py, jupytext)", page.get("py"))]
+    links = [(text, uri) for text, uri in links if uri]
+    for i, (text, uri) in enumerate(links):
+        if i:
+            para += nodes.Text(" · ")
+        para += nodes.reference(text, text, refuri=uri, classes=["posenc-download"])
+    section.insert(1, para)
+
+
+# --- glossary links ---------------------------------------------------------------------------------
+
+SKIP = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, nodes.reference, nodes.title,
+        nodes.raw, nodes.image, nodes.term, nodes.FixedTextElement, nodes.rubric)
+
+
+def _pattern(phrases: list[str]) -> re.Pattern:
+    sensitive = [re.escape(p) for p in phrases if p != p.lower()]
+    insensitive = [re.escape(p) for p in phrases if p == p.lower()]
+    parts = ([rf"(?:{'|'.join(sensitive)})"] if sensitive else []) + (
+        [rf"(?i:{'|'.join(insensitive)})"] if insensitive else [])
+    return re.compile(rf"(?<![\w-])(?:{'|'.join(parts)})(?![\w-])")
+
+
+def _in_skipped(node: nodes.Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, SKIP):
+            return True
+        classes = parent.get("classes", []) if isinstance(parent, nodes.Element) else []
+        if "cell_output" in classes or "cell_input" in classes or "posenc-page-facts" in classes:
+            return True
+        parent = parent.parent
+    return False
+
+
+def link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Link the first occurrence of each glossary term in a notebook page's prose to its entry."""
+    if docname not in app.env.posenc_site["pages"] or "glossary" not in app.env.all_docs:  # type: ignore[attr-defined]
+        return
+    std = app.env.domains.standard_domain
+    glossary_uri = app.builder.get_relative_uri(docname, "glossary")
+    remaining = []
+    for term in load_glossary():
+        target = std.objects.get(("term", term["en"]))
+        if target is None:
+            logger.warning(f"glossary term {term['en']!r} has no entry on the glossary page")
+            continue
+        remaining.append((_pattern(term["match"]), f"{glossary_uri}#{target[1]}", term))
+    for text_node in list(doctree.findall(nodes.Text)):
+        if not remaining or _in_skipped(text_node):
+            continue
+        text = str(text_node)
+        hits = []
+        for entry in remaining:
+            m = entry[0].search(text)
+            if m:
+                hits.append((m.start(), m.end(), entry))
+        if not hits:
+            continue
+        hits.sort(key=lambda h: (h[0], -h[1]))
+        chosen, end = [], -1
+        for start, stop, entry in hits:
+            if start >= end:
+                chosen.append((start, stop, entry))
+                end = stop
+        pieces: list[nodes.Node] = []
+        pos = 0
+        for start, stop, (pattern, uri, term) in chosen:
+            pieces.append(nodes.Text(text[pos:start]))
+            ref = nodes.reference(text[start:stop], text[start:stop], refuri=uri, internal=True,
+                                  classes=["posenc-term"], reftitle=f"{term['en']} · {term['zh']}")
+            pieces.append(ref)
+            pos = stop
+            remaining = [r for r in remaining if r[2] is not term]
+        pieces.append(nodes.Text(text[pos:]))
+        text_node.parent.replace(text_node, [p for p in pieces if not (isinstance(p, nodes.Text) and not str(p))])
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("builder-inited", _collect_headings)
+    app.connect("doctree-read", add_page_facts)
+    app.connect("doctree-resolved", link_glossary_terms)
+    return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
