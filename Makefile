@@ -26,12 +26,14 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # Notebooks are validated in parallel, one whole notebook per worker (one thread each).
 JOBS ?= 2
 
-.PHONY: help setup test unit nbval execute sync html lab bench clean
+.PHONY: help setup chromium test unit nbval execute sync html student check-site lab bench clean
 
 help:
-	@echo "make test    - unit tests + nbval (strict) over every notebook"
-	@echo "make html    - execute every notebook into build/ and render build/html/index.html"
+	@echo "make test    - unit tests (the site checked in headless Chromium among them) + nbval (strict)"
+	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html"
 	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
+	@echo "make student - the student edition (solutions removed) in build/student/"
+	@echo "make check-site - render the committed notebooks and check every page in headless Chromium"
 	@echo "make lab     - open the series in JupyterLab"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
 	@echo "make execute - re-execute notebooks in place, deterministically"
@@ -39,7 +41,14 @@ help:
 	@echo "make setup   - create .venv with the pinned environment"
 	@echo "make clean   - remove build outputs and caches (keeps .venv)"
 
-setup: $(STAMP)
+setup: $(STAMP) chromium
+
+# The browser check (tests/test_site.py, tools/check_site.py) drives Debian's chromium package.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { echo "installing chromium (for the site's browser check)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
+	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing; install Debian's chromium package" >&2; exit 1; }
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,7 +58,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $@
 
 # Both parts run even if the first fails; the total time is printed either way, the status kept.
-test: $(STAMP)
+test: $(STAMP) chromium
 	@start=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory unit || status=1; \
 	$(MAKE) --no-print-directory nbval || status=1; \
@@ -73,8 +82,18 @@ execute: $(STAMP)
 	$(PY) tools/execute.py $(NOTEBOOKS)
 
 # HTMLFLAGS=--no-execute renders the notebooks as committed instead of executing them afresh.
+# Sphinx + myst-nb + sphinx-book-theme (tools/site/); a broken link between notebooks fails the build.
 html: $(STAMP)
-	$(PY) tools/build_html.py $(HTMLFLAGS)
+	$(PY) tools/build_site.py $(HTMLFLAGS)
+
+# Solutions removed, exercise stubs kept with their outputs cleared: for handing out in class.
+student: $(STAMP)
+	$(PY) tools/student.py
+
+# What tests/test_site.py does in `make test`, with the full report: screenshots in build/site-check/.
+check-site: $(STAMP) chromium
+	$(PY) tools/build_site.py --no-execute --out build/test-site
+	$(PY) tools/check_site.py build/test-site --shots build/site-check
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --allow-root --notebook-dir=notebooks

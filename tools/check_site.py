@@ -18,8 +18,8 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
   itself does not scroll sideways;
 
-and, once for the site, that search (``search.html?q=...``, offline) finds a term on the one page
-that contains it. A screenshot of the top of each page (1024 px and phone) goes to ``--shots``.
+and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
+that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary. A screenshot of the top of each page (1024 px and phone) goes to ``--shots``.
 Exit status 1 and one line per problem when anything fails.
 """
 
@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -196,12 +196,14 @@ def check_links(page: str, links: list[str], own_ids: set[str], own: Path, site:
 
 
 def search_term(site: Path) -> tuple[str, str] | None:
-    """A word that appears on exactly one notebook page (and on no other page): what search must find."""
+    """A word of the prose (``<p>`` text) that appears on exactly one page, a notebook page: what search
+    must find. The longest such word of the first notebook page that has one."""
     counts: Counter[str] = Counter()
     words_of: dict[str, set[str]] = {}
     pages = sorted(p for p in site.glob("[0-9][0-9]_*.html"))
     for path in sorted(site.glob("*.html")):
-        text = re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8"))
+        prose = " ".join(re.findall(r"<p\b[^>]*>(.*?)</p>", path.read_text(encoding="utf-8"), re.S))
+        text = re.sub(r"<[^>]+>", " ", re.sub(r"<code\b.*?</code>", " ", prose, flags=re.S))
         words = {w.lower() for w in WORD.findall(text)}
         words_of[path.name] = words
         counts.update(words)
@@ -212,8 +214,51 @@ def search_term(site: Path) -> tuple[str, str] | None:
     return None
 
 
-def check_site(site: Path, shots: Path | None = None, search: tuple[str, str] | None = None) -> Report:
-    """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring."""
+def default_searches(site: Path) -> list[tuple[str, str]]:
+    """A word found on one notebook page only, and a Chinese term of the glossary (learners search in both)."""
+    found = [term] if (term := search_term(site)) else []
+    if (site / "glossary.html").exists():
+        found.append(("位置编码", "glossary.html"))
+    return found
+
+
+def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path | None, report: Report,
+                  events: list[str]) -> None:
+    if not (site / "search.html").exists():
+        report.add("search.html", "the site has no search page")
+        return
+    if not searches:
+        report.add("search.html", "no word found that appears on exactly one page, nothing to search for")
+    for i, (term, expected) in enumerate(searches):
+        events.clear()
+        page.set_viewport_size(DESKTOP)
+        page.goto((site / "search.html").as_uri() + "?q=" + quote(term), wait_until="load")
+        try:
+            page.wait_for_function(
+                "() => document.querySelector('#search-results') && "
+                "(document.querySelector('#search-results li') || "
+                "/found|did not match/i.test(document.querySelector('#search-results').textContent))",
+                timeout=10_000)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
+            report.add("search.html", f"search for {term!r} did not finish within 10 s")
+        hits = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
+        found = sorted({Path(urlsplit(h).path).name for h in hits})
+        if expected not in found:
+            report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
+        for event in dict.fromkeys(events):
+            report.add("search.html", event)
+        report.pages[f"search.html?q={term}"] = {"expected": expected, "found": ", ".join(found)}
+        if shots:
+            page.screenshot(path=str(shots / f"search-{i}.png"))
+
+
+def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, str]] | None = None,
+               check_search: bool = True) -> Report:
+    """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring.
+
+    ``searches``: (term, page) pairs that search must find; by default see ``default_searches``.
+    ``check_search=False`` skips the search check (for a folder of pages with no search page).
+    """
     from playwright.sync_api import sync_playwright
 
     site = site.resolve()
@@ -296,33 +341,8 @@ def check_site(site: Path, shots: Path | None = None, search: tuple[str, str] | 
                 report.pages[name] = {"formulas": facts["math"], "images": len(facts["images"]),
                                       "links": len(set(facts["links"])), "solutions": solutions["count"]}
 
-            search = search or search_term(site)
-            if search is None:
-                report.add("search.html", "no word found that appears on exactly one page, nothing to search for")
-            elif (site / "search.html").exists():
-                term, expected = search
-                events.clear()
-                page.set_viewport_size(DESKTOP)
-                page.goto((site / "search.html").as_uri() + f"?q={term}", wait_until="load")
-                try:
-                    page.wait_for_function(
-                        "() => document.querySelector('#search-results') && "
-                        "(document.querySelector('#search-results li') || "
-                        "/found|did not match/i.test(document.querySelector('#search-results').textContent))",
-                        timeout=10_000)
-                except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
-                    report.add("search.html", f"search for {term!r} did not finish within 10 s")
-                hits = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
-                found = sorted({Path(urlsplit(h).path).name for h in hits})
-                if expected not in found:
-                    report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
-                for event in dict.fromkeys(events):
-                    report.add("search.html", event)
-                report.pages["search.html"] = {"term": term, "expected": expected, "found": found}
-                if shots:
-                    page.screenshot(path=str(shots / "search.png"))
-            else:
-                report.add("search.html", "the site has no search page")
+            if check_search:
+                _check_search(page, site, searches or default_searches(site), shots, report, events)
             context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
@@ -335,15 +355,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "html")
     parser.add_argument("--shots", type=Path, default=ROOT / "build" / "site-check",
                         help="folder for the screenshots (replaced)")
-    parser.add_argument("--search", nargs=2, metavar=("TERM", "PAGE"), help="search TERM, expect PAGE among the hits")
+    parser.add_argument("--search", nargs=2, action="append", metavar=("TERM", "PAGE"),
+                        help="search TERM, expect PAGE among the hits (repeatable; default: see default_searches)")
     args = parser.parse_args(argv)
-    report = check_site(args.site, args.shots, tuple(args.search) if args.search else None)
+    report = check_site(args.site, args.shots, [tuple(s) for s in args.search] if args.search else None)
     for name, facts in report.pages.items():
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     verdict = "passed" if not report.problems else f"{len(report.problems)} problem(s)"
-    print(f"check_site: {len(report.pages)} page(s) checked in {report.seconds:.1f} s, {verdict}")
+    pages = [name for name in report.pages if "?" not in name]
+    print(f"check_site: {len(pages)} page(s) and {len(report.pages) - len(pages)} search(es) checked "
+          f"in {report.seconds:.1f} s, {verdict}")
     return 0 if not report.problems else 1
 
 

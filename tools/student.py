@@ -1,0 +1,116 @@
+"""Write the student edition of the series, for handing out in class: ``make student``.
+
+    python tools/student.py                      # notebooks/*.ipynb -> build/student/
+    python tools/student.py --out DIR NB.ipynb   # chosen notebooks, another folder
+
+Each notebook is copied with
+- every cell tagged ``solution`` removed, and the ``## Solutions`` heading with it once its
+  section holds nothing else;
+- every cell tagged ``exercise`` kept (the stub and its ``check_exercise_k`` call) with its
+  outputs cleared, so a student starts from an empty cell; the checkers stay in ``posenc_lib``;
+- everything else exactly as executed (outputs, figures, tables).
+
+Run in the course environment, an untouched stub makes its checker print a ``[to do]`` line and
+the rest of the notebook runs as before (``tests/test_student.py`` executes a student edition to
+show it). The solutions stay in the repository's own notebooks, for the teacher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from catalog import NOTEBOOKS, existing, load_catalog  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "student"
+SOLUTIONS_HEADING = re.compile(r"^\s*##\s+Solutions\b", re.IGNORECASE)
+SECTION = re.compile(r"^\s*#{1,2}\s", re.MULTILINE)
+
+README = """# posenc · student edition
+
+These notebooks are the course's notebooks without the worked solutions of the exercises.
+
+1. Open them in JupyterLab in the course environment (`make setup`, then `make lab` in the
+   repository, or any Jupyter with `posenc_lib` installed).
+2. Run the notebook from the top. Each exercise is a code cell with a stub: a function that
+   raises `NotImplementedError`, or a value left as `...`, followed by a `check_exercise_k(...)`
+   call. Untouched, the checker prints a `[to do]` line.
+3. Replace the stub with your answer and run the cell again: the checker prints `[passed]`, or
+   explains what is still wrong.
+"""
+
+
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student edition of one notebook (a new object; ``nb`` is left as it is)."""
+    nb = copy.deepcopy(nb)
+    cells = [c for c in nb.cells if "solution" not in tags(c)]
+    for cell in cells:
+        if cell.cell_type == "code" and "exercise" in tags(cell):
+            cell.outputs = []
+            cell.execution_count = None
+    nb.cells = _drop_empty_solutions_section(cells)
+    return nb
+
+
+def _drop_empty_solutions_section(cells: list) -> list:
+    """Remove the "## Solutions" section when only markdown is left in it (its solutions are gone)."""
+    out = []
+    i = 0
+    while i < len(cells):
+        cell = cells[i]
+        if cell.cell_type == "markdown" and SOLUTIONS_HEADING.match(cell.source):
+            end = i + 1
+            while end < len(cells) and not (cells[end].cell_type == "markdown" and SECTION.match(cells[end].source)):
+                end += 1
+            section = cells[i:end]
+            if all(c.cell_type == "markdown" for c in section):
+                i = end
+                continue
+        out.append(cell)
+        i += 1
+    return out
+
+
+def write_edition(paths: list[Path], out: Path = OUT) -> list[Path]:
+    """Write the student edition of ``paths`` into ``out`` (replaced); returns the files written."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    written = []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        target = out / path.name
+        nbformat.write(student_notebook(nb), target)
+        written.append(target)
+    (out / "README.md").write_text(README, encoding="utf-8")
+    return written
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every catalogued notebooks/NN_*.ipynb")
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder (replaced; default build/student)")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or [NOTEBOOKS / f"{e.stem}.ipynb" for e in existing(load_catalog())]
+    written = write_edition(paths, args.out)
+    for path in written:
+        nb = nbformat.read(path, as_version=4)
+        stubs = sum("exercise" in tags(c) for c in nb.cells)
+        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {stubs} exercise stub(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
