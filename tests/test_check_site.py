@@ -26,8 +26,9 @@ check = load("check_site")
 
 PNG_1PX = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q"
            "DwADhgGAWjR9awAAAABJRU5ErkJggg==")
-CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title></head>
-<body><main>
+CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title>
+<style>@media print {{ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }} nav {{ display: none; }} }}</style></head>
+<body><nav class="bd-sidebar-primary"><a href="other.html">other</a></nav><main>
 <h1 id="top">A clean page</h1>
 <p>Prose with a price of $5 and $6, a <a href="#top">link to an anchor</a>,
 <a href="other.html#there">a link to another page</a> and <a href="https://example.org">one to the world</a>.</p>
@@ -41,7 +42,7 @@ OTHER = '<!doctype html><html><head><title>other</title></head><body><main><p id
 
 BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</title>
 <script src="https://cdn.example.org/mathjax/tex-chtml.js"></script></head>
-<body><main>
+<body><nav class="bd-sidebar-primary"><a href="other.html">other</a></nav><main>
 <p>A formula left as raw TeX: $x$ and a display $$y = x^2$$.</p>
 <p><a href="missing.html">a broken link</a> and <a href="other.html#nowhere">a missing anchor</a>.</p>
 <img src="no-such-figure.png" alt="no-such-figure.png">
@@ -81,6 +82,8 @@ def test_a_broken_page_fails_on_every_fault(tmp_path):
         "image without a meaningful alt text",
         "clipped at 1024 px: pre",
         "solution 1: open before any click",
+        "navigation printed: bd-sidebar-primary",
+        "code not wrapped in print: a very long line",
         "console error: something went wrong",
     ]
     missing = [e for e in expected if e not in text]

@@ -17,6 +17,7 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
 - nothing is clipped at a 1024 px window nor on a 390 px phone: an element whose content is
   wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
   itself does not scroll sideways;
+- in print (the print stylesheet): no navigation, and every code block wrapped to the page;
 
 and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary. A screenshot of the top of each page (1024 px and phone) goes to ``--shots``.
@@ -135,6 +136,23 @@ async () => {
     if (!details.open || !code.checkVisibility()) out.push(`solution ${i + 1}: does not open on click`);
   }
   return {count: cells.length, problems: out};
+}
+"""
+
+# In print: no navigation shown, no code block wider than the page (it must wrap, as paper cannot scroll).
+PRINT_JS = r"""
+() => {
+  const problems = [];
+  for (const el of document.querySelectorAll('.bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .prev-next-area')) {
+    if (el.checkVisibility()) problems.push(`navigation printed: ${el.className.split(' ')[0]}`);
+  }
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  for (const pre of main.querySelectorAll('pre')) {
+    if (pre.checkVisibility() && pre.scrollWidth > pre.clientWidth + 1) {
+      problems.push(`code not wrapped in print: ${(pre.textContent || '').trim().slice(0, 50)}`);
+    }
+  }
+  return problems;
 }
 """
 
@@ -327,6 +345,10 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 solutions = page.evaluate(SOLUTIONS_JS)
                 for problem in solutions["problems"]:
                     report.add(name, problem)
+                page.emulate_media(media="print")
+                for problem in page.evaluate(PRINT_JS):
+                    report.add(name, problem)
+                page.emulate_media(media="screen")
                 page.set_viewport_size(PHONE)
                 page.wait_for_timeout(150)
                 clip = page.evaluate(CLIPPED_JS)
