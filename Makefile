@@ -43,11 +43,12 @@ help:
 
 setup: $(STAMP) chromium
 
-# The browser check (tests/test_site.py, tools/check_site.py) drives Debian's chromium package.
+# The browser check (tests/test_site.py, tools/check_site.py) drives Debian's chromium package;
+# a small Chinese font (1.6 MB) lets its screenshots show the glossary's Chinese terms.
 CHROMIUM := /usr/bin/chromium
 chromium:
 	@test -x $(CHROMIUM) || { echo "installing chromium (for the site's browser check)"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-wqy-microhei >/dev/null; }
 	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing; install Debian's chromium package" >&2; exit 1; }
 
 $(STAMP): requirements.txt pyproject.toml

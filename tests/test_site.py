@@ -304,11 +304,13 @@ def test_page_facts_run_time_and_downloads(synthetic_site):
     facts = soup.select_one("p.posenc-page-facts")
     assert "34 s" in facts.get_text()
     links = [a["href"] for a in facts.find_all("a")]
-    assert links == ["downloads/00_demo.ipynb", "downloads/00_demo.py"]
+    assert links == ["_sources/00_demo.ipynb", "downloads/00_demo.py"]
     assert all((synthetic_site / href).is_file() for href in links)
     assert "1 min 15 s" in page(synthetic_site, "01_next.html").select_one("p.posenc-page-facts").get_text()
     no_py = [a["href"] for a in page(synthetic_site, "01_next.html").select("p.posenc-page-facts a")]
-    assert no_py == ["downloads/01_next.ipynb"]  # no .py beside it, no link
+    assert no_py == ["_sources/01_next.ipynb"]  # no .py beside it, no link
+    src = synthetic_site.parent / "notebooks" / "00_demo.ipynb"
+    assert (synthetic_site / "_sources" / "00_demo.ipynb").read_bytes() == src.read_bytes()  # as executed
 
 
 def test_links_between_notebooks_are_site_links(synthetic_site):

@@ -8,7 +8,8 @@
    (deterministic; skipped with ``--no-execute``).
 2. Stage the sources in ``build/site-src/``: the executed notebooks, an index page written from
    ``notebooks/catalog.toml`` (only the notebooks that exist; planned ones get a short placeholder
-   page, so a link to them resolves), the glossary page, the ``.ipynb``/``.py`` downloads.
+   page, so a link to them resolves), the glossary page, the ``.py`` sources for download (the
+   ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
 3. Render with Sphinx into ``build/html/`` (configuration in ``tools/site/``), notebook execution
    off, warnings as errors: a broken link between notebooks or to a missing anchor fails the build.
    MathJax 3.2.2 is served from the site (``tools/vendor/mathjax``); nothing is loaded from the
@@ -138,9 +139,9 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
     pages = {}
     for entry in entries:
         shutil.copyfile(executed / f"{entry.stem}.ipynb", src / f"{entry.stem}.ipynb")
-        shutil.copyfile(executed / f"{entry.stem}.ipynb", downloads / f"{entry.stem}.ipynb")
+        # Sphinx publishes each source, byte for byte, under _sources/ (html_copy_source).
         page = {"label": entry.label, "run_time": format_seconds(entry.run_time_s),
-                "ipynb": f"downloads/{entry.stem}.ipynb"}
+                "ipynb": f"_sources/{entry.stem}.ipynb"}
         if (sources / f"{entry.stem}.py").exists():
             shutil.copyfile(sources / f"{entry.stem}.py", downloads / f"{entry.stem}.py")
             page["py"] = f"downloads/{entry.stem}.py"

@@ -174,7 +174,7 @@ def glossary_markdown(terms: list[dict[str, Any]]) -> str:
         "",
     ]
     for term in terms:
-        lines += [term["en"], term["zh"], f"  {term['definition']} ({term['zh']})", ""]
+        lines += [term["en"], term["zh"], f"  {term['definition']}", ""]
     lines.append("```")
     return "\n".join(lines) + "\n"
 
