@@ -54,23 +54,34 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</titl
 """
 
 
-def site(tmp_path: Path, page: str) -> Path:
-    (tmp_path / "page.html").write_text(page, encoding="utf-8")
-    (tmp_path / "other.html").write_text(OTHER, encoding="utf-8")
-    return tmp_path
+STUCK = CLEAN.replace('<div class="cell tag_solution"><details>',
+                      '<div class="cell tag_solution"><details ontoggle="this.open = false">')
 
 
-def test_a_clean_page_passes(tmp_path):
-    report = check.check_site(site(tmp_path, CLEAN), tmp_path / "shots", check_search=False)
-    assert report.problems == []
-    assert report.pages["page.html"]["solutions"] == 1 and report.pages["page.html"]["images"] == 1
-    assert (tmp_path / "shots" / "page.png").stat().st_size > 0
-    assert (tmp_path / "shots" / "page.phone.png").stat().st_size > 0
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """One browser run over a clean page, a broken one and one whose solution does not open."""
+    site = tmp_path_factory.mktemp("site")
+    for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER)]:
+        (site / name).write_text(text, encoding="utf-8")
+    result = check.check_site(site, site / "shots", searches=[("anything", "clean.html")])
+    result.site = site
+    return result
 
 
-def test_a_broken_page_fails_on_every_fault(tmp_path):
-    report = check.check_site(site(tmp_path, BROKEN), None, check_search=False)
-    text = "\n".join(report.problems)
+def problems_of(report, page: str) -> list[str]:
+    return [p.removeprefix(f"{page}: ") for p in report.problems if p.startswith(f"{page}: ")]
+
+
+def test_a_clean_page_passes(report):
+    assert problems_of(report, "clean.html") == [] and problems_of(report, "other.html") == []
+    assert report.pages["clean.html"]["solutions"] == 1 and report.pages["clean.html"]["images"] == 1
+    assert (report.site / "shots" / "clean.png").stat().st_size > 0
+    assert (report.site / "shots" / "clean.phone.png").stat().st_size > 0
+
+
+def test_a_broken_page_fails_on_every_fault(report):
+    text = "\n".join(problems_of(report, "broken.html"))
     expected = [
         "request leaves the site: https://cdn.example.org/mathjax/tex-chtml.js",  # a CDN script
         "raw TeX ($...$)",  # $x$
@@ -88,19 +99,14 @@ def test_a_broken_page_fails_on_every_fault(tmp_path):
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
-    assert all(p.startswith("page.html: ") for p in report.problems)
 
 
-def test_a_solution_that_does_not_open_is_caught(tmp_path):
-    stuck = CLEAN.replace('<div class="cell tag_solution"><details>',
-                          '<div class="cell tag_solution"><details ontoggle="this.open = false">')
-    report = check.check_site(site(tmp_path, stuck), None, check_search=False)
-    assert any("does not open on click" in p for p in report.problems), report.problems
+def test_a_solution_that_does_not_open_is_caught(report):
+    assert problems_of(report, "stuck.html") == ["solution 1: does not open on click"]
 
 
-def test_the_search_check_fails_without_a_search_page(tmp_path):
-    report = check.check_site(site(tmp_path, CLEAN), None)
-    assert any(p.startswith("search.html: ") for p in report.problems), report.problems
+def test_the_search_check_fails_without_a_search_page(report):
+    assert problems_of(report, "search.html") == ["the site has no search page"]
 
 
 def test_search_term_is_a_word_of_exactly_one_notebook_page(tmp_path):
