@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import PositionScheme, check_int, check_integer_tensor
@@ -56,6 +57,17 @@ def _check_qk_positions(q_positions: Tensor, k_positions: Tensor) -> None:
         raise ValueError(
             f"q_positions and k_positions must have the same batch size (or 1), got {bq} and {bk}"
         )
+
+
+def _shared_rows(q_positions: Tensor, k_positions: Tensor) -> tuple[Tensor, Tensor]:
+    """One row of each when every batch row is the same view (``default_positions`` expands one row).
+
+    A bias is then built once, (1, heads, q_len, k_len), and broadcast over the batch, instead
+    of batch identical copies. Decided from the strides alone, so it never reads the data.
+    """
+    if q_positions.stride(0) == 0 and k_positions.stride(0) == 0:
+        return q_positions[:1], k_positions[:1]
+    return q_positions, k_positions
 
 
 def _check_position_range(name: str, positions: Tensor, size: int, what: str) -> None:
@@ -147,9 +159,29 @@ class T5RelativeBias(PositionScheme):
         rel = k_positions[:, None, :] - q_positions[:, :, None]
         return t5_relative_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
+    def offset_bias(self) -> Tensor:
+        """Bias of every offset ``j - i`` in ``[-max_distance, max_distance]``: (2*max_distance + 1, heads).
+
+        Row ``r`` belongs to offset ``r - max_distance``. Offsets beyond ``max_distance`` on either
+        side fall into the same (last) bucket as ``+-max_distance``, so these rows cover every pair.
+        """
+        m = self.max_distance
+        offsets = torch.arange(-m, m + 1, device=self.table.weight.device)
+        return self.table(t5_relative_bucket(offsets, self.bidirectional, self.num_buckets, m))
+
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
-        """Bias (batch|1, heads, q_len, k_len)."""
-        return self.table(self.buckets(q_positions, k_positions)).permute(0, 3, 1, 2)
+        """Bias (batch|1, heads, q_len, k_len).
+
+        The bucket (the float32 log) is computed once per distinct offset, in :meth:`offset_bias`,
+        not once per (query, key) pair; the pairs only gather rows. The values are the same
+        table entries as ``table(buckets(q_positions, k_positions))``, bit for bit.
+        """
+        _check_qk_positions(q_positions, k_positions)
+        q_positions, k_positions = _shared_rows(q_positions, k_positions)
+        m = self.max_distance
+        rel = k_positions[:, None, :] - q_positions[:, :, None]
+        row = rel.clamp_(-m, m).add_(m)
+        return F.embedding(row, self.offset_bias()).permute(0, 3, 1, 2)
 
     def extra_repr(self) -> str:
         return (
@@ -223,6 +255,8 @@ class ALiBi(PositionScheme):
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
         """(batch|1, heads, 1, k_len) when causal, else (batch|1, heads, q_len, k_len)."""
+        _check_qk_positions(q_positions, k_positions)
+        q_positions, k_positions = _shared_rows(q_positions, k_positions)
         return alibi_bias(self.slopes, q_positions, k_positions, compact=self.causal)
 
     def extra_repr(self) -> str:
