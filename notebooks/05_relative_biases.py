@@ -26,7 +26,7 @@
 # [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb)
 # and [03 · RoPE](03_rope.ipynb) (the schemes compared here).
 #
-# **Run time:** about 45 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 30 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in eighteen small training runs of 150 steps.
 
 # %%
@@ -263,7 +263,7 @@ print(f"one layer, L = 512, 8 heads: full bias + mask {mib(bytes_mask)}, compact
 assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 
 # %% [markdown]
-# At a realistic length the difference is large. An MPT-7B-sized layer (32 heads, ALiBi) at a
+# At a realistic length the difference is large. A 32-head layer (MPT-7B has 32 ALiBi heads) at a
 # context of 8192 tokens: the full bias for one sequence, in float32 and bf16, against the compact
 # (heads, 1, L) form.
 
@@ -296,7 +296,9 @@ M = 3
 index = swin_relative_position_index(M, M)  # (9, 9): pair of patches -> row of the 25-row table
 uses = torch.bincount(index.flatten(), minlength=(2 * M - 1) ** 2).reshape(2 * M - 1, 2 * M - 1)
 
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+beit_index = swin_relative_position_index(M, M, n_prefix=1)  # (10, 10): a class token first
+
+fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
 heatmap(axes[0], index.numpy(), f"Swin index, {M}x{M} window (row-major patches)", "key patch j", "query patch i",
         colorbar_label="row of the bias table")
 for i in range(M * M):
@@ -306,12 +308,16 @@ for i in range(M * M):
 heatmap(axes[1], uses.numpy(), f"How many pairs use each of the {(2 * M - 1) ** 2} table rows",
         "column offset  c_i - c_j", "row offset  r_i - r_j", colorbar_label="number of (query, key) pairs",
         extent=(-M + 0.5, M - 0.5, M - 0.5, -M + 0.5))
+heatmap(axes[2], beit_index.numpy(), "BEiT: class token (0) + the same window", "key token j", "query token i",
+        colorbar_label="row of the bias table")
 plt.show()
 
 # %% [markdown]
 # The index is made of $M \times M$ blocks (one per pair of patch *rows*), each itself Toeplitz
 # (constant along diagonals, one per column offset): a block-Toeplitz matrix. The count on the
-# right is a pyramid: offset $(0, 0)$ is used by all 9 patches, each corner offset by one pair.
+# middle is a pyramid: offset $(0, 0)$ is used by all 9 patches, each corner offset by one pair.
+# On the right, BEiT's index with a class token in front: its row and column use three extra
+# table rows (25, 26, 27), the patches keep Swin's index.
 #
 # **Check.** The index is the formula, every table row is used, and the library's scheme gathers
 # the table with it. BEiT adds a class token: it gets three more learned rows (class → patch,
@@ -326,7 +332,6 @@ swin = SwinRelativeBias(n_heads=2, window_h=M, window_w=M)
 bias = swin.score_bias(torch.arange(M * M)[None], torch.arange(M * M)[None])
 assert torch.equal(bias[0], swin.table[index].permute(2, 0, 1))
 
-beit_index = swin_relative_position_index(M, M, n_prefix=1)  # (10, 10)
 n_rel = (2 * M - 1) ** 2
 assert torch.equal(beit_index[1:, 1:], index)
 assert (beit_index[0, 1:] == n_rel).all() and (beit_index[1:, 0] == n_rel + 1).all() and beit_index[0, 0] == n_rel + 2
@@ -516,8 +521,8 @@ print("RoPE, T5 and sinusoidal beat ALiBi, none and learnable by more than 2 std
 # the key exactly 3 back, and with random tokens the content cannot help. That is no verdict on
 # ALiBi for language modelling (its design target, with a recency prior and many layers; see
 # 06 (length extrapolation)); it is what a fixed monotone bias can and cannot express. The
-# learnable table trains slowly from its small initial values in 150 steps (its spread across seeds
-# is the largest).
+# learnable table, which starts from small random values, is far from solving the task after 150
+# steps, and its result depends most on the seed (the largest spread).
 #
 # What did T5 learn? Its bias per head, against the offset (seed 0):
 
