@@ -17,7 +17,10 @@ Compact forms. The softmax over keys does not change when a constant is added to
 on every key the query may see. ALiBi under a causal mask is such a case: for ``j <= i``,
 ``-m * (i - j) = -m*i + m*j``, and ``-m*i`` is constant over the row, so the per-key bias
 ``m*j`` of shape (heads, 1, k_len) gives the same attention as the full (heads, q_len, k_len)
-one (this is what BLOOM does). It does *not* hold without the causal mask (``|i - j|`` is not
+one (this is what BLOOM does), and :class:`~posenc_lib.attention.MultiHeadAttention` passes it to
+``scaled_dot_product_attention`` as one more q/k column under ``is_causal=True``
+(:func:`~posenc_lib.attention.fold_key_bias`), so no (heads, q_len, k_len) tensor is built at
+all. It does *not* hold without the causal mask (``|i - j|`` is not
 a sum of a function of i and one of j), and it never holds for T5: its bias is a learned,
 arbitrary value per bucket of ``j - i``, and the buckets are capped and log-spaced, so it is
 no sum ``f(i) + g(j)``. T5 and Swin therefore always return the full
