@@ -125,6 +125,26 @@ def test_t5_gathered_bias_equals_bucketing_every_pair(bidirectional, num_buckets
     assert scheme.offset_bias().shape == (2 * max_distance + 1, 3)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    num_buckets=st.integers(4, 64),
+    max_distance=st.integers(4, 300),
+    bidirectional=st.booleans(),
+    offset=st.integers(0, 1000),
+    seed=st.integers(0, 2**16),
+)
+def test_t5_gathered_bias_equals_every_pair_property(num_buckets, max_distance, bidirectional, offset, seed):
+    n = num_buckets // 2 if bidirectional else num_buckets
+    if max_distance <= n // 2:
+        return  # rejected by the constructor (tested above)
+    torch.manual_seed(seed)
+    scheme = T5RelativeBias(2, num_buckets, max_distance, bidirectional)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 700, (1, 9), generator=gen) + offset
+    k = torch.randint(0, 700, (1, 11), generator=gen)
+    assert torch.equal(scheme.score_bias(q, k), scheme.table(scheme.buckets(q, k)).permute(0, 3, 1, 2))
+
+
 def test_t5_gathered_bias_trains_the_same_table_rows():
     torch.manual_seed(0)
     scheme = T5RelativeBias(2, num_buckets=8, max_distance=16)
