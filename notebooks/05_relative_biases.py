@@ -432,8 +432,9 @@ assert peg_probe["3 PEG, circular"] < 2 * chance_peg
 
 # %% [markdown]
 # **Takeaway:** a PEG's position signal is its zero border: it is absolute, it starts at the
-# edges and reaches inward one kernel radius per layer. Convolutional stems of hybrid ViTs carry
-# the same implicit signal. Remove the border and the signal is gone.
+# edges and reaches inward one kernel radius per layer. Remove the border and the signal is gone.
+# A convolutional stem (as in hybrid ViTs) pads its borders the same way, so the same mechanism
+# can give it implicit position (not measured here).
 #
 # ## 5 · NoPE: the causal mask is a position signal
 #
