@@ -567,8 +567,9 @@ assert (peak == -LAG).any()
 
 # %% [markdown]
 # **Takeaway:** at least one head puts its largest bias exactly at offset $-3$: the model learned,
-# in the bias table alone, where to look. On this relative task RoPE and T5 are best, ALiBi's fixed
-# shape cannot express it, and without an encoding the decoder reaches only a fraction of it.
+# in the bias table alone, where to look. On this relative task RoPE, T5 and the sinusoidal table
+# solve it, ALiBi's fixed shape cannot express it, and without an encoding the decoder reaches only
+# a fraction of it.
 #
 # ## 7 · What each scheme costs
 #
