@@ -23,6 +23,7 @@ Shapes used throughout:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -40,6 +41,7 @@ __all__ = [
     "check_integer_tensor",
     "check_int",
     "check_attn_mask",
+    "fold_key_bias",
 ]
 
 
@@ -149,6 +151,34 @@ class KVCache:
         return self.k, self.v, self.positions
 
 
+def fold_key_bias(q: Tensor, k: Tensor, v: Tensor, key_bias: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Turn a per-key score bias into one more head dimension, so that SDPA needs no float mask.
+
+    A bias that depends on the key only, ``b[h, j]`` (compact ALiBi's ``m_h * j``), is a dot
+    product with a constant: append 1 to every query and ``b[h, j] / scale`` to key ``j``, and
+    ``scale * q'.k' = scale * q.k + b[h, j]``. ``v`` gets a zero column so that all three share one
+    head size (the fast SDPA kernels need that); drop it from the output with ``y[..., :head_dim]``.
+    Under ``is_causal=True`` this reaches SDPA with no (heads, q_len, k_len) tensor at all: the
+    extra memory is one column of q, k and v, O(L) instead of O(heads * L^2).
+
+    Args:
+        q, k, v: (batch, heads, q_len|k_len, head_dim).
+        key_bias: (batch|1, heads, 1, k_len), added to the scaled scores.
+        scale: the score scale SDPA must then be called with (``scale=``), usually head_dim ** -0.5.
+
+    Returns (q', k', v'), each with head_dim + 1 columns.
+    """
+    if key_bias.dim() != 4 or key_bias.shape[-2] != 1 or key_bias.shape[-1] != k.shape[-2]:
+        raise ValueError(
+            f"key_bias must have shape (batch|1, heads, 1, k_len={k.shape[-2]}), got {tuple(key_bias.shape)}"
+        )
+    column = (key_bias.to(torch.promote_types(key_bias.dtype, torch.float32)) / scale).transpose(-1, -2)
+    q = torch.cat([q, q.new_ones(*q.shape[:-1], 1)], dim=-1)
+    k = torch.cat([k, column.to(k.dtype).expand(*k.shape[:-1], 1)], dim=-1)
+    v = torch.cat([v, v.new_zeros(*v.shape[:-1], 1)], dim=-1)
+    return q, k, v
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention with a pluggable position scheme.
 
@@ -221,10 +251,22 @@ class MultiHeadAttention(nn.Module):
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)
-        # Plain causal attention (no bias, no padding, no cache offset) lets SDPA apply the causal
-        # mask itself, in memory linear in seq; anything else is folded into one (.., q, k) float mask.
+        # Causal attention with no padding and no cache offset lets SDPA apply the causal mask itself,
+        # in memory linear in seq; a per-key bias (batch|1, heads, 1, k_len), such as compact ALiBi,
+        # then rides along as one extra q/k column (see fold_key_bias). Anything else is folded into
+        # one (.., q_len, k_len) float mask.
         bias = self.scheme.score_bias(positions, k_positions)
-        sdpa_causal = causal and bias is None and attn_mask is None and past == 0 and not return_weights
+        sdpa_causal = causal and attn_mask is None and past == 0 and not return_weights
+        scale = None  # SDPA's default, 1 / sqrt(head_dim)
+        if sdpa_causal and bias is not None:
+            per_key = (bias.dim() == 4 and bias.shape[0] in (1, b) and bias.shape[1] in (1, self.n_heads)
+                       and bias.shape[2] == 1 and bias.shape[3] == k.shape[-2])
+            if per_key:
+                scale = 1.0 / math.sqrt(self.head_dim)  # the default, stated: q and k grow by a column
+                q, k, v = fold_key_bias(q, k, v, bias, scale)
+                bias = None
+            else:
+                sdpa_causal = False
         mask = None if sdpa_causal else self._mask(bias, attn_mask, causal, past, b, s, k.shape[-2], x)
 
         if return_weights:
@@ -237,7 +279,8 @@ class MultiHeadAttention(nn.Module):
             weights = scores.masked_fill(dead, 0.0).softmax(dim=-1).masked_fill(dead, 0.0)
             y = weights @ v
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal, scale=scale)
+            y = y[..., : self.head_dim]  # drop fold_key_bias's zero value column, if any
         y = self.out(y.transpose(1, 2).reshape(b, s, self.d_model))
         return (y, weights) if return_weights else y
 

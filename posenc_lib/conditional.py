@@ -18,25 +18,42 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from typing import Literal
+
 from torch import Tensor, nn
 
 from .attention import PositionScheme, check_int
 
+Padding = Literal["zeros", "circular"]
+
 __all__ = ["peg", "PEG"]
 
 
-def peg(x: Tensor, weight: Tensor, bias: Tensor | None, grid_h: int, grid_w: int, n_prefix: int = 0) -> Tensor:
+def peg(
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    grid_h: int,
+    grid_w: int,
+    n_prefix: int = 0,
+    padding: Padding = "zeros",
+) -> Tensor:
     """Apply a PEG: ``x + depthwise_conv(grid(x))`` on the patch tokens, prefix tokens unchanged.
 
     Args:
         x: (batch, n_prefix + grid_h*grid_w, d_model) float tokens.
-        weight: (d_model, 1, k, k) depthwise kernel, k odd; zero padding of k // 2 keeps the grid size.
+        weight: (d_model, 1, k, k) depthwise kernel, k odd; padding of k // 2 keeps the grid size.
         bias: (d_model,) or None.
         grid_h, grid_w: patch grid; tokens are its cells in row-major order.
         n_prefix: leading tokens (class token, registers) left as they are.
+        padding: "zeros" (CPVT: the border leaks absolute position) or "circular" (the grid wraps
+            around like a torus: no border, so the convolution is exactly translation-equivariant
+            and carries no absolute position; for experiments).
 
     Returns (batch, n_prefix + grid_h*grid_w, d_model).
     """
+    if padding not in ("zeros", "circular"):
+        raise ValueError(f"padding must be 'zeros' or 'circular', got {padding!r}")
     if not x.dtype.is_floating_point:
         raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
     n = n_prefix + grid_h * grid_w
@@ -50,7 +67,11 @@ def peg(x: Tensor, weight: Tensor, bias: Tensor | None, grid_h: int, grid_w: int
         raise ValueError(f"weight must have shape (d_model={d}, 1, k, k) with k odd, got {tuple(weight.shape)}")
     prefix, patches = x[:, :n_prefix], x[:, n_prefix:]
     grid = patches.transpose(1, 2).reshape(x.shape[0], d, grid_h, grid_w)
-    encoded = F.conv2d(grid, weight, bias, padding=k // 2, groups=d)
+    if padding == "circular":
+        r = k // 2
+        encoded = F.conv2d(F.pad(grid, (r, r, r, r), mode="circular"), weight, bias, groups=d)
+    else:
+        encoded = F.conv2d(grid, weight, bias, padding=k // 2, groups=d)
     return torch.cat([prefix, patches + encoded.flatten(2).transpose(1, 2)], dim=1)
 
 
@@ -62,25 +83,30 @@ class PEG(PositionScheme):
         grid_h, grid_w: patch grid; the sequence must be ``n_prefix + grid_h*grid_w`` tokens.
         kernel_size: odd filter size (3 in CPVT).
         n_prefix: leading class-like tokens, passed through unchanged.
+        padding: "zeros" as in CPVT, or "circular" (no border, no absolute position; see :func:`peg`).
 
     ``add_to_embeddings(x, positions)`` ignores ``positions`` (see the module docstring).
     """
 
     kind = "embedding"
 
-    def __init__(self, d_model: int, grid_h: int, grid_w: int, kernel_size: int = 3, n_prefix: int = 0):
+    def __init__(
+        self, d_model: int, grid_h: int, grid_w: int, kernel_size: int = 3, n_prefix: int = 0, padding: Padding = "zeros"
+    ):
         super().__init__()
         for name, value in (("d_model", d_model), ("grid_h", grid_h), ("grid_w", grid_w), ("kernel_size", kernel_size)):
             check_int(name, value)
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd (symmetric zero padding), got {kernel_size}")
         check_int("n_prefix", n_prefix, minimum=0)
-        self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
+        if padding not in ("zeros", "circular"):
+            raise ValueError(f"padding must be 'zeros' or 'circular', got {padding!r}")
+        self.grid_h, self.grid_w, self.n_prefix, self.padding = grid_h, grid_w, n_prefix, padding
         self.conv = nn.Conv2d(d_model, d_model, kernel_size, padding=kernel_size // 2, groups=d_model)
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         """x: (batch, n_prefix + grid_h*grid_w, d_model) -> same shape."""
-        return peg(x, self.conv.weight, self.conv.bias, self.grid_h, self.grid_w, self.n_prefix)
+        return peg(x, self.conv.weight, self.conv.bias, self.grid_h, self.grid_w, self.n_prefix, self.padding)
 
     def extra_repr(self) -> str:
-        return f"grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}"
+        return f"grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}, padding={self.padding!r}"

@@ -17,7 +17,10 @@ Compact forms. The softmax over keys does not change when a constant is added to
 on every key the query may see. ALiBi under a causal mask is such a case: for ``j <= i``,
 ``-m * (i - j) = -m*i + m*j``, and ``-m*i`` is constant over the row, so the per-key bias
 ``m*j`` of shape (heads, 1, k_len) gives the same attention as the full (heads, q_len, k_len)
-one (this is what BLOOM does). It does *not* hold without the causal mask (``|i - j|`` is not
+one (this is what BLOOM does), and :class:`~posenc_lib.attention.MultiHeadAttention` passes it to
+``scaled_dot_product_attention`` as one more q/k column under ``is_causal=True``
+(:func:`~posenc_lib.attention.fold_key_bias`), so no (heads, q_len, k_len) tensor is built at
+all. It does *not* hold without the causal mask (``|i - j|`` is not
 a sum of a function of i and one of j), and it never holds for T5: its bias is a learned,
 arbitrary value per bucket of ``j - i``, and the buckets are capped and log-spaced, so it is
 no sum ``f(i) + g(j)``. T5 and Swin therefore always return the full
@@ -29,6 +32,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import PositionScheme, check_int, check_integer_tensor
@@ -56,6 +60,17 @@ def _check_qk_positions(q_positions: Tensor, k_positions: Tensor) -> None:
         raise ValueError(
             f"q_positions and k_positions must have the same batch size (or 1), got {bq} and {bk}"
         )
+
+
+def _shared_rows(q_positions: Tensor, k_positions: Tensor) -> tuple[Tensor, Tensor]:
+    """One row of each when every batch row is the same view (``default_positions`` expands one row).
+
+    A bias is then built once, (1, heads, q_len, k_len), and broadcast over the batch, instead
+    of batch identical copies. Decided from the strides alone, so it never reads the data.
+    """
+    if q_positions.stride(0) == 0 and k_positions.stride(0) == 0:
+        return q_positions[:1], k_positions[:1]
+    return q_positions, k_positions
 
 
 def _check_position_range(name: str, positions: Tensor, size: int, what: str) -> None:
@@ -147,9 +162,29 @@ class T5RelativeBias(PositionScheme):
         rel = k_positions[:, None, :] - q_positions[:, :, None]
         return t5_relative_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
+    def offset_bias(self) -> Tensor:
+        """Bias of every offset ``j - i`` in ``[-max_distance, max_distance]``: (2*max_distance + 1, heads).
+
+        Row ``r`` belongs to offset ``r - max_distance``. Offsets beyond ``max_distance`` on either
+        side fall into the same (last) bucket as ``+-max_distance``, so these rows cover every pair.
+        """
+        m = self.max_distance
+        offsets = torch.arange(-m, m + 1, device=self.table.weight.device)
+        return self.table(t5_relative_bucket(offsets, self.bidirectional, self.num_buckets, m))
+
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
-        """Bias (batch|1, heads, q_len, k_len)."""
-        return self.table(self.buckets(q_positions, k_positions)).permute(0, 3, 1, 2)
+        """Bias (batch|1, heads, q_len, k_len).
+
+        The bucket (the float32 log) is computed once per distinct offset, in :meth:`offset_bias`,
+        not once per (query, key) pair; the pairs only gather rows. The values are the same
+        table entries as ``table(buckets(q_positions, k_positions))``, bit for bit.
+        """
+        _check_qk_positions(q_positions, k_positions)
+        q_positions, k_positions = _shared_rows(q_positions, k_positions)
+        m = self.max_distance
+        rel = k_positions[:, None, :] - q_positions[:, :, None]
+        row = rel.clamp_(-m, m).add_(m)
+        return F.embedding(row, self.offset_bias()).permute(0, 3, 1, 2)
 
     def extra_repr(self) -> str:
         return (
@@ -223,6 +258,8 @@ class ALiBi(PositionScheme):
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
         """(batch|1, heads, 1, k_len) when causal, else (batch|1, heads, q_len, k_len)."""
+        _check_qk_positions(q_positions, k_positions)
+        q_positions, k_positions = _shared_rows(q_positions, k_positions)
         return alibi_bias(self.slopes, q_positions, k_positions, compact=self.causal)
 
     def extra_repr(self) -> str:

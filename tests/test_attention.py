@@ -227,3 +227,56 @@ def test_score_bias_may_broadcast(bias_shape):
 
     assert MultiHeadAttention(8, 2, SmallBias())(torch.zeros(2, 3, 8)).shape == (2, 3, 8)
 
+
+
+# --- a per-key bias reaches SDPA as one more q/k column ------------------------------------------
+
+
+class PerKeyBias(NoPosition):
+    """A bias that depends on the key only, (1, heads, 1, k_len), like compact ALiBi."""
+
+    def __init__(self, n_heads: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n_heads, generator=torch.Generator().manual_seed(3)))
+
+    def score_bias(self, q_positions, k_positions):
+        return self.weight[None, :, None, None] * k_positions[:, None, None, :].to(self.weight.dtype) * 0.1
+
+
+def test_fold_key_bias_equals_the_additive_mask():
+    from posenc_lib.attention import fold_key_bias
+
+    q, k, v = randn(2, 3, 7, 4, seed=1), randn(2, 3, 7, 4, seed=2), randn(2, 3, 7, 4, seed=3)
+    bias = randn(1, 3, 1, 7, seed=4)
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=bias.expand(2, 3, 7, 7).masked_fill(~causal, float("-inf")))
+    q2, k2, v2 = fold_key_bias(q, k, v, bias, scale=0.5)
+    assert q2.shape == k2.shape == v2.shape == (2, 3, 7, 5)
+    y = torch.nn.functional.scaled_dot_product_attention(q2, k2, v2, is_causal=True, scale=0.5)
+    assert_close(y[..., :4], expected)
+    assert (y[..., 4] == 0).all()
+    with pytest.raises(ValueError, match="key_bias must have shape"):
+        fold_key_bias(q, k, v, randn(1, 3, 7, 7), scale=0.5)
+
+
+def test_per_key_bias_layer_matches_explicit_weights_and_gets_gradients():
+    layer = mha(12, 3, PerKeyBias(3))
+    x = randn(2, 9, 12, seed=5).requires_grad_(True)
+    y = layer(x, causal=True)  # folded into q/k, SDPA applies the causal mask itself
+    y_ref, _ = layer(x, causal=True, return_weights=True)  # explicit scores + bias + mask
+    assert_close(y, y_ref)
+    y.sum().backward()
+    assert layer.scheme.weight.grad is not None and layer.scheme.weight.grad.abs().sum() > 0
+
+
+def test_per_key_bias_under_causal_attention_never_builds_a_heads_l_l_mask():
+    from torch.profiler import ProfilerActivity, profile
+
+    n_heads, seq = 4, 512
+    layer = MultiHeadAttention(32, n_heads, PerKeyBias(n_heads)).eval()
+    x = torch.randn(1, seq, 32)
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        layer(x, causal=True)
+    largest = max(e.cpu_memory_usage for e in prof.events())
+    assert largest < n_heads * seq * seq, f"largest allocation {largest} B; a (heads, L, L) float mask is {n_heads * seq * seq * 4} B"

@@ -74,3 +74,26 @@ def test_peg_in_a_model_and_errors():
         model(torch.randint(0, 9, (2, 8)))
     with pytest.raises(ValueError, match="kernel_size must be odd"):
         PEG(16, 2, 3, kernel_size=4)
+
+
+def test_circular_padding_is_exactly_translation_equivariant_and_leaks_nothing():
+    h, w, d = 5, 6, 3
+    module = PEG(d, h, w, padding="circular")
+    x = torch.randn(2, h * w, d)
+    with torch.no_grad():
+        out = module.add_to_embeddings(x, torch.arange(h * w)[None]).reshape(2, h, w, d)
+        rolled = x.reshape(2, h, w, d).roll(shifts=(2, 3), dims=(1, 2)).reshape(2, h * w, d)
+        out_rolled = module.add_to_embeddings(rolled, torch.arange(h * w)[None]).reshape(2, h, w, d)
+        constant = module.add_to_embeddings(torch.full((1, h * w, d), 1.5), None)
+    torch.testing.assert_close(out_rolled, out.roll(shifts=(2, 3), dims=(1, 2)))
+    torch.testing.assert_close(constant, constant[:, :1].expand_as(constant))  # no border, no position
+    conv = nn.Conv2d(d, d, 3, padding=1, groups=d, padding_mode="circular")
+    conv.load_state_dict(module.conv.state_dict())
+    grid = x.transpose(1, 2).reshape(2, d, h, w)
+    with torch.no_grad():
+        torch.testing.assert_close(out, (grid + conv(grid)).permute(0, 2, 3, 1))
+    assert "padding='circular'" in repr(module)
+    with pytest.raises(ValueError, match="padding must be"):
+        PEG(d, h, w, padding="reflect")
+    with pytest.raises(ValueError, match="padding must be"):
+        peg(x, module.conv.weight, None, h, w, padding="same")

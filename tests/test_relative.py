@@ -107,6 +107,55 @@ def test_t5_bias_depends_only_on_offset_and_has_no_compact_form():
     assert (row_differences - row_differences[..., :1, :]).abs().max() > 1e-3
 
 
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("num_buckets,max_distance", T5_CONFIGS)
+def test_t5_gathered_bias_equals_bucketing_every_pair(bidirectional, num_buckets, max_distance):
+    """score_bias buckets the offsets in [-max_distance, max_distance] once and gathers; the result
+    is bit-identical to looking up the bucket of every pair, also for offsets far beyond
+    max_distance, uneven positions, a batch of position rows and int32 positions."""
+    torch.manual_seed(0)
+    scheme = T5RelativeBias(3, num_buckets, max_distance, bidirectional)
+    gen = torch.Generator().manual_seed(1)
+    span = 3 * max_distance + 5
+    q_pos = torch.randint(0, span, (2, 17), generator=gen)
+    k_pos = torch.randint(0, span, (2, 23), generator=gen)
+    for q, k in ((q_pos, k_pos), (q_pos[:1], k_pos), (_arange(40), _arange(40)), (q_pos.int(), k_pos.int())):
+        expected = scheme.table(scheme.buckets(q, k)).permute(0, 3, 1, 2)
+        assert torch.equal(scheme.score_bias(q, k), expected)
+    assert scheme.offset_bias().shape == (2 * max_distance + 1, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    num_buckets=st.integers(4, 64),
+    max_distance=st.integers(4, 300),
+    bidirectional=st.booleans(),
+    offset=st.integers(0, 1000),
+    seed=st.integers(0, 2**16),
+)
+def test_t5_gathered_bias_equals_every_pair_property(num_buckets, max_distance, bidirectional, offset, seed):
+    n = num_buckets // 2 if bidirectional else num_buckets
+    if max_distance <= n // 2:
+        return  # rejected by the constructor (tested above)
+    torch.manual_seed(seed)
+    scheme = T5RelativeBias(2, num_buckets, max_distance, bidirectional)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 700, (1, 9), generator=gen) + offset
+    k = torch.randint(0, 700, (1, 11), generator=gen)
+    assert torch.equal(scheme.score_bias(q, k), scheme.table(scheme.buckets(q, k)).permute(0, 3, 1, 2))
+
+
+def test_t5_gathered_bias_trains_the_same_table_rows():
+    torch.manual_seed(0)
+    scheme = T5RelativeBias(2, num_buckets=8, max_distance=16)
+    pos = _arange(30)
+    scheme.score_bias(pos, pos).square().sum().backward()
+    got = scheme.table.weight.grad.clone()
+    scheme.table.weight.grad = None
+    scheme.table(scheme.buckets(pos, pos)).permute(0, 3, 1, 2).square().sum().backward()
+    torch.testing.assert_close(got, scheme.table.weight.grad)
+
+
 # ----------------------------------------------------------------------------- ALiBi
 
 
@@ -277,3 +326,16 @@ def test_swin_scheme_state_dict_and_prefix_and_range():
     torch.testing.assert_close(bias[0, :, 1, 0], scheme.table[17])  # prefix -> prefix
     with pytest.raises(ValueError, match=r"k_positions must lie in \[0, 7\]"):
         scheme.score_bias(_arange(8), _arange(9))
+
+
+@pytest.mark.parametrize("scheme", [T5RelativeBias(2, 8, 16), ALiBi(2, causal=False), ALiBi(2)], ids=["t5", "alibi", "alibi_compact"])
+def test_expanded_positions_give_one_bias_for_the_whole_batch(scheme):
+    """default_positions expands one row over the batch: the bias is built once and broadcast."""
+    from posenc_lib.attention import default_positions
+
+    shared = scheme.score_bias(default_positions(5, 9), default_positions(5, 9))
+    assert shared.shape[0] == 1
+    copies = torch.arange(9).repeat(5, 1)  # the same rows, but real copies: one bias per row
+    separate = scheme.score_bias(copies, copies)
+    assert separate.shape[0] == 5
+    assert torch.equal(separate, shared.expand_as(separate))
