@@ -25,7 +25,7 @@
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
 #
-# **Run time:** about 40 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 20 s on a laptop CPU (measured with `make execute`, one thread), half of it
 # in 72 probe runs of 100 steps each.
 
 # %%
@@ -101,7 +101,7 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # index 0, like the BOS token of a language model: now the weight a token gives that one token
 # can depend on its distance to it.
 #
-# Two exact checks on untrained models complete the picture: does the output change when every
+# Two checks on untrained models (no training, so no seeds) complete the picture: does the output change when every
 # position moves by 50 (`shift_sensitivity`, an absolute encoding must), and does it depend on
 # token order at all (`permutation_sensitivity`: max change beyond the tokens moving with a
 # permutation, notebook 00)?
@@ -132,7 +132,7 @@ for name in SCHEMES:
             "shift by 50 matters": shift_sensitivity(model, words, 50),
         }
 
-
+# %%
 def mean_std(x: pd.Series) -> str:
     return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}"
 
@@ -233,9 +233,10 @@ print("real tokens at each position:", uses.tolist())
 print("rows with gradient:", norms.nonzero().flatten().tolist(), "of", len(norms))
 
 # %% [markdown]
-# **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none; the pad slots (positions 4-9 of
-# the first row, 7-9 of the second) add nothing, because the mask hides them from every real token
-# and their outputs are not in the loss.
+# **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none: a row trains only when a real
+# token sits at its position, and fewer tokens give it less gradient (rows 7-9 are used by one
+# sequence only). Pad slots add nothing: the mask hides them from every real token and the loss
+# ignores their outputs (Exercise 3 builds a batch where that decides which rows train).
 
 # %%
 assert (norms[:10] > 0).all() and (norms[10:] == 0).all()
@@ -392,6 +393,7 @@ def padding_model(name: str, causal: bool) -> TinyTransformer:
     return model
 
 
+# %%
 gaps = {}
 for name in SCHEMES:
     decoder = padding_model(name, causal=True)
@@ -445,6 +447,7 @@ train(abs_model, lag_train, 150, generator=torch.Generator().manual_seed(0), des
 first_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
 train(first_model, first_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, first token")
 
+# %%
 test_lengths = torch.randint(6, SEQ + 1, (512,), generator=gen)
 left_mask = torch.arange(SEQ)[None] >= (SEQ - test_lengths)[:, None]       # (512, 16), left padding
 
@@ -473,8 +476,9 @@ side_by_side = pd.DataFrame(
      "left padded, positions from mask": [left_padded_accuracy(abs_model, lag_test, True),
                                           left_padded_accuracy(first_model, first_test, True)]},
     index=["lag 3 (relative task)", "first token (absolute task)"])
-display(side_by_side.round(3))
+side_by_side.round(3)
 
+# %%
 row = int(test_lengths.argmin())
 tokens, targets = (t[row:row + 1] for t in left_pad(*first_test))
 with torch.no_grad():
@@ -483,10 +487,12 @@ with torch.no_grad():
                         attn_mask=left_mask[row:row + 1]).argmax(-1)[0]
 real = left_mask[row]
 print(f"one left-padded row of the first-token task ({int(test_lengths[row])} real tokens):")
-print("  input tokens             :", tokens[0][real].tolist())
-print("  target                   :", targets[0][real].tolist())
-print("  output, default positions:", wrong[real].tolist())
-print("  output, positions from mask:", right[real].tolist())
+print("  input tokens                :", tokens[0][real].tolist())
+print("  default positions           :", torch.arange(SEQ)[real].tolist())
+print("  positions from mask         :", position_ids_from_mask(left_mask[row:row + 1])[0][real].tolist())
+print("  target                      :", targets[0][real].tolist())
+print("  output, default positions   :", wrong[real].tolist())
+print("  output, positions from mask :", right[real].tolist())
 
 # %%
 lag_row, first_row = side_by_side.iloc[0], side_by_side.iloc[1]
