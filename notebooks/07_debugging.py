@@ -843,10 +843,12 @@ check_exercise_3(rows_with_gradient)
 # %% [markdown]
 # ## Further reading
 #
-# - Hugging Face `transformers`: `GenerationMixin.generate` and the models'
-#   `prepare_inputs_for_generation` (GPT-2, Llama): `position_ids = attention_mask.long().cumsum(-1) - 1`,
-#   then `position_ids.masked_fill_(attention_mask == 0, 1)`, and during decoding only the last
-#   positions are kept. The tokenizers' `padding_side="left"` for batched generation.
+# - Hugging Face `transformers` (`generation/utils.py`): `GenerationMixin._prepare_position_ids_for_generation`
+#   computes `attention_mask.long().cumsum(-1) - 1` with pads set to 0 (in 4.x releases, GPT-2's and
+#   Llama's `prepare_inputs_for_generation` did it, with pads at 1), and each decode step continues
+#   from the last position + 1 (`_update_model_kwargs_for_generation`). The tokenizers'
+#   `padding_side="left"` for batched generation. `tests/test_diagnostics.py` checks
+#   `position_ids_from_mask` against it, and against a GPT-2 built from a config.
 # - Hugging Face `convert_llama_weights_to_hf.py`: the q/k permutation between Meta's interleaved
 #   and Hugging Face's half-split RoPE layout (notebook 03, section 6).
 # - Haviv et al., *Transformer Language Models without Positional Encodings Still Learn Positional

@@ -41,7 +41,9 @@ def position_ids_from_mask(attn_mask: Tensor, pad_position: int = 0) -> Tensor:
     wherever they sit, so a left-padded row gets the same positions as the row without padding.
     Padded slots get ``pad_position`` (default 0): any valid row of a table, so the lookup never
     fails; their value does not matter as long as the attention mask hides them and their outputs
-    are ignored. (Hugging Face's ``prepare_inputs_for_generation`` fills them with 1.)
+    are ignored. This is what Hugging Face's ``generate`` computes (transformers 5.x,
+    ``GenerationMixin._prepare_position_ids_for_generation``, pads at 0; older releases' GPT-2
+    ``prepare_inputs_for_generation`` put 1 there).
 
     Args:
         attn_mask: (batch, seq) bool, or 0/1 integer as in Hugging Face: True/1 = real token.

@@ -232,3 +232,36 @@ def test_attention_weights_honour_positions_and_mask():
         attention_weights(net, x, positions=torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="model must be a TinyTransformer"):
         attention_weights(torch.nn.Linear(2, 2), x)
+
+
+# --- conformance with Hugging Face transformers ---------------------------------------------------
+
+
+@given(lengths=st.lists(st.integers(0, 8), min_size=1, max_size=4), side=st.sampled_from(["left", "right"]))
+def test_position_ids_match_transformers_generate(lengths, side):
+    from transformers.generation.utils import GenerationMixin
+
+    seq = max(max(lengths), 1)
+    mask = padded_mask(lengths, seq, side).long()                     # Hugging Face masks are 0/1 integers
+    input_ids = torch.zeros_like(mask)
+    # The method reads only its arguments when an attention mask is given (self is not used).
+    reference = GenerationMixin._prepare_position_ids_for_generation(None, input_ids, {"attention_mask": mask})
+    assert torch.equal(position_ids_from_mask(mask), reference)
+
+
+def test_ids_from_the_mask_make_a_left_padded_gpt2_match_its_unpadded_run():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=20, n_positions=16, n_embd=16, n_layer=1, n_head=2, attn_implementation="eager")
+    gpt2 = GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        gpt2.transformer.wpe.weight.normal_(std=1.0)                # make position matter in an untrained model
+    mask = padded_mask([3, 6], 6, "left")
+    tokens = torch.randint(1, 20, (2, 6), generator=torch.Generator().manual_seed(0)).masked_fill(~mask, 0)
+    with torch.no_grad():
+        alone = gpt2(tokens[:1, 3:]).logits[0]
+        right = gpt2(tokens, attention_mask=mask.long(), position_ids=position_ids_from_mask(mask)).logits[0, 3:]
+        wrong = gpt2(tokens, attention_mask=mask.long(), position_ids=torch.arange(6)[None].expand(2, -1)).logits[0, 3:]
+    assert_close(right, alone, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(wrong, alone, atol=1e-2)
