@@ -410,11 +410,11 @@ gaps.map(lambda v: "0" if v == 0 else f"{v:.0e}" if v < 1e-4 else f"{v:.2f}")
 # few $10^{-7}$; float32 keeps about 7 digits). Left padding with default positions moves the two
 # *absolute* encodings by up to 0.81 and 2.00 logits. RoPE, T5 and ALiBi (like no encoding at all)
 # are **immune in exact arithmetic**, as long as the mask hides the pads: every real token moves
-# by the same number of pad slots, and they see only differences of positions (for RoPE: $\langle R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n
-# k\rangle$; for ALiBi's causal form $m_h\,j$, a constant added to a whole row of scores, which
-# the softmax ignores). In float32 they differ from the unpadded result by rounding only, at most
-# 3.6e-07 here, the same size as with right padding. With positions from the mask, every scheme
-# gives the unpadded result.
+# by the same number of pad slots, and they see only differences of positions (for RoPE: $\langle
+# R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n k\rangle$; for ALiBi's causal form $m_h\,j$, a
+# constant added to a whole row of scores, which the softmax ignores). In float32 they differ from
+# the unpadded result by rounding only, at most 3.6e-07 here, the same size as with right padding.
+# With positions from the mask, every scheme gives the unpadded result.
 
 # %%
 rounding = 1e-5
@@ -502,9 +502,10 @@ assert torch.equal(right[real], targets[0][real]) and not torch.equal(wrong[real
 
 # %% [markdown]
 # The lag-3 model happens to survive: its task is the same at every position and it learned it at
-# all 16, so a shift inside the trained range does not change its predictions. The first-token model falls from 1.000 to 0.377: with default positions, the first real
-# token of a row of $n$ tokens sits at position $16 - n$, and the model looks for position 0,
-# which is a masked pad. With positions from the mask both are back to their unpadded accuracy.
+# all 16, so a shift inside the trained range does not change its predictions. The first-token
+# model falls from 1.000 to 0.377: with default positions, the first real token of a row of $n$
+# tokens sits at position $16 - n$, and the model looks for position 0, which is a masked pad.
+# With positions from the mask both are back to their unpadded accuracy.
 
 # %% [markdown]
 # **Takeaway:** pad on the right when you can. When you must pad on the left (batched generation),

@@ -50,7 +50,8 @@ def check_exercise_1(fn: Callable[[Tensor], Tensor]) -> None:
             continue
         real = mask.bool()
         shown = f"for the mask {mask.long().tolist()} you returned {got.tolist()}, expected {want.tolist()}"
-        expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)), name, f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+        expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)), name,
+               f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
         expect(not torch.equal(got[real], want[real] + 1), name,
                f"off by one: the first real token has position 0 (cumulative sum minus one); {shown}")
         expect(torch.equal(got[real], want[real]), name, f"the real tokens' positions are wrong; {shown}")
