@@ -1,0 +1,890 @@
+# %% [markdown]
+# # 07 · Debugging and practice
+#
+# A broken positional encoding rarely crashes. The model trains, the loss goes down, and the
+# accuracy is a little worse than it should be, or fine in training and wrong in batched
+# generation. This last notebook turns the series into habits: checks that tell whether position
+# reaches a model and arrives right, and a zoo of the bugs that break it, each reproduced,
+# measured, and caught. The checks live in `posenc_lib.diagnostics`, so you can run them on your
+# own models.
+#
+# **What you will learn**
+# - the **position probe**: make every token identical and ask the model for each token's index;
+#   run on every scheme of the library, encoder and decoder, it sorts them into *absolute*,
+#   *relative only* and *none*, and shows how a start token gives relative schemes absolute
+#   position after all;
+# - a **gradient check** that shows which rows of a learnable table a batch trains, and catches
+#   a frozen or detached table;
+# - how **attention maps** of a trained model look when position works, and when it is lost;
+# - **padding**: right padding with a mask is harmless; left padding shifts absolute positions
+#   unless the position ids come from the mask (`cumsum - 1`), while RoPE and relative biases are
+#   immune, up to float32 rounding that we measure (this corrects the source article);
+# - a **bug zoo** of seven real bugs, and a one-page checklist.
+#
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
+# [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
+# [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
+#
+# **Run time:** about 20 s on a laptop CPU (measured with `make execute`, one thread), half of it
+# in 72 probe runs of 100 steps each.
+
+# %%
+import copy
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+from posenc_lib.attention import NoPosition
+from posenc_lib.data import lag_task
+from posenc_lib.diagnostics import (
+    attention_weights,
+    permutation_sensitivity,
+    position_ids_from_mask,
+    position_probe,
+    row_gradient_norms,
+    shift_sensitivity,
+)
+from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.learnable import LearnablePE
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.plotting import COLORS, heatmap
+from posenc_lib.relative import ALiBi, T5RelativeBias
+from posenc_lib.rope import RotaryPE, convert_qk_weight
+from posenc_lib.sinusoidal import SinusoidalPE
+from posenc_lib.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
+
+gen = setup_notebook(0)
+pd.set_option("display.width", 120)
+
+D_MODEL, N_HEADS, HEAD_DIM = 32, 2, 16
+SCHEMES = {  # every 1-D scheme of the library, built for an encoder (causal=False) or a decoder
+    "NoPosition": lambda causal: NoPosition(),
+    "SinusoidalPE": lambda causal: SinusoidalPE(D_MODEL, max_len=128),
+    "LearnablePE": lambda causal: LearnablePE(D_MODEL, max_len=128),
+    "RotaryPE": lambda causal: RotaryPE(HEAD_DIM),
+    "T5RelativeBias": lambda causal: T5RelativeBias(N_HEADS, bidirectional=not causal),
+    "ALiBi": lambda causal: ALiBi(N_HEADS, causal=causal),
+}
+
+
+def make(scheme, causal: bool, seed: int = 0) -> TinyTransformer:
+    """A seeded 1-layer TinyTransformer (16 tokens, d_model 32, 2 heads) with 16 per-token outputs."""
+    seed_everything(seed)
+    return TinyTransformer(16, 16, d_model=D_MODEL, n_heads=N_HEADS, n_layers=1, scheme=scheme, causal=causal,
+                           pool="none")
+
+
+def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
+    """``make`` with the scheme called ``name`` in SCHEMES (built after seeding, so it is seeded too)."""
+    seed_everything(seed)
+    return make(SCHEMES[name](causal), causal, seed)
+
+
+# %% [markdown]
+# ## 1 · The position probe: who gets absolute position?
+#
+# **Question:** after adding a positional encoding, how do you know the model can *use* it? Take
+# the content away. The probe feeds one sequence of 16 copies of the same token, so the token
+# embeddings say nothing, and trains the model to output each token's index $0, \dots, 15$
+# (`position_probe`, 100 full-batch steps). Whatever the model gets right, it got from position.
+#
+# What to expect, before running it. With identical tokens every value vector is the same, so
+# attention returns that same vector whatever its weights: a scheme that only *reweights*
+# attention (RoPE, T5, ALiBi) or does nothing gives every token the same output, and the probe
+# stays at chance, $1/16$, **exactly**, for any weights. Only a vector *added* to the embeddings
+# (sinusoidal, learnable) makes the tokens differ. A second variant puts one distinct token at
+# index 0, like the BOS token of a language model: now the weight a token gives that one token
+# can depend on its distance to it.
+#
+# Two checks on untrained models (no training, so no seeds) complete the picture: does the output change when every
+# position moves by 50 (`shift_sensitivity`, an absolute encoding must), and does it depend on
+# token order at all (`permutation_sensitivity`: max change beyond the tokens moving with a
+# permutation, notebook 00)?
+
+# %%
+PROBE_LEN, SEEDS = 16, (0, 1, 2)
+probe_rows = []
+for name in SCHEMES:
+    for causal in (False, True):
+        where = "decoder" if causal else "encoder"
+        for start_token in (False, True):
+            for seed in SEEDS:
+                label = f"{name}, {where}{', start token' if start_token else ''}, seed {seed}"
+                acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=label)
+                probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed,
+                                   "accuracy": acc})
+probes = pd.DataFrame(probe_rows)
+
+# %%
+words = torch.randint(0, 16, (4, PROBE_LEN), generator=gen)
+structure = {}
+for name in SCHEMES:
+    for causal in (False, True):
+        model = build(name, causal, seed=0)
+        structure[name, "decoder" if causal else "encoder"] = {
+            "kind": model.scheme.kind,
+            "order matters": permutation_sensitivity(model, words),
+            "shift by 50 matters": shift_sensitivity(model, words, 50),
+        }
+
+# %%
+def mean_std(x: pd.Series) -> str:
+    return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}"
+
+
+def verdict(row: pd.Series) -> str:
+    if row["probe"] > 0.9:
+        return "absolute"
+    return "relative only" if row["order matters"] > 1e-4 else "none"
+
+
+stats = probes.groupby(["scheme", "model", "start token"], sort=False)["accuracy"]
+means = stats.mean().unstack("start token")
+summary = pd.DataFrame(structure).T
+summary.index.names = ["scheme", "model"]
+summary["probe"] = means[False]
+summary["probe, start token"] = means[True]
+summary["verdict"] = summary.apply(verdict, axis=1)
+shown = summary.copy()
+shown["probe"] = stats.agg(mean_std).unstack("start token")[False]
+shown["probe, start token"] = stats.agg(mean_std).unstack("start token")[True]
+for column in ("order matters", "shift by 50 matters"):
+    shown[column] = [f"{v:.1e}" if v > 1e-4 else "< 1e-4" for v in summary[column]]
+print(f"probe accuracy, mean ± std over {len(SEEDS)} seeds; chance = 1/{PROBE_LEN} = {1 / PROBE_LEN:.4f} "
+      f"(1/{PROBE_LEN - 1} = {1 / (PROBE_LEN - 1):.4f} with a start token)")
+print("order matters, shift by 50 matters: max |logit change| of an untrained model (< 1e-4: rounding only)")
+shown
+
+# %% [markdown]
+# **Check.**
+
+# %%
+acc = probes.set_index(["scheme", "model", "start token"])["accuracy"]
+for (name, where), row in summary.iterrows():
+    if name in ("SinusoidalPE", "LearnablePE"):
+        assert (acc[name, where, False] == 1.0).all() and row["shift by 50 matters"] > 1e-3
+        assert row["verdict"] == "absolute"
+    else:  # identical tokens -> identical outputs: chance exactly, on every seed
+        assert np.allclose(acc[name, where, False], 1 / PROBE_LEN)
+        assert row["shift by 50 matters"] < 1e-4                 # only differences of positions matter
+assert summary.loc[("NoPosition", "encoder"), "verdict"] == "none"
+assert summary.loc[("NoPosition", "encoder"), "order matters"] < 1e-5
+assert np.allclose(acc["NoPosition", "encoder", True], 1 / (PROBE_LEN - 1))   # a start token does not help
+for name in ("NoPosition", "RotaryPE", "T5RelativeBias", "ALiBi"):
+    assert summary.loc[(name, "decoder"), "verdict"] == "relative only"
+    runs = acc[name, "decoder", True]                             # with a start token: absolute position
+    assert runs.mean() - 2 * runs.std() > 0.5, (name, runs.tolist())
+for name in ("RotaryPE", "T5RelativeBias", "ALiBi"):
+    assert summary.loc[(name, "encoder"), "verdict"] == "relative only"
+for name in ("RotaryPE", "T5RelativeBias"):                       # encoder + start token: above chance
+    runs = acc[name, "encoder", True]
+    assert runs.mean() - 2 * runs.std() > 1 / (PROBE_LEN - 1), (name, runs.tolist())
+print("verdicts:", summary["verdict"].value_counts().to_dict())
+
+# %% [markdown]
+# **Reading the table.**
+# - **Absolute:** only the two *added* encodings, sinusoidal and learnable, solve the probe (1.000 on
+#   every seed), in the encoder and the decoder; their output changes when all positions shift.
+# - **Relative only:** RoPE, T5 and ALiBi are exactly at chance on identical tokens and blind to a
+#   shift of all positions (up to rounding), but they do see order (a permutation changes the
+#   output).
+# - **None:** an encoder without position is permutation-equivariant (notebook 00) and stays at
+#   chance even with a start token.
+# - **The causal mask is a position signal.** A decoder without any encoding sees order (token $i$
+#   attends over $i+1$ tokens), and with a start token it learns absolute position as well as the
+#   absolute schemes (Haviv et al. 2022). So do all relative schemes in a decoder: the attention a
+#   token pays to the start token tells it how far from the start it is. In an encoder, RoPE and
+#   T5 do it too, clearly above chance but not reliably all the way in 100 steps (0.911 ± 0.077 and
+#   0.644 ± 0.154); ALiBi's spread (0.622 ± 0.308) is too large to conclude anything.
+#
+# **Takeaway:** a relative encoding gives a model no absolute position *by itself*, but real
+# inputs have boundaries (a BOS token, the causal mask), and models use them. When a probe says a
+# model knows absolute position, check where it comes from.
+
+# %% [markdown]
+# ## 2 · Gradient check: which rows of a learnable table train?
+#
+# **Question:** a learnable table is a parameter like any other, so it must receive gradient, but
+# only at the rows a batch uses. Here is a right-padded batch of lengths 4, 7 and 10 (max_len 128);
+# the loss covers the real tokens only, and `row_gradient_norms` reads the gradient of every row
+# after `backward()`.
+
+# %%
+lengths = torch.tensor([4, 7, 10])
+mask = torch.arange(10)[None] < lengths[:, None]                      # (3, 10), True = real token
+tokens = torch.randint(1, 16, (3, 10), generator=gen).masked_fill(~mask, 0)
+targets = torch.randint(0, 16, (3, 10), generator=gen).masked_fill(~mask, -100)
+model = build("LearnablePE", causal=False, seed=0)
+cross_entropy(model(tokens, attn_mask=mask), targets).backward()
+norms = row_gradient_norms(model.scheme.weight)
+uses = mask.sum(0)                                                    # real tokens at each position
+
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.bar(np.arange(16), norms[:16].numpy(), color=COLORS[0])
+ax.set(title="Gradient reaching each row of the learnable table", xlabel="row (position; rows 16-127 not shown)",
+       ylabel="L2 norm of the row's gradient")
+plt.show()
+print("real tokens at each position:", uses.tolist())
+print("rows with gradient:", norms.nonzero().flatten().tolist(), "of", len(norms))
+
+# %% [markdown]
+# **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none: a row trains only when a real
+# token sits at its position, and fewer tokens give it less gradient (rows 7-9 are used by one
+# sequence only). Pad slots add nothing: the mask hides them from every real token and the loss
+# ignores their outputs (Exercise 3 builds a batch where that decides which rows train).
+
+# %%
+assert (norms[:10] > 0).all() and (norms[10:] == 0).all()
+assert torch.equal(norms > 0, torch.cat([uses > 0, torch.zeros(118, dtype=torch.bool)]))
+
+# %% [markdown]
+# **The common bug.** A table that never trains: it was detached from the graph (`.detach()`,
+# `.data`, computed under `torch.no_grad()`), or frozen. Nothing fails; the rest of the model
+# trains around it. Here a learnable scheme whose author wrote `self.weight.detach()`, trained on
+# the probe of section 1:
+
+# %%
+class DetachedPE(LearnablePE):
+    """The bug: the table is read through .detach(), so no gradient ever reaches it."""
+
+    def add_to_embeddings(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return x + self.weight.detach()[positions]
+
+
+buggy = make(DetachedPE(D_MODEL, 128), causal=False)
+before = buggy.scheme.weight.detach().clone()
+probe_acc = position_probe(buggy, PROBE_LEN, desc="detached table")
+moved = (buggy.scheme.weight.detach() - before).abs().max().item()
+print(f"probe accuracy {probe_acc:.3f}; largest change of any table entry in training: {moved}")
+assert moved == 0.0 and 4 / PROBE_LEN < probe_acc < 1.0
+
+# %% [markdown]
+# The probe does not even fail outright (0.500, where chance is 0.062): the table's random rows
+# still differ from each other, and the layers above learn to read them. The one clear symptom is
+# that the table never moved, and the gradient check says so:
+
+# %%
+for label, weight in [("detached", buggy.scheme.weight),
+                      ("frozen", LearnablePE(D_MODEL, 128).weight.requires_grad_(False))]:
+    try:
+        row_gradient_norms(weight)
+        raise AssertionError("expected a ValueError")
+    except ValueError as err:
+        print(f"{label}: ValueError: {err}")
+        assert ("grad is None" in str(err)) if label == "detached" else ("frozen" in str(err))
+
+# %% [markdown]
+# **Takeaway:** after one `backward()`, look at the gradient of the table: rows used by the batch
+# must have non-zero gradient, rows unused exactly zero, and `grad is None` means the table is cut
+# off. Exploding row norms (many orders above the others) point at a scale problem instead.
+
+# %% [markdown]
+# ## 3 · Attention maps as a diagnostic
+#
+# **Question:** what does a working position signal look like inside a trained model, and what
+# does a lost one look like? We train a small causal decoder with RoPE to repeat the token 3 steps
+# back (the task of notebook 03), then look at its attention for one sequence: once with the
+# right positions, once with every position id 0, as a data pipeline that forgets to pass them
+# might do.
+
+# %%
+VOCAB, SEQ, LAG = 16, 16, 3
+lag_train, lag_test = lag_task(2048, SEQ, VOCAB, LAG, gen), lag_task(512, SEQ, VOCAB, LAG, gen)
+rope_model = make(RotaryPE(HEAD_DIM, layout="interleaved"), causal=True)
+train(rope_model, lag_train, 150, generator=torch.Generator().manual_seed(0), desc="RoPE decoder, lag 3")
+zeros = torch.zeros(1, SEQ, dtype=torch.long)
+healthy = attention_weights(rope_model, lag_test[0][:1])[0][0]                   # (heads, q, k)
+broken = attention_weights(rope_model, lag_test[0][:1], positions=zeros)[0][0]
+
+fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+for col, (maps, title) in enumerate([(healthy, "right positions"), (broken, "all position ids 0")]):
+    for head in range(N_HEADS):
+        heatmap(axes[head, col], maps[head].numpy(), f"Head {head}, {title}", "key position",
+                "query position", "attention weight")
+plt.show()
+
+# %%
+def mass_at_offset(maps: torch.Tensor, offset: int) -> torch.Tensor:
+    """Mean attention weight a query at i >= offset puts on key i - offset, per head: (heads,)."""
+    return maps.diagonal(-offset, dim1=-2, dim2=-1).mean(-1)
+
+
+with torch.no_grad():
+    wrong = rope_model(lag_test[0], positions=zeros.expand(512, -1)).argmax(-1)
+keep = lag_test[1] != -100
+acc_healthy = accuracy(rope_model, *lag_test)
+acc_broken = (wrong[keep] == lag_test[1][keep]).float().mean().item()
+offsets = pd.DataFrame({f"offset {k}": {"right positions": mass_at_offset(healthy, k).max().item(),
+                                        "all ids 0": mass_at_offset(broken, k).max().item()} for k in range(6)}).T
+print(f"lag-3 accuracy: right positions {acc_healthy:.3f}, all position ids 0 {acc_broken:.3f}")
+offsets.round(3)
+
+# %% [markdown]
+# **Check.** The healthy maps are sharp stripes parallel to the diagonal: each query puts most of
+# its weight at a fixed distance back (up to 0.9 of it on the key 3 back, the task's lag).
+# With every position 0, RoPE rotates nothing, the model is a decoder without position, and the
+# stripes dissolve into content-driven smears (at most 0.26 on any offset); accuracy falls from
+# 0.999 to 0.160, near the chance of 1/16.
+
+# %%
+assert acc_healthy > 0.99 and acc_broken < 0.3
+assert offsets["right positions"].max() > 0.6 and offsets["all ids 0"].max() < 0.4
+
+# %% [markdown]
+# **Takeaway:** look at the maps of a trained model. A position-based task should show structure
+# tied to the diagonal (stripes at fixed offsets, a local band, a column at the start token);
+# maps that look the same whatever the positions, or depend only on content, mean position is not
+# getting through.
+
+# %% [markdown]
+# ## 4 · Padding: right is harmless, left needs position ids from the mask
+#
+# **Question:** a batch holds sequences of different lengths, padded to one length. Does padding
+# change the outputs of the real tokens? Three ways to pad the same three sequences (lengths 5, 9
+# and 12), for every scheme, in a decoder (and right padding in an encoder too):
+#
+# - **right** padding, attention mask, positions $0, 1, \dots$ (the default);
+# - **left** padding (what batched generation uses, so that every row ends at the same index),
+#   attention mask, default positions: a row with 7 pad slots puts its first real token at
+#   position 7;
+# - **left** padding with positions from the mask, `position_ids_from_mask(mask)` = cumulative
+#   sum of the mask minus one, pad slots set to 0, as Hugging Face's `generate` does.
+#
+# We compare the real tokens' logits with those of each sequence run alone, unpadded. To make
+# position matter in these untrained models, the learnable table and the T5 bias start at the
+# scale of the token embeddings (std 1).
+
+# %%
+PAD_LENGTHS, PADDED = (5, 9, 12), 12
+seqs = [torch.randint(1, 16, (n,), generator=gen) for n in PAD_LENGTHS]
+
+
+def pad(side: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids (3, 12) with pad id 0 on the given side, and the mask (True = real token)."""
+    mask = torch.zeros(len(seqs), PADDED, dtype=torch.bool)
+    for row, s in enumerate(seqs):
+        mask[row, :len(s)] = True
+    if side == "left":
+        mask = mask.flip(-1)
+    tokens = torch.zeros(len(seqs), PADDED, dtype=torch.long)
+    tokens[mask] = torch.cat(seqs)
+    return tokens, mask
+
+
+def padded_gap(model: TinyTransformer, side: str, from_mask: bool = False) -> float:
+    """Max |logit difference| over the real tokens between the padded batch and each sequence alone."""
+    tokens, mask = pad(side)
+    positions = position_ids_from_mask(mask) if from_mask else None
+    with torch.no_grad():
+        out = model(tokens, positions=positions, attn_mask=mask)
+        alone = torch.cat([model(s[None])[0] for s in seqs])
+    return (out[mask] - alone).abs().max().item()
+
+
+def padding_model(name: str, causal: bool) -> TinyTransformer:
+    model = build(name, causal, seed=0)
+    for p in model.scheme.parameters():                # learnable table, T5 bias: as large as the tokens
+        nn.init.normal_(p, std=1.0)
+    return model
+
+
+# %%
+gaps = {}
+for name in SCHEMES:
+    decoder = padding_model(name, causal=True)
+    gaps[name] = {"encoder, right": padded_gap(padding_model(name, causal=False), "right"),
+                  "decoder, right": padded_gap(decoder, "right"),
+                  "decoder, left, default positions": padded_gap(decoder, "left"),
+                  "decoder, left, positions from mask": padded_gap(decoder, "left", from_mask=True)}
+gaps = pd.DataFrame(gaps).T
+print("max |logit(padded) - logit(alone)| over real tokens, float32:")
+gaps.map(lambda v: "0" if v == 0 else f"{v:.0e}" if v < 1e-4 else f"{v:.2f}")
+
+# %% [markdown]
+# **Check.** Right padding with a mask changes nothing beyond float32 rounding (differences of a
+# few $10^{-7}$; float32 keeps about 7 digits). Left padding with default positions moves the two
+# *absolute* encodings by up to 0.81 and 2.00 logits. RoPE, T5 and ALiBi (like no encoding at all)
+# are **immune in exact arithmetic**, as long as the mask hides the pads: every real token moves
+# by the same number of pad slots, and they see only differences of positions (for RoPE: $\langle
+# R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n k\rangle$; for ALiBi's causal form $m_h\,j$, a
+# constant added to a whole row of scores, which the softmax ignores). In float32 they differ from
+# the unpadded result by rounding only, at most 3.6e-07 here, the same size as with right padding.
+# With positions from the mask, every scheme gives the unpadded result.
+
+# %%
+rounding = 1e-5
+assert (gaps["encoder, right"] < rounding).all() and (gaps["decoder, right"] < rounding).all()
+assert (gaps["decoder, left, positions from mask"] < rounding).all()
+left = gaps["decoder, left, default positions"]
+assert (left[["SinusoidalPE", "LearnablePE"]] > 0.5).all()
+assert (left[["NoPosition", "RotaryPE", "T5RelativeBias", "ALiBi"]] < rounding).all()
+print(f"largest float32 difference of an immune scheme: {left.drop(['SinusoidalPE', 'LearnablePE']).max():.1e}")
+
+# %% [markdown]
+# The source article advises padding on either side as long as a mask is used. That is right for
+# the mask and wrong for the positions: with an absolute encoding, left padding without
+# mask-derived position ids can give wrong outputs silently. Whether it does depends on the task.
+# Two decoders with a learnable table (std 1, as their N(0, 1) tokens), trained for 150 steps:
+# one on the lag-3 task of section 3 (a *relative* task, learned at all 16 positions), one on
+# "repeat the first token at every step" (an *absolute* task: where is position 0?). Each runs
+# on 512 test sequences of random lengths 6 to 16, left-padded to 16.
+
+# %%
+def first_token_task(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random tokens (n, 16); the target at every step is the sequence's first token."""
+    tokens = torch.randint(0, VOCAB, (n, SEQ), generator=gen)
+    return tokens, tokens[:, :1].expand(-1, SEQ).clone()
+
+
+first_train, first_test = first_token_task(2048), first_token_task(512)
+abs_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
+train(abs_model, lag_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, lag 3")
+first_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
+train(first_model, first_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, first token")
+
+# %%
+test_lengths = torch.randint(6, SEQ + 1, (512,), generator=gen)
+left_mask = torch.arange(SEQ)[None] >= (SEQ - test_lengths)[:, None]       # (512, 16), left padding
+
+
+def left_pad(tokens: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep the first test_lengths[row] tokens of each row and move them to the right end."""
+    padded, padded_targets = torch.zeros_like(tokens), torch.full_like(targets, -100)
+    for row, n in enumerate(test_lengths.tolist()):
+        padded[row, SEQ - n:], padded_targets[row, SEQ - n:] = tokens[row, :n], targets[row, :n]
+    return padded, padded_targets
+
+
+def left_padded_accuracy(model: TinyTransformer, data: tuple, from_mask: bool) -> float:
+    tokens, targets = left_pad(*data)
+    positions = position_ids_from_mask(left_mask) if from_mask else None
+    with torch.no_grad():
+        pred = model(tokens, positions=positions, attn_mask=left_mask).argmax(-1)
+    real = targets != -100
+    return (pred[real] == targets[real]).float().mean().item()
+
+
+side_by_side = pd.DataFrame(
+    {"not padded": [accuracy(abs_model, *lag_test), accuracy(first_model, *first_test)],
+     "left padded, default positions": [left_padded_accuracy(abs_model, lag_test, False),
+                                        left_padded_accuracy(first_model, first_test, False)],
+     "left padded, positions from mask": [left_padded_accuracy(abs_model, lag_test, True),
+                                          left_padded_accuracy(first_model, first_test, True)]},
+    index=["lag 3 (relative task)", "first token (absolute task)"])
+side_by_side.round(3)
+
+# %%
+row = int(test_lengths.argmin())
+tokens, targets = (t[row:row + 1] for t in left_pad(*first_test))
+with torch.no_grad():
+    wrong = first_model(tokens, attn_mask=left_mask[row:row + 1]).argmax(-1)[0]
+    right = first_model(tokens, positions=position_ids_from_mask(left_mask[row:row + 1]),
+                        attn_mask=left_mask[row:row + 1]).argmax(-1)[0]
+real = left_mask[row]
+print(f"one left-padded row of the first-token task ({int(test_lengths[row])} real tokens):")
+print("  input tokens                :", tokens[0][real].tolist())
+print("  default positions           :", torch.arange(SEQ)[real].tolist())
+print("  positions from mask         :", position_ids_from_mask(left_mask[row:row + 1])[0][real].tolist())
+print("  target                      :", targets[0][real].tolist())
+print("  output, default positions   :", wrong[real].tolist())
+print("  output, positions from mask :", right[real].tolist())
+
+# %%
+lag_row, first_row = side_by_side.iloc[0], side_by_side.iloc[1]
+assert (lag_row > 0.99).all()                                   # relative task: predictions survive the shift
+assert first_row.iloc[0] > 0.99 and first_row.iloc[2] > 0.99 and first_row.iloc[1] < 0.6
+assert torch.equal(right[real], targets[0][real]) and not torch.equal(wrong[real], targets[0][real])
+
+# %% [markdown]
+# The lag-3 model happens to survive: its task is the same at every position and it learned it at
+# all 16, so a shift inside the trained range does not change its predictions. The first-token
+# model falls from 1.000 to 0.377: with default positions, the first real token of a row of $n$
+# tokens sits at position $16 - n$, and the model looks for position 0, which is a masked pad.
+# With positions from the mask both are back to their unpadded accuracy.
+
+# %% [markdown]
+# **Takeaway:** pad on the right when you can. When you must pad on the left (batched generation),
+# compute the position ids from the attention mask, `cumsum(mask) - 1`, and keep counting from
+# there in every decode step (Exercise 2). RoPE and relative biases do not need it in exact
+# arithmetic, but computing the ids from the mask costs nothing and gives them the very positions
+# of the unpadded run.
+
+# %% [markdown]
+# ## 5 · A bug zoo
+#
+# Seven bugs met in real code. Each is a cell that runs the buggy code and measures what it does,
+# followed by the check or library error that catches it.
+#
+# ### 5.1 · Wrong RoPE layout when loading weights
+# The RoPE model of section 3 was trained with interleaved pairs (Meta's layout). Loading its
+# weights into a half-split model (Hugging Face's layout) raises nothing:
+
+# %%
+half_model = build("RotaryPE", causal=True, seed=1)          # RotaryPE's default layout is "half"
+half_model.load_state_dict(rope_model.state_dict())
+acc_loaded = accuracy(half_model, *lag_test)
+print(f"lag-3 accuracy: trained {acc_healthy:.3f}, loaded into the other layout {acc_loaded:.3f}")
+assert acc_loaded < 0.5
+
+# %% [markdown]
+# **Caught by** a golden-output test: after loading a checkpoint, compare logits on a fixed batch
+# with the logits of the implementation it came from. The fix converts the q and k rows of every
+# head (`convert_qk_weight`, notebook 03).
+
+# %%
+golden_batch = lag_test[0][:8]
+with torch.no_grad():
+    golden = rope_model(golden_batch)
+try:
+    with torch.no_grad():
+        assert_close(half_model(golden_batch), golden)
+    raise RuntimeError("the layout bug was not caught")
+except AssertionError as err:
+    print("golden-output test:", str(err).splitlines()[0])
+    assert "not close" in str(err)
+
+state = {k: v.clone() for k, v in rope_model.state_dict().items()}
+for param in ("weight", "bias"):
+    q_part, k_part, _ = state[f"blocks.0.attn.qkv.{param}"].chunk(3)   # views into the copy; v stays
+    for part in (q_part, k_part):
+        part.copy_(convert_qk_weight(part, N_HEADS, to="half"))
+half_model.load_state_dict(state)
+with torch.no_grad():
+    assert_close(half_model(golden_batch), golden)
+print("after convert_qk_weight: golden-output test passes")
+
+# %% [markdown]
+# ### 5.2 · Half-precision angles
+# A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. We run the
+# trained RoPE model in bfloat16 with all positions shifted by 0, 1000 and 4000 (in exact
+# arithmetic a RoPE model does not care), once with the library's tables (float32 angles, cast
+# last) and once with bfloat16 angles:
+
+# %%
+class Bf16AnglesRoPE(RotaryPE):
+    """The bug: positions and angles in the model dtype."""
+
+    def cos_sin(self, positions: torch.Tensor, dtype: torch.dtype = torch.float32):
+        angle = positions.to(dtype)[..., None] * self.inv_freq.to(dtype)
+        return angle.cos(), angle.sin()
+
+
+def shifted_accuracy(model: TinyTransformer, shift: int) -> float:
+    with torch.no_grad():
+        pred = model(lag_test[0], positions=torch.arange(SEQ)[None] + shift).argmax(-1)
+    return (pred[keep] == lag_test[1][keep]).float().mean().item()
+
+
+bf16_library = copy.deepcopy(rope_model).to(torch.bfloat16)
+bf16_buggy = copy.deepcopy(bf16_library)
+bf16_buggy.scheme = bf16_buggy.blocks[0].attn.scheme = Bf16AnglesRoPE(HEAD_DIM, layout="interleaved")  # same weights
+precision = pd.DataFrame({f"positions + {s}": {"float32 angles (library)": shifted_accuracy(bf16_library, s),
+                                               "bf16 angles (bug)": shifted_accuracy(bf16_buggy, s)}
+                          for s in (0, 1000, 4000)})
+precision.round(3)
+
+# %% [markdown]
+# **Caught by** the shift check: a RoPE model's outputs must not depend on a common shift of all
+# positions beyond rounding.
+
+# %%
+shift_ok, shift_bug = (shift_sensitivity(m, lag_test[0][:64], 4000) for m in (bf16_library, bf16_buggy))
+print(f"max |logit change| for positions + 4000 in bfloat16: library {shift_ok:.3f}, bf16 angles {shift_bug:.2f}")
+assert precision.iloc[0].min() > 0.99 and precision.iloc[1, 1:].max() < 0.5
+assert shift_ok < 0.25 < 2.0 < shift_bug
+
+# %% [markdown]
+# ### 5.3 · Odd `head_dim`
+# Sin/cos and RoPE work on pairs, so the width must be even. A hand-written table with $d = 15$
+# fails, but with a message about tensor sizes, not about the width:
+
+# %%
+def handwritten_sinusoidal(max_len: int, d: int) -> torch.Tensor:
+    pe = torch.zeros(max_len, d)
+    angle = torch.arange(max_len)[:, None] * 10000.0 ** (-torch.arange(0, d, 2) / d)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle.cos()
+    return pe
+
+
+for build_it in (lambda: handwritten_sinusoidal(8, 15), lambda: SinusoidalPE(15), lambda: RotaryPE(head_dim=15)):
+    try:
+        build_it()
+        raise AssertionError("expected an error")
+    except (RuntimeError, ValueError) as err:
+        print(f"{type(err).__name__}: {err}")
+        assert isinstance(err, RuntimeError) or ("even" in str(err) and "15" in str(err))
+
+# %% [markdown]
+# **Caught by** the library's argument checks (the last two lines name the parameter and the rule).
+# The first error only says two sizes differ; on a model with `d_model = 60` and 4 heads, the
+# 15 would come from a division you did not write down.
+#
+# ### 5.4 · Positions past a learnable table's `max_len`
+# The learnable model of section 4 has 16 rows. A common "fix" for the index error at longer
+# inputs is to clamp the positions to the last row. It runs, and on a sequence of 24 tokens:
+
+# %%
+long_tokens, long_targets = lag_task(256, 24, VOCAB, LAG, gen)
+with torch.no_grad():
+    clamped = abs_model(long_tokens, positions=torch.arange(24).clamp(max=SEQ - 1)[None]).argmax(-1)
+hit = clamped == long_targets
+early, late = hit[:, LAG:SEQ].float().mean().item(), hit[:, SEQ:].float().mean().item()
+print(f"lag-3 accuracy with clamped positions: positions 3-15 {early:.3f}, positions 16-23 {late:.3f}")
+assert early > 0.99 and late < 0.5
+
+# %% [markdown]
+# **Caught by** `LearnablePE`, which refuses positions it has no row for, with a message that says
+# what to do (clamping, wrapping or a bare `nn.Embedding` would hide it or fail cryptically):
+
+# %%
+try:
+    abs_model(long_tokens)
+    raise AssertionError("expected a ValueError")
+except ValueError as err:
+    print(f"ValueError: {err}")
+    assert "max_len" in str(err) and "max position 23" in str(err)
+
+# %% [markdown]
+# ### 5.5 · A forgotten $1/\sqrt{d}$ in attention
+# Hand-written attention that forgets to divide the scores by $\sqrt{d_\text{head}}$. With unit
+# variance queries and keys, a score is a sum of $d$ products, so its spread grows like
+# $\sqrt d$ and the softmax saturates. For a head of width 64, 32 keys, random q and k:
+
+# %%
+def handwritten_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True):
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / q.shape[-1] ** 0.5
+    return scores.softmax(-1) @ v, scores.softmax(-1)
+
+
+q, k, v = torch.randn(3, 1, 4, 32, 64, generator=gen).unbind(0)
+saturation = {}
+for label, scale in (("with 1/sqrt(d)", True), ("forgotten", False)):
+    _, weights = handwritten_attention(q, k, v, scale)
+    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1).mean().item()
+    saturation[label] = {"largest weight per row (mean)": weights.amax(-1).mean().item(),
+                         "row entropy (nats; uniform = 3.47)": entropy}
+pd.DataFrame(saturation).T.round(3)
+
+# %% [markdown]
+# Without the scale the rows are nearly one-hot from the start (mean largest weight 0.833 against
+# 0.166, entropy 0.46 against 3.01 nats): one key takes almost all the weight before anything is
+# learned, and a checkpoint trained with the scale computes something else. For position it
+# matters twice: a relative bias (T5, ALiBi) is added *after* the scale, so forgetting it also
+# changes how loud content is relative to position. **Caught by** comparing with PyTorch's
+# `scaled_dot_product_attention` on random inputs:
+
+# %%
+reference = F.scaled_dot_product_attention(q, k, v)
+assert_close(handwritten_attention(q, k, v)[0], reference)
+try:
+    assert_close(handwritten_attention(q, k, v, scale=False)[0], reference)
+    raise RuntimeError("the missing scale was not caught")
+except AssertionError as err:
+    print("comparison with SDPA:", str(err).splitlines()[0])
+    assert "not close" in str(err)
+assert saturation["forgotten"]["largest weight per row (mean)"] > 0.8 > 0.4 > saturation["with 1/sqrt(d)"][
+    "largest weight per row (mean)"]
+
+# %% [markdown]
+# ### 5.6 · A KV-cache decode step without the position offset
+# A hand-written generation loop feeds the prompt, then each new token alone, and forgets that
+# the new token sits at position `len(cache)`, not 0. On the trained learnable model, predicting
+# the last token of each test sequence:
+
+# %%
+prompt, last = lag_test[0][:, :-1], lag_test[0][:, -1:]
+with torch.no_grad():
+    full = abs_model(lag_test[0])[:, -1]
+    cache = abs_model.new_cache()
+    abs_model(prompt, cache=cache)
+    forgot = abs_model(last, positions=torch.zeros(512, 1, dtype=torch.long), cache=cache)[:, -1]
+target_last = lag_test[1][:, -1]
+print(f"accuracy of the last prediction: full recomputation {(full.argmax(-1) == target_last).float().mean():.3f}, "
+      f"cached step at position 0 {(forgot.argmax(-1) == target_last).float().mean():.3f}")
+
+# %% [markdown]
+# **Caught by** the cache test: the last logits from "prefix into the cache, then one step" must
+# equal a full recomputation. The library's decode step counts on from the cache length
+# (`last_token_logits_two_ways`), and passes; the buggy loop does not:
+
+# %%
+full_logits, cached_logits = last_token_logits_two_ways(abs_model, lag_test[0][:64])
+assert_close(cached_logits, full_logits)
+gap = (forgot - full).abs().max().item()
+print(f"library decode step == full recomputation; buggy step differs by up to {gap:.2f} logits")
+assert gap > 1.0 and (forgot.argmax(-1) == target_last).float().mean() < 0.5
+
+# %% [markdown]
+# ### 5.7 · Position applied to v as well as q and k
+# RoPE (and DETR-style "add position to queries and keys") must leave the values alone. A layer
+# that rotates v too carries absolute position into its output. We re-run the RoPE model's
+# attention layer by hand, with and without rotating v:
+
+# %%
+attn = rope_model.blocks[0].attn
+h = torch.randn(4, SEQ, D_MODEL, generator=gen)
+
+
+def rope_layer(positions: torch.Tensor, rotate_v: bool) -> torch.Tensor:
+    """The trained attention layer on ``h``; ``rotate_v`` adds the bug."""
+    with torch.no_grad():
+        q, k, v = (t.view(4, SEQ, N_HEADS, HEAD_DIM).transpose(1, 2) for t in attn.qkv(h).chunk(3, dim=-1))
+        q, k = attn.scheme.rotate_qk(q, k, positions)
+        if rotate_v:
+            v = attn.scheme.rotate_qk(v, v, positions)[0]
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return attn.out(y.transpose(1, 2).reshape(4, SEQ, D_MODEL))
+
+
+base = torch.arange(SEQ)[None]
+drift = {rotate_v: (rope_layer(base + 100, rotate_v) - rope_layer(base, rotate_v)).abs().max().item()
+         for rotate_v in (False, True)}
+print(f"max |output change| when all positions move by 100: q, k rotated {drift[False]:.1e}; "
+      f"v rotated too {drift[True]:.3f}")
+
+# %% [markdown]
+# **Caught by** the shift check of section 1: a RoPE layer's output must not change when all
+# positions move together.
+
+# %%
+assert drift[False] < 1e-4 < 0.05 < drift[True]
+
+# %% [markdown]
+# ## 6 · A checklist: adding position to a model
+#
+# | # | Check | How | Where |
+# |---|---|---|---|
+# | 1 | Position reaches the model, of the kind you expect (absolute / relative) | probe on identical tokens, with and without a start token; shift and permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
+# | 2 | A learnable table trains, only at the rows the batch uses | gradient of every row after one `backward()`; `grad is None` = detached or frozen | §2; `row_gradient_norms` |
+# | 3 | The trained model uses position | attention maps show structure tied to the diagonal; they change when positions are wrong | §3; `attention_weights` |
+# | 4 | Padding does not change real tokens | padded vs unpadded outputs equal, right and left; left padding uses `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
+# | 5 | A checkpoint matches its source, layout included | golden-output test after loading; convert q/k rows between RoPE layouts | §5.1; `convert_qk_weight` |
+# | 6 | Angles are computed in float32 | shift check in the model dtype at large positions | §5.2; `rope_cos_sin` |
+# | 7 | Widths are even where pairs are used | construct the scheme: the library raises a clear error | §5.3 |
+# | 8 | Positions stay inside a learned table | `LearnablePE` raises past `max_len`; never clamp | §5.4 |
+# | 9 | Scores are scaled by $1/\sqrt{d}$ before any bias | compare hand-written attention with `scaled_dot_product_attention` | §5.5 |
+# | 10 | A decode step uses the right positions | cached step == full recomputation | §5.6; `last_token_logits_two_ways` |
+# | 11 | Position touches q and k only (RoPE) | shift check on the attention layer | §5.7 |
+# | 12 | The scales of token and position vectors match | compare row norms before the first layer | [02](02_learnable.ipynb), section 7 |
+
+# %% [markdown]
+# ## Summary
+#
+# - **Probe** (identical tokens, predict the index; 3 seeds): sinusoidal and learnable give
+#   **absolute** position (1.000 on every seed, encoder and decoder); RoPE, T5 and ALiBi are
+#   **relative only** (exactly chance, 0.062; shift-invariant up to rounding); no encoding in an
+#   encoder gives **none**. With a start token every decoder learns absolute position, even one
+#   without any encoding (1.000; RoPE 0.978 ± 0.038): the causal mask and a BOS token are
+#   position signals.
+# - **Gradients** reach a learnable table exactly at the rows real tokens use (rows 0-9 of 128
+#   here). A detached table never moved (largest change 0.0) while the probe still reached 0.500:
+#   only the gradient check names the bug.
+# - **Attention maps** of a trained RoPE decoder put 0.9 of a head's weight on the key 3 back;
+#   with all position ids 0 no offset gets more than 0.26 and accuracy falls from 0.999 to 0.160.
+# - **Padding:** right padding with a mask changes real tokens by float32 rounding only (at most
+#   4e-07). Left padding with default positions moves sinusoidal and learnable logits by 0.81 and
+#   2.00 and drops a trained first-token model from 1.000 to 0.377; RoPE, T5 and ALiBi are immune
+#   in exact arithmetic (float32 differences at most 3.6e-07); `cumsum(mask) - 1` fixes every scheme.
+# - **Bug zoo**, measured: wrong RoPE layout 0.999 -> 0.257; bf16 angles 0.999 -> 0.158 at
+#   positions + 4000; clamped positions past `max_len` 0.068; no $1/\sqrt d$: mean largest
+#   attention weight 0.833 instead of 0.166; decode step at position 0: 1.000 -> 0.107; rotated
+#   values: outputs move by 3.7 under a shift. Each caught by a check or a library error.
+
+# %% [markdown]
+# ## Exercises
+#
+# ### Exercise 1 · Position ids from the attention mask
+# Write `my_position_ids(attn_mask)` without calling the library: `attn_mask` is (batch, seq),
+# bool or 0/1 integers (1 = real token); return (batch, seq) int64 position ids that count the
+# real tokens of each row from 0, with 0 in the padded slots.
+
+# %% tags=["exercise"]
+def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
+    raise NotImplementedError  # your code here
+
+
+check_exercise_1(my_position_ids)
+
+# %% [markdown]
+# ### Exercise 2 · The positions of a batched decode step
+# A left-padded batch of prompts has gone through a causal model with positions from the mask,
+# filling the KV cache. Now `n_new` more tokens per row are fed at once. Write
+# `decode_positions(attn_mask, n_new)`: `attn_mask` (batch, prompt_len) is the prompt's mask;
+# return the (batch, n_new) int64 positions of the new tokens. The checker runs a model with a
+# learnable table both ways and compares with each row recomputed without padding.
+
+# %% tags=["exercise"]
+def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
+    raise NotImplementedError  # your code here
+
+
+check_exercise_2(decode_positions)
+
+# %% [markdown]
+# ### Exercise 3 · Which rows will train?
+# Predict the gradient check of section 2 without running it: `rows_with_gradient(positions,
+# attn_mask, max_len)` gets the (batch, seq) positions and mask of a batch fed to a model with a
+# learnable table of `max_len` rows (loss on real tokens only); return a (max_len,) bool tensor,
+# True for the rows that will receive non-zero gradient. The checker runs the backward pass.
+
+# %% tags=["exercise"]
+def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
+    raise NotImplementedError  # your code here
+
+
+check_exercise_3(rows_with_gradient)
+
+# %% [markdown]
+# ## Further reading
+#
+# - Hugging Face `transformers` (`generation/utils.py`): `GenerationMixin._prepare_position_ids_for_generation`
+#   computes `attention_mask.long().cumsum(-1) - 1` with pads set to 0 (in 4.x releases, GPT-2's and
+#   Llama's `prepare_inputs_for_generation` did it, with pads at 1), and each decode step continues
+#   from the last position + 1 (`_update_model_kwargs_for_generation`). The tokenizers'
+#   `padding_side="left"` for batched generation. `tests/test_diagnostics.py` checks
+#   `position_ids_from_mask` against it, and against a GPT-2 built from a config.
+# - Hugging Face `convert_llama_weights_to_hf.py`: the q/k permutation between Meta's interleaved
+#   and Hugging Face's half-split RoPE layout (notebook 03, section 6).
+# - Haviv et al., *Transformer Language Models without Positional Encodings Still Learn Positional
+#   Information* (2022): the causal mask as a position signal, with probes like section 1's.
+# - Kazemnejad et al., *The Impact of Positional Encoding on Length Generalization in Transformers*
+#   (2023): NoPE, relative and absolute schemes compared.
+# - Su et al., *RoFormer* (2021); Raffel et al., *T5* (2020); Press et al., *ALiBi* (2022); Vaswani
+#   et al., *Attention Is All You Need* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
+# - This library: `posenc_lib/diagnostics.py` (every check of this notebook), `posenc_lib/rope.py`
+#   (`rope_cos_sin` computes angles in float32), `posenc_lib/learnable.py` (the `max_len` error).
+
+# %% [markdown]
+# ## Solutions
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
+    real = attn_mask.bool()
+    return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
+
+
+check_exercise_1(my_position_ids)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
+    # The next position of each row is the number of its real tokens so far, whatever the padding.
+    return attn_mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
+
+
+check_exercise_2(decode_positions)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
+    rows = torch.zeros(max_len, dtype=torch.bool)
+    rows[positions[attn_mask.bool()]] = True      # only real tokens reach the loss
+    return rows
+
+
+check_exercise_3(rows_with_gradient)

@@ -1,0 +1,100 @@
+"""The checkers of notebook 07 accept right answers and reject realistic wrong ones with a helpful hint."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from posenc_lib.exercises import ExerciseFailure
+from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("check", [check_exercise_1, check_exercise_2, check_exercise_3])
+def test_stub_prints_to_do(check, capsys):
+    check(stub)
+    assert "[to do]" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- exercise 1
+def ids(mask):
+    real = mask.bool()
+    return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
+
+
+def test_ex1_accepts_right_answers(capsys):
+    check_exercise_1(ids)
+    check_exercise_1(lambda m: (m.long().cumsum(-1) - 1).clamp_min(0) * m.long())
+    assert capsys.readouterr().out.count("[passed] Exercise 1") == 2
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (lambda m: torch.arange(m.shape[1]).expand(m.shape[0], -1), "ignore the mask"),
+    (lambda m: m.long().cumsum(-1) * m.long(), "off by one"),
+    (lambda m: m.long().cumsum(-1) - 1, "padded slots must get position 0"),
+    (lambda m: ids(m).float(), "must be integers"),
+    (lambda m: ids(m)[:, 1:], "expected shape"),
+    (lambda m: ids(m).tolist(), "return a torch.Tensor"),
+    (lambda m: ids(m.flip(-1)), "wrong"),
+])
+def test_ex1_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_1(wrong)
+
+
+# ----------------------------------------------------------------- exercise 2
+def decode(mask, n_new):
+    return mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
+
+
+def test_ex2_accepts_right_answers(capsys):
+    check_exercise_2(decode)
+    check_exercise_2(lambda m, n: (m.long().cumsum(-1)[:, -1:] - 1) + torch.arange(1, n + 1))
+    assert capsys.readouterr().out.count("[passed] Exercise 2") == 2
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (lambda m, n: torch.arange(m.shape[1], m.shape[1] + n).expand(m.shape[0], -1), "counted the pad slots"),
+    (lambda m, n: decode(m, n) - 1, "off by one"),
+    (lambda m, n: decode(m, n) + 1, "differs from its unpadded recomputation"),
+    (lambda m, n: torch.zeros(m.shape[0], n, dtype=torch.long), "differs from its unpadded"),
+    (lambda m, n: decode(m, n)[:, 0], "expected shape"),
+])
+def test_ex2_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_2(wrong)
+
+
+# ----------------------------------------------------------------- exercise 3
+def rows(positions, mask, max_len):
+    used = torch.zeros(max_len, dtype=torch.bool)
+    used[positions[mask.bool()]] = True
+    return used
+
+
+def test_ex3_accepts_the_right_answer(capsys):
+    check_exercise_3(rows)
+    check_exercise_3(lambda p, m, n: torch.bincount(p[m], minlength=n) > 0)
+    assert capsys.readouterr().out.count("[passed] Exercise 3") == 2
+
+
+def all_slots(positions, mask, max_len):
+    used = torch.zeros(max_len, dtype=torch.bool)
+    used[positions.flatten()] = True
+    return used
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [
+    (all_slots, "padded slots train nothing"),
+    (lambda p, m, n: torch.arange(n) < m.sum(-1).max(), "the gradient reached rows"),
+    (lambda p, m, n: rows(p, m, n).long(), "bool tensor"),
+    (lambda p, m, n: rows(p, m, n)[:-1], r"return a \(12,\) bool tensor"),
+])
+def test_ex3_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_3(wrong)
