@@ -18,7 +18,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** about 8 s on a laptop CPU (measured with `make execute`, one thread; no training in this notebook).
+# **Run time:** about 8 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import io
@@ -30,10 +30,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from posenc_lib import TinyTransformer, seed_everything
+from posenc_lib import TinyTransformer
 from posenc_lib.attention import PositionScheme
 from posenc_lib.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.plotting import heatmap, line_plot
 from posenc_lib.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
@@ -41,10 +41,9 @@ from posenc_lib.sinusoidal import (
     sinusoidal_layout_permutation,
     sinusoidal_table,
 )
+from posenc_lib.training import setup_notebook
 
-use_style()
-seed_everything(0)
-torch.set_printoptions(precision=4, sci_mode=False)
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 
 # %% [markdown]
 # ## 1 · The formula, built step by step
@@ -565,19 +564,20 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # %% [markdown]
 # ## Exercises
 #
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
+# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
+# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
+# at the end (their code is hidden in JupyterLab: click the cell to show it).
+#
 # ### Exercise 1 · The concatenated table
 # Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
 # layout $[\sin_0, \dots, \sin_{d/2-1} \mid \cos_0, \dots, \cos_{d/2-1}]$ for positions
 # $0, \dots, \text{max\_len}-1$, as a float tensor of shape `(max_len, d_model)`, without calling
 # `sinusoidal_table`.
-#
-# Write it below, then run `check_exercise_1(concat_table)`. (Solution below, folded in the HTML.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
-    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
-    return torch.cat([angle.sin(), angle.cos()], dim=1)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(concat_table)
@@ -588,17 +588,14 @@ check_exercise_1(concat_table)
 # A pair *completes a full turn* within `length` positions when its wavelength is at most
 # `length`. Write `full_turns(d_model, base, length)` returning, as a Python `int`, how many of
 # the $d/2$ pairs do. (The same count, for RoPE's frequencies and the training length, is what
-# context-extension methods such as YaRN reason about; see notebook 06.)
-#
-# Run `check_exercise_2(full_turns)`. (Solution below.)
+# context-extension methods such as YaRN reason about; see
+# [06 · Length extrapolation](06_length_extrapolation.ipynb).)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def full_turns(d_model: int, base: float, length: int) -> int:
-    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    return int((wavelengths <= length).sum())
+    raise NotImplementedError  # your code here
 
 
-print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
 check_exercise_2(full_turns)
 
 
@@ -608,20 +605,10 @@ check_exercise_2(full_turns)
 # $PE_{\text{concat}}(p+k) = M\,PE_{\text{concat}}(p)$ for every $p$ (base 10000). Hint: sine $i$
 # now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
 # `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
-#
-# Run `check_exercise_3(concat_shift)`. (Solution below.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    half = d_model // 2
-    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    idx = torch.arange(half)
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(kw) sin_i(p) + sin(kw) cos_i(p)
-    m[idx, idx + half] = angle.sin()
-    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(kw) sin_i(p) + cos(kw) cos_i(p)
-    m[idx + half, idx + half] = angle.cos()
-    return m
+    raise NotImplementedError  # your code here
 
 
 check_exercise_3(concat_shift)
@@ -642,3 +629,46 @@ check_exercise_3(concat_shift)
 # - PyTorch documentation, `torch.nn.Module.register_buffer` (the `persistent` flag).
 # - Next: notebook 02 (a learned table instead of a formula) and notebook 03 (RoPE, which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 1
+def concat_table(max_len: int, d_model: int) -> torch.Tensor:
+    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
+    return torch.cat([angle.sin(), angle.cos()], dim=1)
+
+
+check_exercise_1(concat_table)
+
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 2
+def full_turns(d_model: int, base: float, length: int) -> int:
+    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return int((wavelengths <= length).sum())
+
+
+print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
+check_exercise_2(full_turns)
+
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 3
+def concat_shift(k: int, d_model: int) -> torch.Tensor:
+    half = d_model // 2
+    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    idx = torch.arange(half)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(kw) sin_i(p) + sin(kw) cos_i(p)
+    m[idx, idx + half] = angle.sin()
+    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(kw) sin_i(p) + cos(kw) cos_i(p)
+    m[idx + half, idx + half] = angle.cos()
+    return m
+
+
+check_exercise_3(concat_shift)

@@ -21,8 +21,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 35 s on a laptop CPU (measured with `make execute`, one thread), almost all
-# of it in sixteen small training runs of 150-300 steps.
+# **Run time:** about 33 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import matplotlib.pyplot as plt
@@ -37,13 +36,11 @@ from posenc_lib.data import sorting_task
 from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import heatmap, line_plot, moving_average, use_style
+from posenc_lib.plotting import heatmap, line_plot, moving_average
 from posenc_lib.sinusoidal import SinusoidalPE, sinusoidal_table
-from posenc_lib.training import accuracy, seed_everything, train
+from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
 
-use_style()
-seed_everything(0)
-torch.set_printoptions(precision=3, sci_mode=False)
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 
 # %% [markdown]
 # ## 1 · The table
@@ -527,25 +524,24 @@ pros_cons
 # %% [markdown]
 # ## Exercises
 #
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
+# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
+# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
+# at the end (their code is hidden in JupyterLab: click the cell to show it).
+#
 # ### Exercise 1 · Similarity as a function of distance
 # Section 4 compared neighbours with far pairs. Write `similarity_by_distance(table)` that takes a
 # `(max_len, d)` table and returns a tensor of shape `(max_len,)` whose entry $k$ is the mean cosine
 # similarity of rows $p$ and $p+k$, over all $p$ with $p + k <$ `max_len` (entry 0 is 1). Then
-# compare the profiles of the trained learnable table (first 12 rows) and the sinusoidal table.
-#
-# Write it below, then run `check_exercise_1(similarity_by_distance)`. (Solution below, folded in
-# the HTML.)
+# compare the profiles of the trained learnable table (first 12 rows, `table_after[:SEQ_LEN]`)
+# and the sinusoidal table.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
-    unit = F.normalize(table, dim=-1)
-    n = table.shape[0]
-    return torch.stack([(unit[: n - k] * unit[k:]).sum(-1).mean() for k in range(n)])
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(similarity_by_distance)
-print("learnable (trained):", similarity_by_distance(table_after[:SEQ_LEN])[:6])
-print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D_MODEL))[:6])
 
 # %% [markdown]
 # ### Exercise 2 · Extending a trained table
@@ -554,15 +550,10 @@ print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D
 # RoBERTa's 512 trained rows over and over. Write `extend_by_copying(pe, new_max_len)` returning a
 # **new** `LearnablePE` with `new_max_len` rows where row $p$ is `pe.weight[p % pe.max_len]`,
 # trainable, sharing no memory with `pe` (which must stay unchanged).
-#
-# Run `check_exercise_2(extend_by_copying)`. (Solution below.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
-    longer = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
-    with torch.no_grad():
-        longer.weight.copy_(pe.weight[torch.arange(new_max_len) % pe.max_len])
-    return longer
+    raise NotImplementedError  # your code here
 
 
 check_exercise_2(extend_by_copying)
@@ -574,13 +565,10 @@ check_exercise_2(extend_by_copying)
 # $\sqrt{d}$ a token row has the same *mean squared norm* as a sinusoidal row? Write
 # `matched_token_std(d_model)` returning $\sigma$ as a Python float. (Hint: a row of $d$ entries
 # of variance $\sigma^2 d$ has mean squared norm $\sigma^2 d^2$.)
-#
-# Run `check_exercise_3(matched_token_std)`. (Solution below.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def matched_token_std(d_model: int) -> float:
-    # sigma^2 * d^2 = d / 2   =>   sigma = 1 / sqrt(2 d)
-    return (2 * d_model) ** -0.5
+    raise NotImplementedError  # your code here
 
 
 check_exercise_3(matched_token_std)
@@ -602,3 +590,39 @@ check_exercise_3(matched_token_std)
 #   factor and the embedding matrix shared with the output layer; tensor2tensor, `modalities.py`
 #   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *Using the
 #   Output Embedding to Improve Language Models* (2017): weight tying.
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 1
+def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
+    unit = F.normalize(table, dim=-1)
+    n = table.shape[0]
+    return torch.stack([(unit[: n - k] * unit[k:]).sum(-1).mean() for k in range(n)])
+
+
+check_exercise_1(similarity_by_distance)
+print("learnable (trained):", similarity_by_distance(table_after[:SEQ_LEN])[:6])
+print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D_MODEL))[:6])
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 2
+def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
+    longer = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
+    with torch.no_grad():
+        longer.weight.copy_(pe.weight[torch.arange(new_max_len) % pe.max_len])
+    return longer
+
+
+check_exercise_2(extend_by_copying)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 3: sigma^2 * d^2 = d / 2   =>   sigma = 1 / sqrt(2 d)
+def matched_token_std(d_model: int) -> float:
+    return (2 * d_model) ** -0.5
+
+
+check_exercise_3(matched_token_std)

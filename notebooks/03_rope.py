@@ -21,11 +21,11 @@
 # - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
 #   source article).
 #
-# **Prerequisites**: [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time**: about 11 s on a laptop CPU (measured with `make execute`, one thread; one tiny model trains for 2 s).
+# **Run time:** about 10 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -40,7 +40,7 @@ from torch.testing import assert_close
 from posenc_lib.data import lag_task
 from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot, use_style
+from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.rope import (
     RotaryPE,
     apply_rope,
@@ -52,11 +52,10 @@ from posenc_lib.rope import (
     rotate_half_reference,
 )
 from posenc_lib.sinusoidal import shift_matrix
-from posenc_lib.training import accuracy, seed_everything, train
+from posenc_lib.training import accuracy, setup_notebook, train
 
-use_style()
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
-gen = seed_everything(0)
 
 
 def tiny(value: float, floor: float = 1e-5) -> str:
@@ -697,20 +696,21 @@ assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["wi
 #
 # ## Exercises
 #
-# Each exercise has a checker: write your function in a new cell, then call the checker on it.
-# The worked solution follows, folded away in the HTML version.
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
+# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
+# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
+# at the end (their code is hidden in JupyterLab: click the cell to show it).
 #
 # ### Exercise 1 · Write `rotate_half`
 #
 # Write `rotate_half(x)` for the half-split layout: split the last dimension into halves
 # $[x_1 \,|\, x_2]$ and return $[-x_2 \,|\, x_1]$. The checker also verifies that
 # `x * cos + rotate_half(x) * sin` (with cos/sin repeated to full width) is the library's
-# half-split RoPE. Run `check_exercise_1(rotate_half)`.
+# half-split RoPE.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(rotate_half)
@@ -721,14 +721,11 @@ check_exercise_1(rotate_half)
 # Write `interleaved_to_half(weight, n_heads)`: `weight` is a query or key projection of shape
 # (n_heads · head_dim, d_in) trained with interleaved RoPE; return the weight for a half-split
 # model, without calling `convert_qk_weight`. The checker compares attention scores of the two
-# layouts. Run `check_exercise_2(interleaved_to_half)`.
+# layouts.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    head_dim = weight.shape[0] // n_heads
-    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
-    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
-    return per_head[:, order].reshape(weight.shape)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_2(interleaved_to_half)
@@ -738,11 +735,11 @@ check_exercise_2(interleaved_to_half)
 #
 # Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens fed
 # to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE decoder with
-# your positions and compares with full recomputation. Run `check_exercise_3(decode_positions)`.
+# your positions and compares with full recomputation.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
-    return torch.arange(cache_len, cache_len + n_new)[None]
+    raise NotImplementedError  # your code here
 
 
 check_exercise_3(decode_positions)
@@ -752,13 +749,11 @@ check_exercise_3(decode_positions)
 #
 # Write `safe_cos_sin(positions, inv_freq, dtype)`: positions (batch, seq) int64, inv_freq
 # (head_dim/2,) float32; return (cos, sin), each (batch, seq, head_dim/2) in `dtype`, accurate at
-# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`. Run
-# `check_exercise_4(safe_cos_sin)`.
+# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
-    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
-    return angle.cos().to(dtype), angle.sin().to(dtype)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_4(safe_cos_sin)
@@ -777,3 +772,45 @@ check_exercise_4(safe_cos_sin)
 #   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
 # - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
 #   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in notebook 06).
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 1
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+check_exercise_1(rotate_half)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 2
+def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    head_dim = weight.shape[0] // n_heads
+    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
+    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
+    return per_head[:, order].reshape(weight.shape)
+
+
+check_exercise_2(interleaved_to_half)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 3
+def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
+    return torch.arange(cache_len, cache_len + n_new)[None]
+
+
+check_exercise_3(decode_positions)
+
+# %% tags=["solution"] jupyter={"source_hidden": true}
+# Exercise 4
+def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
+    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
+    return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+check_exercise_4(safe_cos_sin)
