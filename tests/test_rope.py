@@ -416,8 +416,11 @@ def test_table_cache_grows_and_is_per_device_dtype():
     assert {key[1] for key in scheme._tables} == {torch.float32}
     assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)
     scheme.rotate_qk(q.double(), q.double(), torch.tensor([[5000, 5001, 9000]]))
-    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)  # float64 has its own float64 table
     assert scheme._tables[(q.device, torch.float64)][0].shape == (16384, 8)
+    scheme.rotate_qk(q.half(), q.half(), torch.tensor([[5000, 5001, 9000]]))  # float16: float32 angles, cast
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float16)][0].shape == (16384, 8)
     cos, sin = scheme.cos_sin(torch.tensor([[9000, 3, -7]]))
     direct = rope_cos_sin(torch.tensor([[9000, 3, -7]]), rope_inv_freq(16))
     torch.testing.assert_close((cos, sin), direct, atol=0, rtol=0)
@@ -599,3 +602,37 @@ def test_torch_compile_fullgraph():
     with torch.no_grad():
         torch.testing.assert_close(compiled_attention(h, positions, causal=True), attention(h, positions, causal=True),
                                    atol=1e-5, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- float64 means float64
+
+
+def test_float64_tables_are_computed_in_float64():
+    positions = torch.tensor([0, 3, 100_000, 100_003])
+    inv_freq64 = 1.0 / 10000.0 ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    cos, sin = rope_cos_sin(positions, inv_freq64, dtype=torch.float64)
+    exact = torch.tensor([[math.cos(p * float(f)) for f in inv_freq64] for p in positions.tolist()], dtype=torch.float64)
+    torch.testing.assert_close(cos, exact, rtol=0, atol=1e-9)
+    scheme = RotaryPE(head_dim=64).double()
+    cos_pe, sin_pe = scheme.cos_sin(positions[None], torch.float64)
+    torch.testing.assert_close(cos_pe[0], exact, rtol=0, atol=1e-9)
+    torch.testing.assert_close(sin_pe[0], sin, rtol=0, atol=1e-9)
+    # float32 tables keep float32 angles (as Hugging Face does): off by ~1e-3 at position 1e5
+    cos32, _ = rope_cos_sin(positions, rope_inv_freq(64), dtype=torch.float64)
+    assert (cos32 - exact).abs().max() > 1e-5
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_float64_relative_offset_invariance_near_1e5(layout):
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 1, 64, dtype=torch.float64, generator=gen)
+    k = torch.randn(1, 2, 1, 64, dtype=torch.float64, generator=gen)
+    scheme = RotaryPE(head_dim=64, layout=layout).double()
+
+    def score(m: int, n: int) -> torch.Tensor:
+        q_r, _ = scheme.rotate_qk(q, q, torch.tensor([[m]]))
+        _, k_r = scheme.rotate_qk(k, k, torch.tensor([[n]]))
+        return (q_r * k_r).sum(-1)
+
+    for offset in (99_997, 100_000, 123_457):
+        torch.testing.assert_close(score(offset + 3, offset), score(3, 0), rtol=0, atol=1e-9)
