@@ -1,17 +1,18 @@
 """Formatting numbers for the notebooks' printed lines and tables.
 
-Two small helpers, so that a notebook prints the same text on every machine: a difference
-that is pure floating-point rounding is shown as a bound (its exact digits depend on the CPU
-and the BLAS library), and a table's columns are turned into text with a chosen format.
+Small helpers, so that a notebook prints the same text on every machine: a difference that is
+pure floating-point rounding is shown as a bound (its exact digits depend on the CPU and the
+BLAS library), a table's columns are turned into text with a chosen format, and repeated
+measurements (one per seed) are shown as "mean ± std".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-__all__ = ["rounding", "formatted"]
+__all__ = ["rounding", "formatted", "mean_std"]
 
 
 def rounding(x: float) -> str:
@@ -36,3 +37,13 @@ def formatted(df: pd.DataFrame, formats: Mapping[str, str | Callable[[object], s
     if missing:
         raise ValueError(f"formats names columns that df does not have: {missing}; columns are {list(df.columns)}")
     return df.assign(**{col: df[col].map(f.format if isinstance(f, str) else f) for col, f in formats.items()})
+
+
+def mean_std(values: Sequence[float], digits: int = 3) -> str:
+    """"mean ± std" of repeated measurements (e.g. one per seed), std with ddof=1, rounded to ``digits`` decimals."""
+    data = [float(v) for v in values]
+    if len(data) < 2:
+        raise ValueError(f"values must hold at least 2 measurements to give a spread, got {len(data)}")
+    mean = sum(data) / len(data)
+    std = (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_lib.report import formatted, rounding
+from posenc_lib.report import formatted, mean_std, rounding
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
@@ -30,3 +30,13 @@ def test_formatted_pattern_and_function():
 def test_formatted_names_missing_columns():
     with pytest.raises(ValueError, match="columns that df does not have"):
         formatted(pd.DataFrame({"a": [1]}), {"z": "{:.1f}"})
+
+
+def test_mean_std_uses_the_sample_std():
+    assert mean_std([1.0, 2.0, 3.0]) == "2.000 ± 1.000"
+    assert mean_std([0.5, 0.5], digits=2) == "0.50 ± 0.00"
+
+
+def test_mean_std_needs_two_values():
+    with pytest.raises(ValueError, match="at least 2"):
+        mean_std([1.0])
