@@ -301,7 +301,7 @@ curves = {name: moving_average(loss) for name, loss in losses.items()}
 line_plot(ax, np.arange(len(curves["sinusoidal"])) + 10, curves, "Who did what: training loss",
           "training step", "cross-entropy (nats, 10-step mean)", logy=True)
 ax.axhline(math.log(2), color="black", linewidth=1, linestyle=":")
-ax.text(300, math.log(2) * 0.92, "ln 2: best possible from a bag of words", ha="right", va="top", fontsize=9)
+ax.text(300, math.log(2) * 0.92, "ln 2: best possible from a bag of words", ha="right", va="top", fontsize=10)
 plt.show()
 final = {name: float(np.mean(loss[-50:])) for name, loss in losses.items()}
 print({name: f"{value:.3f}" for name, value in final.items()})
@@ -456,9 +456,10 @@ assert tests["encodes"].to_dict() == expected, tests
 formatted(tests, {c: rounding for c in tests.columns[:2]})
 
 # %% [markdown]
-# Shifting changes nothing for RoPE, T5 and ALiBi (RoPE's residue, below $10^{-6}$, is
-# rounding: the library computes its angles in float32, notebook 03 explains why), and
-# changes the outputs of the two absolute encodings. Every scheme except `NoPosition` breaks
+# Shifting changes nothing for RoPE, T5 and ALiBi (what is left is float64 rounding: in a
+# float64 model the library computes RoPE's angles in float64 too; [03 · RoPE](03_rope.ipynb)
+# explains why the precision of the angles matters), and changes the outputs of the two
+# absolute encodings. Every scheme except `NoPosition` breaks
 # the permutation symmetry.
 #
 # | notebook | topic | hook |
@@ -554,7 +555,7 @@ check_exercise_3(answer)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
     inv = torch.empty_like(perm)
@@ -564,7 +565,7 @@ def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(inverse_permutation)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
     with torch.no_grad():
@@ -579,7 +580,7 @@ check_exercise_2(equivariance_gap)
 # without any encoding (NoPE) can still learn positions;
 # [05 · Relative biases](05_relative_biases.ipynb) shows it.
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3. Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
 #   (cat, dog), (dog, cat): same bag {cat, dog}, both agents equally likely -> best guess right 1/2
 #   (cat, mouse), (dog, mouse): the bag names the agent (whichever is not the mouse) -> right always

@@ -48,6 +48,35 @@ gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print op
 # %% [markdown]
 # ## 1 · The formula, built step by step
 #
+# **Where the design comes from.** The simplest signal is the integer $p$ itself, but it grows
+# without bound: position 5000 would swamp every token embedding. Write $p$ in binary instead:
+# every bit stays in $\{0, 1\}$, and bit $k$ flips every $2^k$ positions, so the low bits flicker
+# and the high bits drift: a ladder of periods $2, 4, 8, \dots$. Bits jump, though, and
+# neighbouring positions can differ in many of them ($7 = 0111$, $8 = 1000$). Replace each bit by
+# a smooth wave of the same period and the coordinates become continuous and bounded while
+# keeping the ladder. The figure shows both for positions 0 to 63, and the check below confirms
+# that each wave is negative exactly where its bit is 1.
+
+# %%
+n_bits, n_pos = 6, 64
+p_int = torch.arange(n_pos)
+bits = (p_int[:, None] >> torch.arange(n_bits)) & 1                              # (64, 6): bit k of p
+waves = -torch.sin(math.pi * (p_int[:, None] + 0.5) / 2.0 ** torch.arange(n_bits))  # period 2^(k+1), like bit k
+assert torch.equal(bits.bool(), waves > 0)                                        # the wave's sign is the bit
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+heatmap(ax1, bits.numpy(), "Binary counter: bit k of p", "bit k (period 2^(k+1))", "position p",
+        colorbar_label="bit value")
+heatmap(ax2, waves.numpy(), "The same periods as smooth waves", "wave k (period 2^(k+1))", "position p",
+        colorbar_label="wave value", center=True)
+plt.show()
+
+# %% [markdown]
+# The sinusoidal encoding is this idea with three changes: each wavelength gets a *pair*
+# (a sine and a cosine, which makes a shift by $k$ positions a rotation, section 6); the
+# wavelengths grow by the factor $10000^{2/d}$ from one pair to the next instead of 2, so $d/2$
+# pairs span wavelengths from $2\pi$ to almost $10000 \cdot 2\pi$; and the values are real
+# numbers, so nearby positions get nearby vectors.
+#
 # **Question:** what vector should position $p$ get? Vaswani et al. use $d/2$ pairs of
 # coordinates. Pair $i$ is a point on the unit circle that turns by $\omega_i$ radians per position:
 #
@@ -204,11 +233,11 @@ line_plot(ax1, i_idx, {"wavelength 2 pi / w_i": wavelength.numpy()}, title="Wave
 ax1.get_legend().remove()
 for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"), (10000 * 2 * math.pi, "10000 x 2 pi", 0, "left")):
     ax1.axhline(y, color="gray", linestyle=":", linewidth=1)
-    ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=8)
+    ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=10)
 ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
-             arrowprops={"arrowstyle": "->"}, fontsize=8)
+             arrowprops={"arrowstyle": "->"}, fontsize=10)
 ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 1.2e4),
-             arrowprops={"arrowstyle": "->"}, fontsize=8, ha="right")
+             arrowprops={"arrowstyle": "->"}, fontsize=10, ha="right")
 line_plot(ax2, i_idx, {"counted in the table": sign_changes.numpy(),
                        "about 2N / wavelength": 2 * n_count / wavelength.numpy()},
           title=f"Sign changes of the sine in {n_count} positions", xlabel="pair index i",
@@ -532,7 +561,7 @@ print("extension keeps the dtype:", scheme64.table.dtype)
 # %% [markdown]
 # Defined is not the same as useful. A model trained on sequences of length $L$ never saw the
 # encodings of positions beyond $L$; whether it copes with them is an empirical question, and for
-# sinusoidal encodings the answer is mostly no (notebook 06 measures it). What the library does
+# sinusoidal encodings the answer is mostly no ([06 · Length extrapolation](06_length_extrapolation.ipynb) measures it). What the library does
 # refuse are positions that make no sense:
 
 # %%
@@ -627,7 +656,8 @@ check_exercise_3(concat_shift)
 #   interleaved), `modeling_marian.py` (`MarianSinusoidalPositionalEmbedding`, concatenated).
 # - Harvard NLP, *The Annotated Transformer*: `PositionalEncoding` with `register_buffer`.
 # - PyTorch documentation, `torch.nn.Module.register_buffer` (the `persistent` flag).
-# - Next: notebook 02 (a learned table instead of a formula) and notebook 03 (RoPE, which applies
+# - Next: [02 · Learnable absolute encoding](02_learnable.ipynb) (a learned table instead of a formula) and
+#   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
 
 # %% [markdown]
@@ -635,7 +665,7 @@ check_exercise_3(concat_shift)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
     freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
@@ -646,7 +676,7 @@ def concat_table(max_len: int, d_model: int) -> torch.Tensor:
 check_exercise_1(concat_table)
 
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def full_turns(d_model: int, base: float, length: int) -> int:
     wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -657,7 +687,7 @@ print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 3
 check_exercise_2(full_turns)
 
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
     half = d_model // 2

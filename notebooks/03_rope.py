@@ -25,7 +25,7 @@
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time:** about 10 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 21 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -100,7 +100,7 @@ for m in range(8):
     qm = rotation(m * theta) @ q
     ax1.annotate("", xy=(float(qm[0]), float(qm[1])), xytext=(0, 0),
                  arrowprops={"arrowstyle": "->", "color": COLORS[0], "alpha": 0.3 + 0.7 * m / 7, "lw": 1.5})
-    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=8)
+    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=10)
 ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2",
         title=r"The query pair at positions m = 0..7 ($\theta$ = 0.4 rad)")
 heatmap(ax2, scores_2d.numpy(), "Score of query at m and key at n", "key position n", "query position m",
@@ -283,7 +283,7 @@ heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(), "Which pair (freque
 ax.set_yticks([0, 1], list(pair_of_dim))
 for row, pairs in enumerate(pair_of_dim.values()):
     for dim, i in enumerate(pairs.tolist()):
-        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=8)
+        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=10)
 plt.show()
 
 # %% [markdown]
@@ -373,7 +373,8 @@ print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with
 # **Why not rotate the values too?** Because then the output would carry absolute positions. With
 # q and k rotated, the scores depend only on relative positions, so moving the whole sequence to
 # positions $c, c+1, \dots$ leaves the layer's output unchanged. Rotate v as well and the output
-# changes. The same holds for the whole trained model, whose only position signal is RoPE.
+# changes. The same holds for the whole trained model, whose only position *encoding* is RoPE
+# (the causal mask is the other source of order, see the takeaway below).
 
 # %%
 def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
@@ -430,8 +431,14 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
 # **Takeaway.** RoPE rotates q and k after the head split and before the scores, never v; this is
-# what makes a RoPE model blind to absolute position and sensitive to relative position. A decode
-# step must rotate the new token by its absolute position (the cache length).
+# what makes a RoPE model's output unchanged when all position ids are shifted by the same
+# amount, and sensitive to relative position. That is not blindness to absolute position: a
+# causal decoder still gets order from its mask, since the token at index $t$ attends to exactly
+# $t+1$ tokens, so it can count (exercise 2 of [00 · Permutation blindness](00_permutation_blindness.ipynb)
+# shows that the mask alone breaks the permutation symmetry, and
+# [05 · Relative biases](05_relative_biases.ipynb) shows decoders without any encoding learning
+# positions this way). A decode step must rotate the new token by its absolute position (the
+# cache length).
 #
 # ## 6 · Converting a checkpoint between layouts
 #
@@ -647,36 +654,126 @@ closed_form = [math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0
 assert turns["full turn within L"].tolist() == closed_form
 
 # %% [markdown]
-# Now the trained decoder of section 5. Its task needs only the token 3 steps back, a relative
-# distance present at every step of every training sequence, yet on longer sequences it degrades.
-# As a control we evaluate the same long sequences with a sliding window that lets each query see
-# only the last `TRAIN_LEN` keys, so every relative distance stays within the training range.
+# Now trained decoders like the one of section 5, three of them (seeds 0, 1, 2). The task needs
+# only the token 3 steps back, a relative distance present at every step of every training
+# sequence. Yet on longer sequences they degrade. Two things change at once when a sequence gets
+# longer, and either could be the cause:
+#
+# - **unseen relative distances (unseen angles):** a query now also meets keys more than 31
+#   tokens away, whose slow-pair angles never occurred in training;
+# - **attention spread over more keys (dilution):** the softmax shares its weight among up to
+#   256 keys instead of at most 32, so the right key could get a smaller share.
+#
+# First, accuracy per position on sequences of length 256 (8 times the training length), with
+# full causal attention and with a sliding window of 32 keys (which removes both effects at once):
 
 # %%
 def sliding_window(length: int, window: int) -> torch.Tensor:
     """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i (causality added by the model)."""
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
-    return (j > i - window)[None, None]
+    return (i - j < window)[None, None]
 
 
-rows = []
-for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, 8 * TRAIN_LEN):
-    tokens_long, targets_long = lag_task(256, length, VOCAB, LAG, gen)
-    with torch.no_grad():
-        windowed = model(tokens_long, attn_mask=sliding_window(length, TRAIN_LEN)).argmax(-1)
-    keep = targets_long != -100
-    rows.append({"evaluation length": length, "full attention": accuracy(model, tokens_long, targets_long),
-                 "window of 32 keys": (windowed[keep] == targets_long[keep]).float().mean().item()})
-extrapolation = pd.DataFrame(rows).set_index("evaluation length").round(3)
-display(extrapolation)
-assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["window of 32 keys"].min()
+def trained_decoder(seed: int) -> TinyTransformer:
+    """A fresh RoPE decoder trained as in section 5, with its own seed for weights and data."""
+    seeded = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    decoder = rope_decoder("interleaved")
+    train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=f"seed {seed}")
+    return decoder
+
+
+SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
+decoders = {seed: trained_decoder(seed) for seed in SEEDS}
+long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100))
+per_position = {"full attention": [], "window of 32 keys": []}
+with torch.no_grad():
+    for decoder in decoders.values():
+        for name, mask in (("full attention", None), ("window of 32 keys", sliding_window(LONG, TRAIN_LEN))):
+            right = decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
+            per_position[name].append(right[:, LAG:].float().mean(0))       # (LONG - LAG,) per position
+curves = {name: torch.stack(acc).mean(0).numpy() for name, acc in per_position.items()}
+fig, ax = plt.subplots(figsize=(8, 3.8))
+line_plot(ax, np.arange(LAG, LONG), curves, "Lag-3 decoders on sequences 8x the training length",
+          "query position (tokens)", "accuracy (mean of 3 seeds)")
+ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
+ax.text(TRAIN_LEN + 3, 0.5, "training length", fontsize=10)
+plt.show()
+full_pos = curves["full attention"]
+print(f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f}, 32-63 "
+      f"{full_pos[TRAIN_LEN - LAG : 64 - LAG].mean():.3f}, 128-255 {full_pos[128 - LAG :].mean():.3f}")
+assert full_pos[: TRAIN_LEN - LAG].mean() > 0.99 and full_pos[128 - LAG :].mean() < 0.3
+assert curves["window of 32 keys"].min() > 0.99
 
 # %% [markdown]
-# The same weights that are perfect at length 32 fall far below that at 256, and the window
-# brings them back: what hurts is attention to keys at distances never seen in training, whose
-# slow-pair angles are new. [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
-# this properly on language models (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies
-# that rescale RoPE's frequencies: position interpolation, NTK-aware scaling, YaRN.
+# Up to position 31 nothing has changed (a causal query never sees the later tokens), and the
+# window is (near) perfect everywhere. Right after the training length, full attention starts to fail.
+# To tell the two causes apart, two controls look at the **last** query of a sequence, for
+# lengths 32 to 256:
+#
+# - **all keys, seen distances:** the query sees every key, but the keys before the last 32
+#   are given position ids 4 to 31 steps before the query (`positions=` of the model), so every
+#   relative distance is one seen in training and the true target is still the only key 3 steps
+#   back: dilution without unseen angles;
+# - **16 near + 16 farthest keys:** a mask lets the query see its 16 nearest keys and the 16
+#   farthest ones, 32 keys as in training, half of them at unseen distances: unseen angles
+#   without dilution.
+
+# %%
+def last_query_accuracy(decoder: TinyTransformer, length: int, control: str) -> float:
+    """Accuracy of the last query's prediction on 512 random sequences of ``length`` tokens."""
+    tokens, targets = lag_task(512, length, VOCAB, LAG, torch.Generator().manual_seed(length))
+    i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    positions, mask = torch.arange(length)[None], None
+    if control == "all keys, seen distances":
+        n_far = length - TRAIN_LEN                                       # keys before the last 32
+        positions = positions.clone()
+        positions[0, :n_far] = length - 1 - 4 - torch.arange(n_far) % (TRAIN_LEN - 4)  # distances 4..31
+    elif control == "16 near + 16 farthest keys":
+        mask = ((i - j < 16) | (j < 16))[None, None]
+    elif control == "window of 32 keys":
+        mask = sliding_window(length, TRAIN_LEN)
+    with torch.no_grad():
+        prediction = decoder(tokens, positions=positions, attn_mask=mask)[:, -1].argmax(-1)
+    return (prediction == targets[:, -1]).float().mean().item()
+
+
+CONTROLS = ("full attention", "window of 32 keys", "all keys, seen distances", "16 near + 16 farthest keys")
+runs = pd.DataFrame([{"length": length, "control": control, "seed": seed,
+                      "accuracy": last_query_accuracy(decoder, length, control)}
+                     for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
+                     for control in CONTROLS for seed, decoder in decoders.items()])
+stats = runs.groupby(["length", "control"], sort=False)["accuracy"].agg(["mean", "std"]).unstack("control")
+extrapolation = pd.DataFrame({c: [f"{m:.3f} ± {s:.3f}" for m, s in zip(stats["mean"][c], stats["std"][c])]
+                              for c in CONTROLS}, index=pd.Index(stats.index, name="length (last query)"))
+extrapolation
+
+# %% [markdown]
+# **Check.**
+
+# %%
+mean, std = stats["mean"], stats["std"]
+beyond = mean.index > TRAIN_LEN
+assert (mean.loc[TRAIN_LEN] > 0.99).all()                                        # at L every control is perfect
+assert mean["window of 32 keys"].min() > 0.99                                    # neither effect: perfect
+assert mean["all keys, seen distances"].min() > 0.99                             # dilution alone: harmless here
+unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
+per_seed = runs[(runs["length"] > TRAIN_LEN) & (runs["control"] == "16 near + 16 farthest keys")]["accuracy"]
+assert unseen.max() < 0.7 and per_seed.max() < 0.9                               # unseen angles alone: it fails
+assert mean.loc[LONG, "full attention"] < 0.2
+print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances "
+      f"{mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen {unseen.loc[LONG]:.3f}")
+
+# %% [markdown]
+# In these decoders the failure comes from **unseen relative distances (unseen angles)**: with
+# every one of up to 256 keys visible but all at distances seen in training, the last query is
+# still right every time, so spreading attention over more keys costs nothing here; with only
+# 32 keys, half of them at distances never seen, accuracy collapses. This is one tiny model on a
+# task whose answer is a single key; in language models both effects can matter.
+# [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
+# (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies so
+# that long distances fall back into the range of angles seen in training: position
+# interpolation, NTK-aware scaling, YaRN.
 #
 # ## Summary
 #
@@ -687,12 +784,16 @@ assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["wi
 #   head dimension; converting a checkpoint permutes the q and k rows within each head. Without it,
 #   our trained model lost most of its accuracy without any error message (sections 4, 6).
 # - RoPE acts on q and k after the head split, never on v; a RoPE model is invariant to shifting
-#   all positions; a KV-cache decode step must use the new token's absolute position (section 5).
+#   all position ids (a causal decoder still gets order from its mask); a KV-cache decode step
+#   must use the new token's absolute position (section 5).
 # - The RoFormer decay bound falls over the first few hundred tokens and then levels off (section 7).
 # - Build angles and cos/sin in float32, cast last: naive bf16 angles are useless beyond ~1000
 #   positions (section 8).
-# - Plain RoPE does not extrapolate beyond its training length; notebook 06 measures the remedies
-#   (section 9).
+# - Plain RoPE does not extrapolate beyond its training length. In our lag-3 decoders (3 seeds)
+#   the cause is unseen relative distances (unseen angles), not attention spread over more keys
+#   (dilution): all 256 keys at seen distances stay perfect, 32 keys with half of them at unseen
+#   distances fail (section 9). [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
+#   the remedies.
 #
 # ## Exercises
 #
@@ -771,14 +872,15 @@ check_exercise_4(safe_cos_sin)
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
 #   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
 # - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
-#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in notebook 06).
+#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
+#   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
 # %% [markdown]
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
@@ -787,7 +889,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(rotate_half)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     head_dim = weight.shape[0] // n_heads
@@ -798,7 +900,7 @@ def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 check_exercise_2(interleaved_to_half)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     return torch.arange(cache_len, cache_len + n_new)[None]
@@ -806,7 +908,7 @@ def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
 
 check_exercise_3(decode_positions)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 4
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
     angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
