@@ -19,7 +19,13 @@
 #   step must pass the new token's absolute position;
 # - why angles must be computed in float32 even in a bf16/fp16 model;
 # - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
-#   source article).
+#   source article), and why: unseen relative distances, not attention spread over more keys;
+# - partial rotary: rotating only part of each head, as GPT-NeoX and Phi do.
+#
+# **How to read it.** Sections 1-5 are the core: the idea, its two implementations and two
+# layouts, and RoPE inside a trained model's attention. Sections 6-10 are practice, each
+# independent of the others: converting checkpoints, the decay bound, precision, extrapolation,
+# partial rotary.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
@@ -227,9 +233,10 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{hea
 #
 # **Question.** Why does Meta's reference code multiply complex numbers instead?
 #
-# Read the pair $(a, b)$ as the complex number $a + ib$. Turning it by $\alpha$ is multiplying by
-# $e^{i\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
-# $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{i(m-n)\theta_i},$$
+# Read the pair $(a, b)$ as the complex number $a + jb$. (We write the imaginary unit $j$, as
+# Python does with `1j`, because $i$ already numbers the pairs.) Turning it by $\alpha$ is
+# multiplying by $e^{j\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
+# $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{j(m-n)\theta_i},$$
 # with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
 # section 7.
 
@@ -240,7 +247,7 @@ def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 
     theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     angle = positions.to(torch.float64)[:, None] * theta                          # (seq, head_dim/2)
     pairs = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2))
-    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{i m theta}
+    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{j m theta}
     return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
 
 
@@ -252,7 +259,7 @@ zq = torch.view_as_complex(qs.reshape(seq, head_dim // 2, 2))
 zk = torch.view_as_complex(ks.reshape(seq, head_dim // 2, 2))
 m, n = 11, 4
 assert_close(rope_scores(0)[m, n], (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real)
-print("complex form == real form (inline and library); score = Re sum q_i conj(k_i) e^{i(m-n)theta_i}")
+print("complex form == real form (inline and library); score = Re sum_i q_i conj(k_i) e^{j(m-n)theta_i}")
 
 # %% [markdown]
 # Both are the same function. The real form is what production code uses most: PyTorch has no
@@ -336,7 +343,30 @@ print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
 assert test_acc > 0.99
 
 # %% [markdown]
-# The model solves the task. Now let us open its attention layer and redo its forward pass by
+# The model solves the task. Where does it look? Its attention weights on one test sequence
+# (`return_weights=True` gives them, shape (batch, heads, queries, keys)):
+
+# %%
+seq_map = 16
+tokens_map = test_data[0][:1, :seq_map]
+block = model.blocks[0]
+with torch.no_grad():
+    x_map = block.ln1(model.embed(tokens_map) * model.embed_scale)          # what the attention layer reads
+    _, weights = block.attn(x_map, torch.arange(seq_map)[None], causal=True, return_weights=True)
+fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+for head, ax in enumerate(axes):
+    heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}", "key position n",
+            "query position m", colorbar_label="attention weight")
+plt.show()
+m_idx = torch.arange(LAG, seq_map)
+on_lag = weights[0][:, m_idx, m_idx - LAG]                                 # (heads, queries): weight on key m - 3
+print("mean weight on the key 3 back, per head:", [f"{w:.2f}" for w in on_lag.mean(-1).tolist()])
+assert on_lag.max(0).values.min() > 0.5                                    # every query: some head looks 3 back
+
+# %% [markdown]
+# A stripe at $n = m - 3$: the model learned to attend 3 tokens back, a relative offset, at
+# every query position, using nothing but the rotation of q and k. Now let us open its attention
+# layer and redo its forward pass by
 # hand: project, split heads, rotate q and k (not v), then `scaled_dot_product_attention` with a
 # causal mask, or the same with an explicit softmax. All three agree with the library layer.
 
@@ -497,13 +527,13 @@ print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.
 #
 # **Question.** RoFormer claims the score "decays" as the relative distance grows. In what sense?
 #
-# From section 3, the score is $\operatorname{Re}\sum_i h_i e^{i(m-n)\theta_i}$ with
+# From section 3, the score is $\operatorname{Re}\sum_i h_i e^{j(m-n)\theta_i}$ with
 # $h_i = q_i \overline{k_i}$. Summation by parts (Abel) with the partial sums
-# $S_j = \sum_{i=0}^{j-1} e^{i(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
-# $$\Big|\sum_{i=0}^{d/2-1} h_i e^{i(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{j=1}^{d/2} |S_j|
+# $S_r = \sum_{i=0}^{r-1} e^{j(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
+# $$\Big|\sum_{i=0}^{d/2-1} h_i e^{j(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{r=1}^{d/2} |S_r|
 # \qquad (h_{d/2} = 0).$$
 # The content enters only through the first factor, the distance only through the second. The
-# paper plots $\frac{1}{d/2}\sum_{j=1}^{d/2}|S_j|$ for $d = 128$; we do the same, up to 32768
+# paper plots $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$; we do the same, up to 32768
 # tokens, and check the inequality on random queries and keys.
 
 # %%
@@ -512,7 +542,7 @@ theta_rf = 10000.0 ** (-torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf)   
 distance = torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)]).round().unique().double()
 partial = torch.polar(torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
                       distance[:, None] * theta_rf).cumsum(-1)                        # S_1..S_{d/2}
-bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_j |S_j|
+bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_r |S_r|
 
 # the inequality, for random complex pairs h_i = q_i conj(k_i), at every distance
 h_pairs = torch.randn(20, d_rf // 2, dtype=torch.complex128, generator=gen)
@@ -532,7 +562,7 @@ in_bins = [(distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edge
 centres = [(lo * hi).sqrt().item() for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins) if inside.any()]
 bin_means = [bound[inside].mean().item() for inside in in_bins if inside.any()]
 fig, ax = plt.subplots(figsize=(7, 4))
-line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_j |S_j|$ (d = 128, base 10000)": bound[1:].numpy()},
+line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)": bound[1:].numpy()},
           "RoPE long-term decay: upper bound of the relative score", "relative distance |m - n| (tokens, log scale)",
           "relative upper bound", logx=True)
 ax.plot(centres, bin_means, color=COLORS[1], linestyle=LINESTYLES[1], marker=MARKERS[1], markersize=4,
@@ -541,7 +571,7 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# At distance 0 every $|S_j| = j$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
+# At distance 0 every $|S_r| = r$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
 # first hundred tokens, then **flattens** instead of going to zero: beyond about a thousand tokens
 # its average stays near 5 while single distances still reach 11-14 (table above). The paper's
 # figure (linear axis) shows the first few hundred tokens, where the decay is clear. The decay is
@@ -697,7 +727,7 @@ fig, ax = plt.subplots(figsize=(8, 3.8))
 line_plot(ax, np.arange(LAG, LONG), curves, "Lag-3 decoders on sequences 8x the training length",
           "query position (tokens)", "accuracy (mean of 3 seeds)")
 ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
-ax.text(TRAIN_LEN + 3, 0.5, "training length", fontsize=10)
+ax.text(TRAIN_LEN + 3, 0.15, "training length", fontsize=10)
 plt.show()
 full_pos = curves["full attention"]
 print(f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f}, 32-63 "
@@ -775,6 +805,72 @@ print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}
 # that long distances fall back into the range of angles seen in training: position
 # interpolation, NTK-aware scaling, YaRN.
 #
+# ## 10 · Partial rotary
+#
+# **Question.** Must every coordinate of a head be rotated? No. GPT-NeoX rotates the first
+# quarter of each head (`rotary_pct = 0.25` in its Hugging Face config), Phi-2 40%
+# (`partial_rotary_factor = 0.4`): the remaining coordinates pass through unchanged and carry no
+# position at all. The library's `RotaryPE(head_dim, rotary_fraction=...)` does the same; the
+# rotated width `rotary_dim` gets its own frequencies $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$
+# (as in Hugging Face), and the score splits into a rotated part, which depends on $m - n$, and
+# a pass-through part, which depends on neither position.
+
+# %%
+partial = RotaryPE(head_dim=64, rotary_fraction=0.25)
+print(partial)
+q_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)          # (batch, heads, seq, head_dim)
+k_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)
+pos_p = torch.arange(8)[None]
+rq_p, rk_p = partial.rotate_qk(q_p, k_p, pos_p)
+rot = partial.rotary_dim
+assert rot == 16 and torch.equal(rq_p[..., rot:], q_p[..., rot:])          # 48 of 64 dims untouched
+cos_p, sin_p = rope_cos_sin(pos_p, rope_inv_freq(rot).double(), dtype=torch.float64)
+assert_close(rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p))   # the first 16: RoPE of width 16
+
+
+def partial_scores(offset: int) -> torch.Tensor:
+    q_r, k_r = partial.rotate_qk(q_p, k_p, pos_p + offset)
+    return q_r @ k_r.transpose(-2, -1)
+
+
+for offset in (5, 1000):
+    assert_close(partial_scores(offset), partial_scores(0))                # still relative
+print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
+
+# %% [markdown]
+# What the pass-through part changes: give one fixed vector every position, as in section 2, and
+# follow its score with itself as the distance grows. Fully rotated, the whole score moves with
+# distance; with a quarter rotated, the 48 untouched coordinates add the same amount at every
+# distance (their share of $|x|^2$), so the score swings less and never falls below that share
+# minus the rotated share: that part of the head matches content at any distance, while the
+# rotated part carries the relative position.
+
+# %%
+x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(1, 1, 256, 64)
+distances = torch.arange(256)
+rows = {}
+for name, scheme_p in (("fully rotated (64 of 64)", RotaryPE(head_dim=64)), ("partial (16 of 64)", partial)):
+    r, _ = scheme_p.rotate_qk(x_fixed, x_fixed, distances[None])
+    rows[name] = (r[0, 0, 0] @ r[0, 0].T / x_fixed[0, 0, 0].square().sum()).numpy()   # score(0, n) / |x|^2
+fig, ax = plt.subplots(figsize=(7, 3.8))
+line_plot(ax, distances.numpy(), rows, "Score of one vector with itself vs distance", "distance n - m (tokens)",
+          "score / |x|² (1 at distance 0)")
+plt.show()
+pass_share = float(x_fixed[0, 0, 0, rot:].square().sum() / x_fixed[0, 0, 0].square().sum())
+swing = {name: float(r[1:].max() - r[1:].min()) for name, r in rows.items()}      # over distances 1..255
+assert rows["partial (16 of 64)"].min() >= 2 * pass_share - 1 - 1e-9              # |x|^2 share minus rotated share
+assert swing["partial (16 of 64)"] < swing["fully rotated (64 of 64)"]
+print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest score: full "
+      f"{rows['fully rotated (64 of 64)'].min():.2f}, partial {rows['partial (16 of 64)'].min():.2f}; "
+      f"swing over distances 1-255: full {swing['fully rotated (64 of 64)']:.2f}, "
+      f"partial {swing['partial (16 of 64)']:.2f}")
+
+# %% [markdown]
+# **Takeaway.** Partial rotary applies RoPE to the first `rotary_dim` coordinates of each head
+# (with frequencies over that width) and leaves the rest alone; scores stay relative. When
+# converting such a checkpoint between layouts, only the rotated rows are permuted
+# (`convert_qk_weight(..., rotary_dim=...)`).
+#
 # ## Summary
 #
 # - RoPE rotates each 2-D pair of the query and key by $m\theta_i$; the score depends on $m - n$
@@ -794,6 +890,8 @@ print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}
 #   (dilution): all 256 keys at seen distances stay perfect, 32 keys with half of them at unseen
 #   distances fail (section 9). [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
 #   the remedies.
+# - Partial rotary rotates only the first `rotary_dim` coordinates of each head; the rest carry
+#   content only (section 10).
 #
 # ## Exercises
 #
