@@ -15,11 +15,10 @@
 # - The map of the series: the three places where position can enter a Transformer, which is
 #   also how the library `posenc_lib` is organised.
 #
-# **Prerequisites**: PyTorch tensors and `nn.Module`; the scaled dot-product attention formula.
+# **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention formula.
 # No earlier notebook is needed: this is the first one.
 #
-# **Run time**: about 12 s on a laptop CPU, training included (measured with `make execute`,
-# one thread).
+# **Run time:** about 12 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -31,24 +30,15 @@ import torch
 
 from posenc_lib.attention import MultiHeadAttention, NoPosition, PositionScheme
 from posenc_lib.data import Vocab, WhoDidWhat
+from posenc_lib.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer, TransformerBlock
-from posenc_lib.plotting import heatmap, line_plot, moving_average, use_style
+from posenc_lib.plotting import heatmap, line_plot, moving_average
+from posenc_lib.report import formatted, rounding
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, seed_everything, train
+from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
 
-use_style()
-seed_everything(0)
-
-
-def rounding(x: float) -> str:
-    """Show a difference that is pure float rounding as a bound (its exact digits vary between CPUs)."""
-    return "< 1e-12" if x < 1e-12 else "< 1e-6" if x < 1e-6 else f"{x:.2g}"
-
-
-def formatted(df: pd.DataFrame, formats: dict) -> pd.DataFrame:
-    """A copy of ``df`` with the given columns turned into text: a "{:.3f}"-style pattern or a function."""
-    return df.assign(**{col: df[col].map(f.format if isinstance(f, str) else f) for col, f in formats.items()})
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds; gen draws this notebook's random data
 
 # %% [markdown]
 # ## 1. Does attention know where a token is?
@@ -67,12 +57,33 @@ def formatted(df: pd.DataFrame, formats: dict) -> pd.DataFrame:
 #
 # The output for each token does not depend on where the token stands, only on which other
 # tokens are present. The output projection acts row by row and does not change this, and
-# neither do several heads. Let us check it with the library's `MultiHeadAttention`, with the
-# scheme `NoPosition` (no position information at all), in float64 so that the only
-# differences left are rounding errors near $10^{-16}$.
+# neither do several heads. First the formula itself, in a few lines of PyTorch and in float64 so
+# that the only differences left are rounding errors near $10^{-16}$:
 
 # %%
-gen = torch.Generator().manual_seed(0)
+def attention(X: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
+    """One attention head without positions. X: (n, d), one token per row; W_q, W_k, W_v: (d, d_h)."""
+    scores = (X @ W_q) @ (X @ W_k).T / W_k.shape[1] ** 0.5  # (n, n): how much token i attends to token j
+    return torch.softmax(scores, dim=-1) @ (X @ W_v)         # (n, d_h): a weighted mean of the values
+
+
+n, d, d_h = 5, 8, 4
+X_small = torch.randn(n, d, dtype=torch.float64, generator=gen)
+W_q, W_k, W_v = (torch.randn(d, d_h, dtype=torch.float64, generator=gen) for _ in range(3))
+out = attention(X_small, W_q, W_k, W_v)
+for trial in range(3):
+    P = torch.randperm(n, generator=gen)
+    out_p = attention(X_small[P], W_q, W_k, W_v)
+    torch.testing.assert_close(out_p, out[P])  # Attn(PX) == P Attn(X)
+    print(f"P = {P.tolist()}: max |Attn(X[P]) - Attn(X)[P]| = {rounding((out_p - out[P]).abs().max())}")
+
+# %% [markdown]
+# The library's `MultiHeadAttention` does the same with several heads, a fused q/k/v
+# projection and an output projection. With the scheme `NoPosition` (no position information
+# at all) it must be equivariant too, and its attention weights must be shuffled along both
+# axes:
+
+# %%
 d_model, n_heads, seq = 16, 4, 6
 attn = MultiHeadAttention(d_model, n_heads, NoPosition()).double().eval()
 X = 3 * torch.randn(1, seq, d_model, generator=gen, dtype=torch.float64)  # (batch, seq, d_model)
@@ -290,7 +301,7 @@ curves = {name: moving_average(loss) for name, loss in losses.items()}
 line_plot(ax, np.arange(len(curves["sinusoidal"])) + 10, curves, "Who did what: training loss",
           "training step", "cross-entropy (nats, 10-step mean)", logy=True)
 ax.axhline(math.log(2), color="black", linewidth=1, linestyle=":")
-ax.text(300, math.log(2) * 0.92, "ln 2: best possible from a bag of words", ha="right", va="top", fontsize=9)
+ax.text(300, math.log(2) * 0.92, "ln 2: best possible from a bag of words", ha="right", va="top", fontsize=10)
 plt.show()
 final = {name: float(np.mean(loss[-50:])) for name, loss in losses.items()}
 print({name: f"{value:.3f}" for name, value in final.items()})
@@ -445,9 +456,10 @@ assert tests["encodes"].to_dict() == expected, tests
 formatted(tests, {c: rounding for c in tests.columns[:2]})
 
 # %% [markdown]
-# Shifting changes nothing for RoPE, T5 and ALiBi (RoPE's residue, below $10^{-6}$, is
-# rounding: the library computes its angles in float32, notebook 03 explains why), and
-# changes the outputs of the two absolute encodings. Every scheme except `NoPosition` breaks
+# Shifting changes nothing for RoPE, T5 and ALiBi (what is left is float64 rounding: in a
+# float64 model the library computes RoPE's angles in float64 too; [03 · RoPE](03_rope.ipynb)
+# explains why the precision of the angles matters), and changes the outputs of the two
+# absolute encodings. Every scheme except `NoPosition` breaks
 # the permutation symmetry.
 #
 # | notebook | topic | hook |
@@ -476,24 +488,21 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 
 # %% [markdown]
 # ## Exercises
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` (or the
+# `...`) by your answer and run the cell. Until then the checker prints `[to do]`; a right
+# answer prints `[passed]`, a wrong one stops with a hint. Worked solutions are in the
+# **Solutions** section at the end of the notebook (their code is hidden in JupyterLab: click
+# the cell to show it).
+#
 # ### Exercise 1 · Undo a shuffle
 # Write `inverse_permutation(perm)`, which returns the permutation `inv` (int64) with
 # `perm[inv] == inv[perm] == arange(n)`, so that `x[:, perm][:, inv]` is `x` again. The checker
 # then uses your function to show that shuffling, running a 2-layer encoder and un-shuffling
 # gives back every original output.
 
-# %%
-from posenc_lib.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
-
-# %% [markdown]
-# Write `inverse_permutation` below, then run `check_exercise_1(inverse_permutation)`. (Solution
-# below, folded in the HTML.)
-
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
-    inv = torch.empty_like(perm)
-    inv[perm] = torch.arange(len(perm))  # the token that went to slot i came from perm[i]
-    return inv
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(inverse_permutation)
@@ -505,36 +514,26 @@ check_exercise_1(inverse_permutation)
 # difference between `model.features(tokens[:, perm])` and `model.features(tokens)[:, perm]`,
 # as a Python float. The checker runs it on an encoder and on a causal decoder, both without
 # positions. Before you run it: which of the two do you expect to have a gap of zero, and why?
-# (Solution below, folded in the HTML.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
-    with torch.no_grad():
-        return (model.features(tokens[:, perm]) - model.features(tokens)[:, perm]).abs().max().item()
+    raise NotImplementedError  # your code here
 
 
 check_exercise_2(equivariance_gap)
 
 # %% [markdown]
-# The decoder is *not* equivariant: after a shuffle, a token sees a different set of earlier
-# tokens. The causal mask itself carries order information, which is why decoders without any
-# encoding (NoPE) can still learn positions; notebook 05 shows it.
-#
 # ### Exercise 3 · A lopsided task
 # In `EXERCISE_3_TASK` the agent is the cat or the dog (uniformly), and the patient is any
 # *other* animal among cat, dog and mouse (uniformly): the mouse is never an agent. What is
 # the best accuracy a bag-of-words model can reach? Work it out on paper, then pass the number
-# to `check_exercise_3`. (Solution below, folded in the HTML.)
+# to `check_exercise_3`.
 
 # %%
 print(EXERCISE_3_TASK.agents, EXERCISE_3_TASK.patients)
 
-# %% tags=["solution"]
-# Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
-#   (cat, dog), (dog, cat): same bag {cat, dog}, both agents equally likely -> best guess right 1/2
-#   (cat, mouse), (dog, mouse): the bag names the agent (whichever is not the mouse) -> right always
-# Verbs, voice and adjectives are drawn independently of who is who, so they do not help.
-answer = 0.5 * 0.5 + 0.5 * 1.0
+# %% tags=["exercise"]
+answer = ...  # your number here
 check_exercise_3(answer)
 
 # %% [markdown]
@@ -550,3 +549,41 @@ check_exercise_3(answer)
 # - Reference code: Hugging Face transformers, `modeling_bert.py` (learned position embeddings
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/attention.py` in this repository (the three hooks).
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 1
+def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(len(perm))  # the token that went to slot i came from perm[i]
+    return inv
+
+
+check_exercise_1(inverse_permutation)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 2
+def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
+    with torch.no_grad():
+        return (model.features(tokens[:, perm]) - model.features(tokens)[:, perm]).abs().max().item()
+
+
+check_exercise_2(equivariance_gap)
+
+# %% [markdown]
+# Exercise 2: the decoder is *not* equivariant: after a shuffle, a token sees a different set
+# of earlier tokens. The causal mask itself carries order information, which is why decoders
+# without any encoding (NoPE) can still learn positions;
+# [05 · Relative biases](05_relative_biases.ipynb) shows it.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 3. Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
+#   (cat, dog), (dog, cat): same bag {cat, dog}, both agents equally likely -> best guess right 1/2
+#   (cat, mouse), (dog, mouse): the bag names the agent (whichever is not the mouse) -> right always
+# Verbs, voice and adjectives are drawn independently of who is who, so they do not help.
+answer = 0.5 * 0.5 + 0.5 * 1.0
+check_exercise_3(answer)

@@ -18,7 +18,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** about 8 s on a laptop CPU (measured with `make execute`, one thread; no training in this notebook).
+# **Run time:** about 8 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import io
@@ -30,10 +30,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from posenc_lib import TinyTransformer, seed_everything
+from posenc_lib import TinyTransformer
 from posenc_lib.attention import PositionScheme
 from posenc_lib.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.plotting import heatmap, line_plot, use_style
+from posenc_lib.plotting import heatmap, line_plot
 from posenc_lib.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
@@ -41,32 +41,61 @@ from posenc_lib.sinusoidal import (
     sinusoidal_layout_permutation,
     sinusoidal_table,
 )
+from posenc_lib.training import setup_notebook
 
-use_style()
-seed_everything(0)
-torch.set_printoptions(precision=4, sci_mode=False)
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 
 # %% [markdown]
 # ## 1 · The formula, built step by step
 #
-# **Question:** what vector should position $p$ get? Vaswani et al. use $d/2$ pairs of
-# coordinates. Pair $i$ is a point on the unit circle that turns by $\omega_i$ radians per position:
+# **Where the design comes from.** The simplest signal is the integer $p$ itself, but it grows
+# without bound: position 5000 would swamp every token embedding. Write $p$ in binary instead:
+# every bit stays in $\{0, 1\}$, and bit $k$ flips every $2^k$ positions, so the low bits flicker
+# and the high bits drift: a ladder of periods $2, 4, 8, \dots$. Bits jump, though, and
+# neighbouring positions can differ in many of them ($7 = 0111$, $8 = 1000$). Replace each bit by
+# a smooth wave of the same period and the coordinates become continuous and bounded while
+# keeping the ladder. The figure shows both for positions 0 to 63, and the check below confirms
+# that each wave is negative exactly where its bit is 1.
+
+# %%
+n_bits, n_pos = 6, 64
+p_int = torch.arange(n_pos)
+bits = (p_int[:, None] >> torch.arange(n_bits)) & 1                              # (64, 6): bit k of p
+waves = -torch.sin(math.pi * (p_int[:, None] + 0.5) / 2.0 ** torch.arange(n_bits))  # period 2^(k+1), like bit k
+assert torch.equal(bits.bool(), waves > 0)                                        # the wave's sign is the bit
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+heatmap(ax1, bits.numpy(), "Binary counter: bit k of p", "bit k (period 2^(k+1))", "position p",
+        colorbar_label="bit value")
+heatmap(ax2, waves.numpy(), "The same periods as smooth waves", "wave k (period 2^(k+1))", "position p",
+        colorbar_label="wave value", center=True)
+plt.show()
+
+# %% [markdown]
+# The sinusoidal encoding is this idea with three changes: each wavelength gets a *pair*
+# (a sine and a cosine, which makes a shift by $k$ positions a rotation, section 6); the
+# wavelengths grow by the factor $10000^{2/d}$ from one pair to the next instead of 2, so $d/2$
+# pairs span wavelengths from $2\pi$ to almost $10000 \cdot 2\pi$; and the values are real
+# numbers, so nearby positions get nearby vectors.
 #
-# $$PE_{p,\,2i} = \sin(p\,\omega_i), \qquad PE_{p,\,2i+1} = \cos(p\,\omega_i), \qquad
-# \omega_i = 10000^{-2i/d}, \quad i = 0, \dots, d/2 - 1 .$$
+# **Question:** what vector should position $p$ get? Vaswani et al. use $d/2$ pairs of
+# coordinates. Pair $i$ is a point on the unit circle that turns by $\theta_i$ radians per position
+# (the same letter as in RoPE, [03 · RoPE](03_rope.ipynb), which uses these very frequencies):
+#
+# $$PE_{p,\,2i} = \sin(p\,\theta_i), \qquad PE_{p,\,2i+1} = \cos(p\,\theta_i), \qquad
+# \theta_i = 10000^{-2i/d}, \quad i = 0, \dots, d/2 - 1 .$$
 #
 # Positions count from 0, and the sine and cosine of one pair share one frequency. The
-# frequencies form a geometric sequence from $\omega_0 = 1$ down to $10000^{-(d-2)/d}$. Code
-# usually computes them in log space, $\omega_i = \exp\!\big(-\tfrac{2i}{d}\ln 10000\big)$: one
+# frequencies form a geometric sequence from $\theta_0 = 1$ down to $10000^{-(d-2)/d}$. Code
+# usually computes them in log space, $\theta_i = \exp\!\big(-\tfrac{2i}{d}\ln 10000\big)$: one
 # `exp` of an evenly spaced ramp.
 
 # %%
 d_model, max_len = 64, 128
 
 two_i = torch.arange(0, d_model, 2, dtype=torch.float64)       # 0, 2, 4, ..., d-2
-omega = torch.exp(-(two_i / d_model) * math.log(10000.0))       # (d/2,) radians per position
+theta = torch.exp(-(two_i / d_model) * math.log(10000.0))       # (d/2,) radians per position
 positions = torch.arange(max_len, dtype=torch.float64)          # 0, 1, ..., max_len-1
-angles = positions[:, None] * omega[None, :]                     # (max_len, d/2): p * w_i
+angles = positions[:, None] * theta[None, :]                     # (max_len, d/2): p * theta_i
 
 pe = torch.empty(max_len, d_model, dtype=torch.float64)
 pe[:, 0::2] = angles.sin()   # even columns 2i: sines
@@ -80,8 +109,8 @@ print("first three positions, first six columns:\n", pe[:3, :6])
 # $\sin 0 = 0$ and $\cos 0 = 1$.
 
 # %%
-torch.testing.assert_close(omega, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
-assert torch.equal(omega, sinusoidal_frequencies(d_model))
+torch.testing.assert_close(theta, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
+assert torch.equal(theta, sinusoidal_frequencies(d_model))
 assert torch.equal(pe, sinusoidal_table(max_len, d_model, dtype=torch.float64))
 assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * (d_model // 2), dtype=torch.float64))
 # The default float32 table is this float64 table, rounded at the very end.
@@ -89,7 +118,7 @@ assert torch.equal(sinusoidal_table(max_len, d_model), pe.float())
 print("inline table == sinusoidal_table(128, 64): exact")
 
 # %% [markdown]
-# **Why angles in float64?** The angle $p\,\omega_i$ grows with the position. In float32 the
+# **Why angles in float64?** The angle $p\,\theta_i$ grows with the position. In float32 the
 # frequency and the product are each rounded to about 7 significant digits (relative error up to
 # $6\cdot10^{-8}$ each), so at position $10^5$ the angle, and with it the sine, is off by the order
 # of $10^{-3}$. The library computes the angles in float64 and rounds only the final values. Let us
@@ -98,8 +127,8 @@ print("inline table == sinusoidal_table(128, 64): exact")
 # %%
 marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
 probe = torch.unique(torch.cat([torch.logspace(1, 6, 60, dtype=torch.float64).round(), marks]))  # 10 .. 1e6
-exact = (probe[:, None] * omega).sin()                                       # float64 reference
-angles32 = probe.float()[:, None] * omega.float()[None, :]                   # angles in float32
+exact = (probe[:, None] * theta).sin()                                       # float64 reference
+angles32 = probe.float()[:, None] * theta.float()[None, :]                   # angles in float32
 err_float32_angles = (angles32.sin().double() - exact).abs().max(dim=1).values
 err_float64_angles = (exact.float().double() - exact).abs().max(dim=1).values  # what the library does
 
@@ -136,12 +165,12 @@ plt.show()
 # %% [markdown]
 # The columns on the left flicker from row to row, those on the right barely change. We can
 # measure that: from one position to the next, pair $i$ moves along its circle by a chord of
-# length $2\sin(\omega_i/2)$, the same for every $p$, and shrinking as $i$ grows.
+# length $2\sin(\theta_i/2)$, the same for every $p$, and shrinking as $i$ grows.
 
 # %%
 pairs = pe.view(max_len, d_model // 2, 2)                          # (positions, pairs, [sin, cos])
 step = (pairs[1:] - pairs[:-1]).norm(dim=-1)                       # (positions-1, pairs)
-torch.testing.assert_close(step, (2 * torch.sin(omega / 2)).expand_as(step))
+torch.testing.assert_close(step, (2 * torch.sin(theta / 2)).expand_as(step))
 assert torch.all(step[0, 1:] < step[0, :-1])                       # strictly smaller for larger i
 print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 15]:.4f}, pair 31 {step[0, 31]:.6f}")
 
@@ -152,7 +181,7 @@ print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 1
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 pos = positions.numpy()
 line_plot(ax, pos, {f"dim {2 * i} (pair i = {i})": pe[:, 2 * i].numpy() for i in (0, 4, 12, 24)},
-          title="Sine columns of the table", xlabel="position p", ylabel="PE[p, 2i] = sin(p w_i)")
+          title="Sine columns of the table", xlabel="position p", ylabel="PE[p, 2i] = sin(p theta_i)")
 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
 plt.show()
 
@@ -165,7 +194,7 @@ plt.show()
 #
 # **Question:** how far must you move before pair $i$ repeats? Its wavelength is
 #
-# $$\lambda_i = \frac{2\pi}{\omega_i} = 2\pi \cdot 10000^{2i/d},$$
+# $$\lambda_i = \frac{2\pi}{\theta_i} = 2\pi \cdot 10000^{2i/d},$$
 #
 # a geometric progression from $\lambda_0 = 2\pi$ up to $2\pi \cdot 10000^{(d-2)/d}$, which tends
 # to $10000 \cdot 2\pi$ as $d$ grows.
@@ -175,11 +204,11 @@ plt.show()
 # position), **large $i$ = low frequency** (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
 # first 4096 positions. A sine of wavelength $\lambda$ changes sign about $2N/\lambda$ times in $N$
-# positions; since $\omega_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
-# count is exactly $\lfloor (N-1)\,\omega_i/\pi \rfloor$.
+# positions; since $\theta_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
+# count is exactly $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
 
 # %%
-wavelength = 2 * math.pi / omega                                   # (d/2,) in positions
+wavelength = 2 * math.pi / theta                                   # (d/2,) in positions
 assert torch.all(wavelength[1:] > wavelength[:-1])                 # grows with i
 assert math.isclose(wavelength[0], 2 * math.pi)
 assert math.isclose(wavelength[-1], 2 * math.pi * 10000 ** ((d_model - 2) / d_model), rel_tol=1e-12)
@@ -191,7 +220,7 @@ assert longest[64] < longest[512] < longest[4096] < 10000   # approaches 10000 x
 n_count = 4096
 sines = sinusoidal_table(n_count, d_model, dtype=torch.float64)[1:, 0::2]   # positions 1..N-1 (sin 0 = 0)
 sign_changes = (torch.sign(sines[1:]) != torch.sign(sines[:-1])).sum(dim=0)
-predicted = torch.floor((n_count - 1) * omega / math.pi).long()
+predicted = torch.floor((n_count - 1) * theta / math.pi).long()
 assert torch.equal(sign_changes, predicted)
 assert sign_changes[0] == 1303 and torch.all(sign_changes[25:] == 0)   # pairs 25..31: no sign change at all
 print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8 -> {sign_changes[8]}, "
@@ -200,16 +229,16 @@ print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8
 # %%
 i_idx = np.arange(d_model // 2)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.9))
-line_plot(ax1, i_idx, {"wavelength 2 pi / w_i": wavelength.numpy()}, title="Wavelength per pair",
+line_plot(ax1, i_idx, {"wavelength 2 pi / theta_i": wavelength.numpy()}, title="Wavelength per pair",
           xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)", logy=True, markers=True)
 ax1.get_legend().remove()
 for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"), (10000 * 2 * math.pi, "10000 x 2 pi", 0, "left")):
     ax1.axhline(y, color="gray", linestyle=":", linewidth=1)
-    ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=8)
+    ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=10)
 ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
-             arrowprops={"arrowstyle": "->"}, fontsize=8)
+             arrowprops={"arrowstyle": "->"}, fontsize=10)
 ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 1.2e4),
-             arrowprops={"arrowstyle": "->"}, fontsize=8, ha="right")
+             arrowprops={"arrowstyle": "->"}, fontsize=10, ha="right")
 line_plot(ax2, i_idx, {"counted in the table": sign_changes.numpy(),
                        "about 2N / wavelength": 2 * n_count / wavelength.numpy()},
           title=f"Sign changes of the sine in {n_count} positions", xlabel="pair index i",
@@ -232,7 +261,7 @@ plt.show()
 # **Question:** what does the dot product of two encodings measure? Within each pair,
 # $\sin a \sin b + \cos a \cos b = \cos(a - b)$, so
 #
-# $$PE(p) \cdot PE(q) = \sum_{i=0}^{d/2-1} \cos\big((p - q)\,\omega_i\big).$$
+# $$PE(p) \cdot PE(q) = \sum_{i=0}^{d/2-1} \cos\big((p - q)\,\theta_i\big).$$
 #
 # It depends only on the offset $p - q$, not on where the two positions are, and not on the sign
 # of the offset. Every encoding has the same norm, $\|PE(p)\|^2 = d/2$, so dividing by $d/2$ gives
@@ -243,7 +272,7 @@ long_len = 20001
 long_table = sinusoidal_table(long_len, d_model, dtype=torch.float64)
 sim = pe @ pe.T / (d_model / 2)                                     # (128, 128) cosine similarities
 offsets = positions[:, None] - positions[None, :]
-torch.testing.assert_close(sim, torch.cos(offsets[..., None] * omega).mean(dim=-1))
+torch.testing.assert_close(sim, torch.cos(offsets[..., None] * theta).mean(dim=-1))
 torch.testing.assert_close(long_table.norm(dim=1) ** 2, torch.full((long_len,), d_model / 2, dtype=torch.float64))
 assert torch.allclose(sim[1:, 1:], sim[:-1, :-1], atol=1e-12)       # constant along diagonals
 p0 = 64
@@ -295,11 +324,11 @@ print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
 # **Question:** is there one matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for *every* $p$? The angle
 # addition formulas say yes, pair by pair:
 #
-# $$\begin{pmatrix}\sin((p+k)\omega)\\ \cos((p+k)\omega)\end{pmatrix}
-# = \begin{pmatrix}\cos k\omega & \sin k\omega\\ -\sin k\omega & \cos k\omega\end{pmatrix}
-# \begin{pmatrix}\sin p\omega\\ \cos p\omega\end{pmatrix}.$$
+# $$\begin{pmatrix}\sin((p+k)\theta)\\ \cos((p+k)\theta)\end{pmatrix}
+# = \begin{pmatrix}\cos k\theta & \sin k\theta\\ -\sin k\theta & \cos k\theta\end{pmatrix}
+# \begin{pmatrix}\sin p\theta\\ \cos p\theta\end{pmatrix}.$$
 #
-# The $2\times2$ matrix is a rotation by $k\omega$ and contains $k$ but not $p$. Stack one block per
+# The $2\times2$ matrix is a rotation by $k\theta$ and contains $k$ but not $p$. Stack one block per
 # pair on the diagonal and you have $M_k$. Vaswani et al. chose sinusoids because of this: "for any
 # fixed offset $k$, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$".
 
@@ -312,7 +341,7 @@ def rotation_block(angle: float) -> torch.Tensor:
 
 def build_shift(k: int) -> torch.Tensor:
     """M_k for our d_model = 64 table: one rotation block per pair, on the diagonal."""
-    return torch.block_diag(*[rotation_block(k * w) for w in omega.tolist()])
+    return torch.block_diag(*[rotation_block(k * t) for t in theta.tolist()])
 
 
 for k in (1, 2, 5, 17, 50, -3, -40):
@@ -533,7 +562,7 @@ print("extension keeps the dtype:", scheme64.table.dtype)
 # %% [markdown]
 # Defined is not the same as useful. A model trained on sequences of length $L$ never saw the
 # encodings of positions beyond $L$; whether it copes with them is an empirical question, and for
-# sinusoidal encodings the answer is mostly no (notebook 06 measures it). What the library does
+# sinusoidal encodings the answer is mostly no ([06 · Length extrapolation](06_length_extrapolation.ipynb) measures it). What the library does
 # refuse are positions that make no sense:
 
 # %%
@@ -548,12 +577,12 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # %% [markdown]
 # ## Summary
 #
-# - $PE_{p,2i} = \sin(p\,\omega_i)$, $PE_{p,2i+1} = \cos(p\,\omega_i)$ with $\omega_i = 10000^{-2i/d}$,
-#   positions from 0; compute $\omega$ in log space and the angles in float64 (float32 angles are
+# - $PE_{p,2i} = \sin(p\,\theta_i)$, $PE_{p,2i+1} = \cos(p\,\theta_i)$ with $\theta_i = 10000^{-2i/d}$,
+#   positions from 0; compute $\theta$ in log space and the angles in float64 (float32 angles are
 #   already wrong in the third decimal at position $10^5$).
 # - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
 #   nearly $10000\cdot2\pi$). The source article has this backwards; the sign-change count settles it.
-# - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\omega_i)$: it depends only on the distance, is symmetric,
+# - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\theta_i)$: it depends only on the distance, is symmetric,
 #   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
 #   (for $d = 64$), it carries little distance information.
 # - $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal rotations, the same for every $p$.
@@ -565,19 +594,20 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # %% [markdown]
 # ## Exercises
 #
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
+# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
+# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
+# at the end (their code is hidden in JupyterLab: click the cell to show it).
+#
 # ### Exercise 1 · The concatenated table
 # Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
 # layout $[\sin_0, \dots, \sin_{d/2-1} \mid \cos_0, \dots, \cos_{d/2-1}]$ for positions
 # $0, \dots, \text{max\_len}-1$, as a float tensor of shape `(max_len, d_model)`, without calling
 # `sinusoidal_table`.
-#
-# Write it below, then run `check_exercise_1(concat_table)`. (Solution below, folded in the HTML.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
-    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
-    return torch.cat([angle.sin(), angle.cos()], dim=1)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(concat_table)
@@ -588,17 +618,14 @@ check_exercise_1(concat_table)
 # A pair *completes a full turn* within `length` positions when its wavelength is at most
 # `length`. Write `full_turns(d_model, base, length)` returning, as a Python `int`, how many of
 # the $d/2$ pairs do. (The same count, for RoPE's frequencies and the training length, is what
-# context-extension methods such as YaRN reason about; see notebook 06.)
-#
-# Run `check_exercise_2(full_turns)`. (Solution below.)
+# context-extension methods such as YaRN reason about; see
+# [06 · Length extrapolation](06_length_extrapolation.ipynb).)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def full_turns(d_model: int, base: float, length: int) -> int:
-    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    return int((wavelengths <= length).sum())
+    raise NotImplementedError  # your code here
 
 
-print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
 check_exercise_2(full_turns)
 
 
@@ -608,20 +635,10 @@ check_exercise_2(full_turns)
 # $PE_{\text{concat}}(p+k) = M\,PE_{\text{concat}}(p)$ for every $p$ (base 10000). Hint: sine $i$
 # now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
 # `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
-#
-# Run `check_exercise_3(concat_shift)`. (Solution below.)
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    half = d_model // 2
-    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    idx = torch.arange(half)
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(kw) sin_i(p) + sin(kw) cos_i(p)
-    m[idx, idx + half] = angle.sin()
-    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(kw) sin_i(p) + cos(kw) cos_i(p)
-    m[idx + half, idx + half] = angle.cos()
-    return m
+    raise NotImplementedError  # your code here
 
 
 check_exercise_3(concat_shift)
@@ -640,5 +657,49 @@ check_exercise_3(concat_shift)
 #   interleaved), `modeling_marian.py` (`MarianSinusoidalPositionalEmbedding`, concatenated).
 # - Harvard NLP, *The Annotated Transformer*: `PositionalEncoding` with `register_buffer`.
 # - PyTorch documentation, `torch.nn.Module.register_buffer` (the `persistent` flag).
-# - Next: notebook 02 (a learned table instead of a formula) and notebook 03 (RoPE, which applies
+# - Next: [02 · Learnable absolute encoding](02_learnable.ipynb) (a learned table instead of a formula) and
+#   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 1
+def concat_table(max_len: int, d_model: int) -> torch.Tensor:
+    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
+    return torch.cat([angle.sin(), angle.cos()], dim=1)
+
+
+check_exercise_1(concat_table)
+
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 2
+def full_turns(d_model: int, base: float, length: int) -> int:
+    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return int((wavelengths <= length).sum())
+
+
+print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
+check_exercise_2(full_turns)
+
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 3
+def concat_shift(k: int, d_model: int) -> torch.Tensor:
+    half = d_model // 2
+    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
+    idx = torch.arange(half)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(k theta_i) sin_i(p) + sin(k theta_i) cos_i(p)
+    m[idx, idx + half] = angle.sin()
+    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(k theta_i) sin_i(p) + cos(k theta_i) cos_i(p)
+    m[idx + half, idx + half] = angle.cos()
+    return m
+
+
+check_exercise_3(concat_shift)

@@ -19,13 +19,19 @@
 #   step must pass the new token's absolute position;
 # - why angles must be computed in float32 even in a bf16/fp16 model;
 # - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
-#   source article).
+#   source article), and why: unseen relative distances, not attention spread over more keys;
+# - partial rotary: rotating only part of each head, as GPT-NeoX and Phi do.
 #
-# **Prerequisites**: [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
+# **How to read it.** Sections 1-5 are the core: the idea, its two implementations and two
+# layouts, and RoPE inside a trained model's attention. Sections 6-10 are practice, each
+# independent of the others: converting checkpoints, the decay bound, precision, extrapolation,
+# partial rotary.
+#
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time**: about 11 s on a laptop CPU (measured with `make execute`, one thread; one tiny model trains for 2 s).
+# **Run time:** about 21 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -40,7 +46,7 @@ from torch.testing import assert_close
 from posenc_lib.data import lag_task
 from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot, use_style
+from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.rope import (
     RotaryPE,
     apply_rope,
@@ -52,11 +58,10 @@ from posenc_lib.rope import (
     rotate_half_reference,
 )
 from posenc_lib.sinusoidal import shift_matrix
-from posenc_lib.training import accuracy, seed_everything, train
+from posenc_lib.training import accuracy, setup_notebook, train
 
-use_style()
+gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
-gen = seed_everything(0)
 
 
 def tiny(value: float, floor: float = 1e-5) -> str:
@@ -101,7 +106,7 @@ for m in range(8):
     qm = rotation(m * theta) @ q
     ax1.annotate("", xy=(float(qm[0]), float(qm[1])), xytext=(0, 0),
                  arrowprops={"arrowstyle": "->", "color": COLORS[0], "alpha": 0.3 + 0.7 * m / 7, "lw": 1.5})
-    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=8)
+    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=10)
 ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2",
         title=r"The query pair at positions m = 0..7 ($\theta$ = 0.4 rad)")
 heatmap(ax2, scores_2d.numpy(), "Score of query at m and key at n", "key position n", "query position m",
@@ -228,9 +233,10 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{hea
 #
 # **Question.** Why does Meta's reference code multiply complex numbers instead?
 #
-# Read the pair $(a, b)$ as the complex number $a + ib$. Turning it by $\alpha$ is multiplying by
-# $e^{i\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
-# $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{i(m-n)\theta_i},$$
+# Read the pair $(a, b)$ as the complex number $a + jb$. (We write the imaginary unit $j$, as
+# Python does with `1j`, because $i$ already numbers the pairs.) Turning it by $\alpha$ is
+# multiplying by $e^{j\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
+# $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{j(m-n)\theta_i},$$
 # with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
 # section 7.
 
@@ -241,7 +247,7 @@ def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 
     theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     angle = positions.to(torch.float64)[:, None] * theta                          # (seq, head_dim/2)
     pairs = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2))
-    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{i m theta}
+    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{j m theta}
     return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
 
 
@@ -253,7 +259,7 @@ zq = torch.view_as_complex(qs.reshape(seq, head_dim // 2, 2))
 zk = torch.view_as_complex(ks.reshape(seq, head_dim // 2, 2))
 m, n = 11, 4
 assert_close(rope_scores(0)[m, n], (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real)
-print("complex form == real form (inline and library); score = Re sum q_i conj(k_i) e^{i(m-n)theta_i}")
+print("complex form == real form (inline and library); score = Re sum_i q_i conj(k_i) e^{j(m-n)theta_i}")
 
 # %% [markdown]
 # Both are the same function. The real form is what production code uses most: PyTorch has no
@@ -284,7 +290,7 @@ heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(), "Which pair (freque
 ax.set_yticks([0, 1], list(pair_of_dim))
 for row, pairs in enumerate(pair_of_dim.values()):
     for dim, i in enumerate(pairs.tolist()):
-        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=8)
+        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=10)
 plt.show()
 
 # %% [markdown]
@@ -337,7 +343,30 @@ print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
 assert test_acc > 0.99
 
 # %% [markdown]
-# The model solves the task. Now let us open its attention layer and redo its forward pass by
+# The model solves the task. Where does it look? Its attention weights on one test sequence
+# (`return_weights=True` gives them, shape (batch, heads, queries, keys)):
+
+# %%
+seq_map = 16
+tokens_map = test_data[0][:1, :seq_map]
+block = model.blocks[0]
+with torch.no_grad():
+    x_map = block.ln1(model.embed(tokens_map) * model.embed_scale)          # what the attention layer reads
+    _, weights = block.attn(x_map, torch.arange(seq_map)[None], causal=True, return_weights=True)
+fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+for head, ax in enumerate(axes):
+    heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}", "key position n",
+            "query position m", colorbar_label="attention weight")
+plt.show()
+m_idx = torch.arange(LAG, seq_map)
+on_lag = weights[0][:, m_idx, m_idx - LAG]                                 # (heads, queries): weight on key m - 3
+print("mean weight on the key 3 back, per head:", [f"{w:.2f}" for w in on_lag.mean(-1).tolist()])
+assert on_lag.max(0).values.min() > 0.5                                    # every query: some head looks 3 back
+
+# %% [markdown]
+# A stripe at $n = m - 3$: the model learned to attend 3 tokens back, a relative offset, at
+# every query position, using nothing but the rotation of q and k. Now let us open its attention
+# layer and redo its forward pass by
 # hand: project, split heads, rotate q and k (not v), then `scaled_dot_product_attention` with a
 # causal mask, or the same with an explicit softmax. All three agree with the library layer.
 
@@ -374,7 +403,8 @@ print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with
 # **Why not rotate the values too?** Because then the output would carry absolute positions. With
 # q and k rotated, the scores depend only on relative positions, so moving the whole sequence to
 # positions $c, c+1, \dots$ leaves the layer's output unchanged. Rotate v as well and the output
-# changes. The same holds for the whole trained model, whose only position signal is RoPE.
+# changes. The same holds for the whole trained model, whose only position *encoding* is RoPE
+# (the causal mask is the other source of order, see the takeaway below).
 
 # %%
 def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
@@ -431,8 +461,14 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
 # **Takeaway.** RoPE rotates q and k after the head split and before the scores, never v; this is
-# what makes a RoPE model blind to absolute position and sensitive to relative position. A decode
-# step must rotate the new token by its absolute position (the cache length).
+# what makes a RoPE model's output unchanged when all position ids are shifted by the same
+# amount, and sensitive to relative position. That is not blindness to absolute position: a
+# causal decoder still gets order from its mask, since the token at index $t$ attends to exactly
+# $t+1$ tokens, so it can count (exercise 2 of [00 · Permutation blindness](00_permutation_blindness.ipynb)
+# shows that the mask alone breaks the permutation symmetry, and
+# [05 · Relative biases](05_relative_biases.ipynb) shows decoders without any encoding learning
+# positions this way). A decode step must rotate the new token by its absolute position (the
+# cache length).
 #
 # ## 6 · Converting a checkpoint between layouts
 #
@@ -491,13 +527,13 @@ print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.
 #
 # **Question.** RoFormer claims the score "decays" as the relative distance grows. In what sense?
 #
-# From section 3, the score is $\operatorname{Re}\sum_i h_i e^{i(m-n)\theta_i}$ with
+# From section 3, the score is $\operatorname{Re}\sum_i h_i e^{j(m-n)\theta_i}$ with
 # $h_i = q_i \overline{k_i}$. Summation by parts (Abel) with the partial sums
-# $S_j = \sum_{i=0}^{j-1} e^{i(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
-# $$\Big|\sum_{i=0}^{d/2-1} h_i e^{i(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{j=1}^{d/2} |S_j|
+# $S_r = \sum_{i=0}^{r-1} e^{j(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
+# $$\Big|\sum_{i=0}^{d/2-1} h_i e^{j(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{r=1}^{d/2} |S_r|
 # \qquad (h_{d/2} = 0).$$
 # The content enters only through the first factor, the distance only through the second. The
-# paper plots $\frac{1}{d/2}\sum_{j=1}^{d/2}|S_j|$ for $d = 128$; we do the same, up to 32768
+# paper plots $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$; we do the same, up to 32768
 # tokens, and check the inequality on random queries and keys.
 
 # %%
@@ -506,7 +542,7 @@ theta_rf = 10000.0 ** (-torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf)   
 distance = torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)]).round().unique().double()
 partial = torch.polar(torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
                       distance[:, None] * theta_rf).cumsum(-1)                        # S_1..S_{d/2}
-bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_j |S_j|
+bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_r |S_r|
 
 # the inequality, for random complex pairs h_i = q_i conj(k_i), at every distance
 h_pairs = torch.randn(20, d_rf // 2, dtype=torch.complex128, generator=gen)
@@ -526,7 +562,7 @@ in_bins = [(distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edge
 centres = [(lo * hi).sqrt().item() for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins) if inside.any()]
 bin_means = [bound[inside].mean().item() for inside in in_bins if inside.any()]
 fig, ax = plt.subplots(figsize=(7, 4))
-line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_j |S_j|$ (d = 128, base 10000)": bound[1:].numpy()},
+line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)": bound[1:].numpy()},
           "RoPE long-term decay: upper bound of the relative score", "relative distance |m - n| (tokens, log scale)",
           "relative upper bound", logx=True)
 ax.plot(centres, bin_means, color=COLORS[1], linestyle=LINESTYLES[1], marker=MARKERS[1], markersize=4,
@@ -535,7 +571,7 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# At distance 0 every $|S_j| = j$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
+# At distance 0 every $|S_r| = r$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
 # first hundred tokens, then **flattens** instead of going to zero: beyond about a thousand tokens
 # its average stays near 5 while single distances still reach 11-14 (table above). The paper's
 # figure (linear axis) shows the first few hundred tokens, where the decay is clear. The decay is
@@ -648,36 +684,192 @@ closed_form = [math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0
 assert turns["full turn within L"].tolist() == closed_form
 
 # %% [markdown]
-# Now the trained decoder of section 5. Its task needs only the token 3 steps back, a relative
-# distance present at every step of every training sequence, yet on longer sequences it degrades.
-# As a control we evaluate the same long sequences with a sliding window that lets each query see
-# only the last `TRAIN_LEN` keys, so every relative distance stays within the training range.
+# Now trained decoders like the one of section 5, three of them (seeds 0, 1, 2). The task needs
+# only the token 3 steps back, a relative distance present at every step of every training
+# sequence. Yet on longer sequences they degrade. Two things change at once when a sequence gets
+# longer, and either could be the cause:
+#
+# - **unseen relative distances (unseen angles):** a query now also meets keys more than 31
+#   tokens away, whose slow-pair angles never occurred in training;
+# - **attention spread over more keys (dilution):** the softmax shares its weight among up to
+#   256 keys instead of at most 32, so the right key could get a smaller share.
+#
+# First, accuracy per position on sequences of length 256 (8 times the training length), with
+# full causal attention and with a sliding window of 32 keys (which removes both effects at once):
 
 # %%
 def sliding_window(length: int, window: int) -> torch.Tensor:
     """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i (causality added by the model)."""
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
-    return (j > i - window)[None, None]
+    return (i - j < window)[None, None]
 
 
-rows = []
-for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, 8 * TRAIN_LEN):
-    tokens_long, targets_long = lag_task(256, length, VOCAB, LAG, gen)
-    with torch.no_grad():
-        windowed = model(tokens_long, attn_mask=sliding_window(length, TRAIN_LEN)).argmax(-1)
-    keep = targets_long != -100
-    rows.append({"evaluation length": length, "full attention": accuracy(model, tokens_long, targets_long),
-                 "window of 32 keys": (windowed[keep] == targets_long[keep]).float().mean().item()})
-extrapolation = pd.DataFrame(rows).set_index("evaluation length").round(3)
-display(extrapolation)
-assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["window of 32 keys"].min()
+def trained_decoder(seed: int) -> TinyTransformer:
+    """A fresh RoPE decoder trained as in section 5, with its own seed for weights and data."""
+    seeded = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    decoder = rope_decoder("interleaved")
+    train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=f"seed {seed}")
+    return decoder
+
+
+SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
+decoders = {seed: trained_decoder(seed) for seed in SEEDS}
+long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100))
+per_position = {"full attention": [], "window of 32 keys": []}
+with torch.no_grad():
+    for decoder in decoders.values():
+        for name, mask in (("full attention", None), ("window of 32 keys", sliding_window(LONG, TRAIN_LEN))):
+            right = decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
+            per_position[name].append(right[:, LAG:].float().mean(0))       # (LONG - LAG,) per position
+curves = {name: torch.stack(acc).mean(0).numpy() for name, acc in per_position.items()}
+fig, ax = plt.subplots(figsize=(8, 3.8))
+line_plot(ax, np.arange(LAG, LONG), curves, "Lag-3 decoders on sequences 8x the training length",
+          "query position (tokens)", "accuracy (mean of 3 seeds)")
+ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
+ax.text(TRAIN_LEN + 3, 0.15, "training length", fontsize=10)
+plt.show()
+full_pos = curves["full attention"]
+print(f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f}, 32-63 "
+      f"{full_pos[TRAIN_LEN - LAG : 64 - LAG].mean():.3f}, 128-255 {full_pos[128 - LAG :].mean():.3f}")
+assert full_pos[: TRAIN_LEN - LAG].mean() > 0.99 and full_pos[128 - LAG :].mean() < 0.3
+assert curves["window of 32 keys"].min() > 0.99
 
 # %% [markdown]
-# The same weights that are perfect at length 32 fall far below that at 256, and the window
-# brings them back: what hurts is attention to keys at distances never seen in training, whose
-# slow-pair angles are new. [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
-# this properly on language models (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies
-# that rescale RoPE's frequencies: position interpolation, NTK-aware scaling, YaRN.
+# Up to position 31 nothing has changed (a causal query never sees the later tokens), and the
+# window is (near) perfect everywhere. Right after the training length, full attention starts to fail.
+# To tell the two causes apart, two controls look at the **last** query of a sequence, for
+# lengths 32 to 256:
+#
+# - **all keys, seen distances:** the query sees every key, but the keys before the last 32
+#   are given position ids 4 to 31 steps before the query (`positions=` of the model), so every
+#   relative distance is one seen in training and the true target is still the only key 3 steps
+#   back: dilution without unseen angles;
+# - **16 near + 16 farthest keys:** a mask lets the query see its 16 nearest keys and the 16
+#   farthest ones, 32 keys as in training, half of them at unseen distances: unseen angles
+#   without dilution.
+
+# %%
+def last_query_accuracy(decoder: TinyTransformer, length: int, control: str) -> float:
+    """Accuracy of the last query's prediction on 512 random sequences of ``length`` tokens."""
+    tokens, targets = lag_task(512, length, VOCAB, LAG, torch.Generator().manual_seed(length))
+    i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
+    positions, mask = torch.arange(length)[None], None
+    if control == "all keys, seen distances":
+        n_far = length - TRAIN_LEN                                       # keys before the last 32
+        positions = positions.clone()
+        positions[0, :n_far] = length - 1 - 4 - torch.arange(n_far) % (TRAIN_LEN - 4)  # distances 4..31
+    elif control == "16 near + 16 farthest keys":
+        mask = ((i - j < 16) | (j < 16))[None, None]
+    elif control == "window of 32 keys":
+        mask = sliding_window(length, TRAIN_LEN)
+    with torch.no_grad():
+        prediction = decoder(tokens, positions=positions, attn_mask=mask)[:, -1].argmax(-1)
+    return (prediction == targets[:, -1]).float().mean().item()
+
+
+CONTROLS = ("full attention", "window of 32 keys", "all keys, seen distances", "16 near + 16 farthest keys")
+runs = pd.DataFrame([{"length": length, "control": control, "seed": seed,
+                      "accuracy": last_query_accuracy(decoder, length, control)}
+                     for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
+                     for control in CONTROLS for seed, decoder in decoders.items()])
+stats = runs.groupby(["length", "control"], sort=False)["accuracy"].agg(["mean", "std"]).unstack("control")
+extrapolation = pd.DataFrame({c: [f"{m:.3f} ± {s:.3f}" for m, s in zip(stats["mean"][c], stats["std"][c])]
+                              for c in CONTROLS}, index=pd.Index(stats.index, name="length (last query)"))
+extrapolation
+
+# %% [markdown]
+# **Check.**
+
+# %%
+mean, std = stats["mean"], stats["std"]
+beyond = mean.index > TRAIN_LEN
+assert (mean.loc[TRAIN_LEN] > 0.99).all()                                        # at L every control is perfect
+assert mean["window of 32 keys"].min() > 0.99                                    # neither effect: perfect
+assert mean["all keys, seen distances"].min() > 0.99                             # dilution alone: harmless here
+unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
+per_seed = runs[(runs["length"] > TRAIN_LEN) & (runs["control"] == "16 near + 16 farthest keys")]["accuracy"]
+assert unseen.max() < 0.7 and per_seed.max() < 0.9                               # unseen angles alone: it fails
+assert mean.loc[LONG, "full attention"] < 0.2
+print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances "
+      f"{mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen {unseen.loc[LONG]:.3f}")
+
+# %% [markdown]
+# In these decoders the failure comes from **unseen relative distances (unseen angles)**: with
+# every one of up to 256 keys visible but all at distances seen in training, the last query is
+# still right every time, so spreading attention over more keys costs nothing here; with only
+# 32 keys, half of them at distances never seen, accuracy collapses. This is one tiny model on a
+# task whose answer is a single key; in language models both effects can matter.
+# [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
+# (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies so
+# that long distances fall back into the range of angles seen in training: position
+# interpolation, NTK-aware scaling, YaRN.
+#
+# ## 10 · Partial rotary
+#
+# **Question.** Must every coordinate of a head be rotated? No. GPT-NeoX rotates the first
+# quarter of each head (`rotary_pct = 0.25` in its Hugging Face config), Phi-2 40%
+# (`partial_rotary_factor = 0.4`): the remaining coordinates pass through unchanged and carry no
+# position at all. The library's `RotaryPE(head_dim, rotary_fraction=...)` does the same; the
+# rotated width `rotary_dim` gets its own frequencies $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$
+# (as in Hugging Face), and the score splits into a rotated part, which depends on $m - n$, and
+# a pass-through part, which depends on neither position.
+
+# %%
+partial = RotaryPE(head_dim=64, rotary_fraction=0.25)
+print(partial)
+q_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)          # (batch, heads, seq, head_dim)
+k_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)
+pos_p = torch.arange(8)[None]
+rq_p, rk_p = partial.rotate_qk(q_p, k_p, pos_p)
+rot = partial.rotary_dim
+assert rot == 16 and torch.equal(rq_p[..., rot:], q_p[..., rot:])          # 48 of 64 dims untouched
+cos_p, sin_p = rope_cos_sin(pos_p, rope_inv_freq(rot).double(), dtype=torch.float64)
+assert_close(rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p))   # the first 16: RoPE of width 16
+
+
+def partial_scores(offset: int) -> torch.Tensor:
+    q_r, k_r = partial.rotate_qk(q_p, k_p, pos_p + offset)
+    return q_r @ k_r.transpose(-2, -1)
+
+
+for offset in (5, 1000):
+    assert_close(partial_scores(offset), partial_scores(0))                # still relative
+print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
+
+# %% [markdown]
+# What the pass-through part changes: give one fixed vector every position, as in section 2, and
+# follow its score with itself as the distance grows. Fully rotated, the whole score moves with
+# distance; with a quarter rotated, the 48 untouched coordinates add the same amount at every
+# distance (their share of $|x|^2$), so the score swings less and never falls below that share
+# minus the rotated share: that part of the head matches content at any distance, while the
+# rotated part carries the relative position.
+
+# %%
+x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(1, 1, 256, 64)
+distances = torch.arange(256)
+rows = {}
+for name, scheme_p in (("fully rotated (64 of 64)", RotaryPE(head_dim=64)), ("partial (16 of 64)", partial)):
+    r, _ = scheme_p.rotate_qk(x_fixed, x_fixed, distances[None])
+    rows[name] = (r[0, 0, 0] @ r[0, 0].T / x_fixed[0, 0, 0].square().sum()).numpy()   # score(0, n) / |x|^2
+fig, ax = plt.subplots(figsize=(7, 3.8))
+line_plot(ax, distances.numpy(), rows, "Score of one vector with itself vs distance", "distance n - m (tokens)",
+          "score / |x|² (1 at distance 0)")
+plt.show()
+pass_share = float(x_fixed[0, 0, 0, rot:].square().sum() / x_fixed[0, 0, 0].square().sum())
+swing = {name: float(r[1:].max() - r[1:].min()) for name, r in rows.items()}      # over distances 1..255
+assert rows["partial (16 of 64)"].min() >= 2 * pass_share - 1 - 1e-9              # |x|^2 share minus rotated share
+assert swing["partial (16 of 64)"] < swing["fully rotated (64 of 64)"]
+print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest score: full "
+      f"{rows['fully rotated (64 of 64)'].min():.2f}, partial {rows['partial (16 of 64)'].min():.2f}; "
+      f"swing over distances 1-255: full {swing['fully rotated (64 of 64)']:.2f}, "
+      f"partial {swing['partial (16 of 64)']:.2f}")
+
+# %% [markdown]
+# **Takeaway.** Partial rotary applies RoPE to the first `rotary_dim` coordinates of each head
+# (with frequencies over that width) and leaves the rest alone; scores stay relative. When
+# converting such a checkpoint between layouts, only the rotated rows are permuted
+# (`convert_qk_weight(..., rotary_dim=...)`).
 #
 # ## Summary
 #
@@ -688,29 +880,36 @@ assert extrapolation["full attention"].iloc[-1] < 0.6 < 0.99 < extrapolation["wi
 #   head dimension; converting a checkpoint permutes the q and k rows within each head. Without it,
 #   our trained model lost most of its accuracy without any error message (sections 4, 6).
 # - RoPE acts on q and k after the head split, never on v; a RoPE model is invariant to shifting
-#   all positions; a KV-cache decode step must use the new token's absolute position (section 5).
+#   all position ids (a causal decoder still gets order from its mask); a KV-cache decode step
+#   must use the new token's absolute position (section 5).
 # - The RoFormer decay bound falls over the first few hundred tokens and then levels off (section 7).
 # - Build angles and cos/sin in float32, cast last: naive bf16 angles are useless beyond ~1000
 #   positions (section 8).
-# - Plain RoPE does not extrapolate beyond its training length; notebook 06 measures the remedies
-#   (section 9).
+# - Plain RoPE does not extrapolate beyond its training length. In our lag-3 decoders (3 seeds)
+#   the cause is unseen relative distances (unseen angles), not attention spread over more keys
+#   (dilution): all 256 keys at seen distances stay perfect, 32 keys with half of them at unseen
+#   distances fail (section 9). [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
+#   the remedies.
+# - Partial rotary rotates only the first `rotary_dim` coordinates of each head; the rest carry
+#   content only (section 10).
 #
 # ## Exercises
 #
-# Each exercise has a checker: write your function in a new cell, then call the checker on it.
-# The worked solution follows, folded away in the HTML version.
+# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
+# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
+# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
+# at the end (their code is hidden in JupyterLab: click the cell to show it).
 #
 # ### Exercise 1 · Write `rotate_half`
 #
 # Write `rotate_half(x)` for the half-split layout: split the last dimension into halves
 # $[x_1 \,|\, x_2]$ and return $[-x_2 \,|\, x_1]$. The checker also verifies that
 # `x * cos + rotate_half(x) * sin` (with cos/sin repeated to full width) is the library's
-# half-split RoPE. Run `check_exercise_1(rotate_half)`.
+# half-split RoPE.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_1(rotate_half)
@@ -721,14 +920,11 @@ check_exercise_1(rotate_half)
 # Write `interleaved_to_half(weight, n_heads)`: `weight` is a query or key projection of shape
 # (n_heads · head_dim, d_in) trained with interleaved RoPE; return the weight for a half-split
 # model, without calling `convert_qk_weight`. The checker compares attention scores of the two
-# layouts. Run `check_exercise_2(interleaved_to_half)`.
+# layouts.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    head_dim = weight.shape[0] // n_heads
-    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
-    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
-    return per_head[:, order].reshape(weight.shape)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_2(interleaved_to_half)
@@ -738,11 +934,11 @@ check_exercise_2(interleaved_to_half)
 #
 # Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens fed
 # to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE decoder with
-# your positions and compares with full recomputation. Run `check_exercise_3(decode_positions)`.
+# your positions and compares with full recomputation.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
-    return torch.arange(cache_len, cache_len + n_new)[None]
+    raise NotImplementedError  # your code here
 
 
 check_exercise_3(decode_positions)
@@ -752,13 +948,11 @@ check_exercise_3(decode_positions)
 #
 # Write `safe_cos_sin(positions, inv_freq, dtype)`: positions (batch, seq) int64, inv_freq
 # (head_dim/2,) float32; return (cos, sin), each (batch, seq, head_dim/2) in `dtype`, accurate at
-# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`. Run
-# `check_exercise_4(safe_cos_sin)`.
+# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`.
 
-# %% tags=["solution"]
+# %% tags=["exercise"]
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
-    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
-    return angle.cos().to(dtype), angle.sin().to(dtype)
+    raise NotImplementedError  # your code here
 
 
 check_exercise_4(safe_cos_sin)
@@ -776,4 +970,47 @@ check_exercise_4(safe_cos_sin)
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
 #   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
 # - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
-#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in notebook 06).
+#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
+#   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
+
+# %% [markdown]
+# ## Solutions
+# One cell per exercise: each redefines the answer and runs its checker (so the notebook
+# proves that every solution passes). Try the exercise first.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 1
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+check_exercise_1(rotate_half)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 2
+def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    head_dim = weight.shape[0] // n_heads
+    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
+    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
+    return per_head[:, order].reshape(weight.shape)
+
+
+check_exercise_2(interleaved_to_half)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 3
+def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
+    return torch.arange(cache_len, cache_len + n_new)[None]
+
+
+check_exercise_3(decode_positions)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Exercise 4
+def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
+    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
+    return angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+check_exercise_4(safe_cos_sin)

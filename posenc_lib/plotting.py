@@ -22,12 +22,16 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 def use_style() -> None:
-    """Set the series' matplotlib style (call once at the top of a notebook)."""
+    """Set the series' matplotlib style (call once at the top of a notebook).
+
+    150 dpi, so figures stay sharp on high-density screens and in print; no text smaller than
+    the axis labels (10 pt), legends included.
+    """
     mpl.rcParams.update(
         {
             "figure.figsize": (6.4, 4.0),
-            "figure.dpi": 90,
-            "savefig.dpi": 90,
+            "figure.dpi": 150,
+            "savefig.dpi": 150,
             "figure.constrained_layout.use": True,
             "axes.grid": True,
             "grid.alpha": 0.3,
@@ -36,7 +40,7 @@ def use_style() -> None:
             "axes.titlesize": 11,
             "axes.titleweight": "bold",
             "axes.labelsize": 10,
-            "legend.fontsize": 9,
+            "legend.fontsize": 10,
             "legend.frameon": False,
             "image.cmap": "viridis",
             "lines.linewidth": 1.8,

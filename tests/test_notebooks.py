@@ -7,6 +7,7 @@ With no notebook at all, test_there_are_notebooks fails rather than everything b
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import jupytext
@@ -15,7 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SECTIONS = ["Summary", "Exercises", "Further reading"]  # level-2 headings, in this order
+SECTIONS = ["Summary", "Exercises", "Further reading", "Solutions"]  # level-2 headings, in this order
+CATALOG = ROOT / "notebooks" / "catalog.toml"
+RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+) s on a laptop CPU "
+                      r"\(measured with `make execute`, one thread\)\.")
 
 
 def test_there_are_notebooks():
@@ -87,6 +91,42 @@ def test_closing_sections_in_order(path, nb):
     ]
     found = [s for s in headings if s in SECTIONS]
     assert found == SECTIONS, f"{path.name}: expected '## ' sections {SECTIONS} in this order, found {found}"
+
+
+def test_run_time_is_the_catalog_value(path, nb):
+    """The catalog's run_time_s is the one record of a notebook's run time; the header states it."""
+    entries = {e["stem"]: e for e in tomllib.loads(CATALOG.read_text(encoding="utf-8"))["notebook"]}
+    assert path.stem in entries, f"{path.name} has no [[notebook]] entry in notebooks/catalog.toml"
+    seconds = entries[path.stem].get("run_time_s")
+    assert isinstance(seconds, int) and seconds > 0, f"catalog entry {path.stem}: run_time_s must be a positive int"
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    found = RUN_TIME.findall(first.source)
+    assert found == [str(seconds)], (
+        f"{path.name}: the first cell must say '**Run time:** about {seconds} s on a laptop CPU (measured with "
+        f"`make execute`, one thread).' (catalog run_time_s = {seconds}), found {found}"
+    )
+
+
+def test_setup_cell_calls_setup_notebook(nb):
+    """The first code cell fixes threads, style and seeds inside the notebook (JupyterLab runs it too)."""
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert re.search(r"^gen = setup_notebook\(\d+\)", first.source, flags=re.MULTILINE), (
+        "the setup cell must call `gen = setup_notebook(0)` (posenc_lib.training)"
+    )
+
+
+def test_exercise_stubs_print_to_do_and_solutions_are_hidden(path, nb):
+    """Stubs (tag exercise) print a checker's [to do] line; solutions (tag solution) are hidden in JupyterLab."""
+    stubs = [c for c in nb.cells if c.cell_type == "code" and "exercise" in tags(c)]
+    assert stubs, f"{path.name} has no code cell tagged 'exercise'"
+    for cell in stubs:
+        printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+        assert "[to do]" in printed and "[passed]" not in printed, f"{path.name}: stub cell printed {printed!r}"
+    for cell in nb.cells:
+        if "solution" in tags(cell):
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+                f"{path.name}: a solution cell lacks jupyter={{\"source_hidden\": true}}"
+            )
 
 
 def test_exercises_have_solutions_that_pass_their_checker(path, nb):

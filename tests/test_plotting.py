@@ -19,3 +19,16 @@ def test_moving_average_is_the_mean_of_each_window():
 def test_moving_average_rejects_a_window_that_does_not_fit(window):
     with pytest.raises(ValueError, match=r"window must be an int in \[1, len\(values\)=5\]"):
         moving_average([1.0] * 5, window=window)
+
+
+def test_style_is_sharp_and_no_text_is_smaller_than_the_axis_labels():
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+
+    from posenc_lib.plotting import use_style
+
+    with mpl.rc_context():
+        use_style()
+        assert mpl.rcParams["figure.dpi"] >= 150 and mpl.rcParams["savefig.dpi"] >= 150
+        size = lambda key: FontProperties(size=mpl.rcParams[key]).get_size_in_points()  # noqa: E731
+        assert all(size(key) >= size("axes.labelsize") for key in ("legend.fontsize", "xtick.labelsize", "ytick.labelsize"))

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib import rope
+from posenc_lib import rope_fast
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rope import (
@@ -231,8 +231,8 @@ def test_fast_path_equals_reference_fp32(shape, layout, seed, partial, batched_t
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_blocks_cover_large_tensors(monkeypatch, block, whole, dtype):
     """Cache blocks of every shape (part of a sequence, whole sequences, several rows) cover the whole tensor."""
-    monkeypatch.setattr(rope, "_BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(rope, "_WHOLE_ELEMENTS", whole)
+    monkeypatch.setattr(rope_fast, "_BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(rope_fast, "_WHOLE_ELEMENTS", whole)
     x, positions, inv_freq = random_case((3, 2, 37, 16), seed=5, rotary_halves=6)
     x = x.to(dtype)
     odd_strided = torch.zeros(3, 2, 37, 17, dtype=dtype)[..., :16].copy_(x)
@@ -416,8 +416,11 @@ def test_table_cache_grows_and_is_per_device_dtype():
     assert {key[1] for key in scheme._tables} == {torch.float32}
     assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)
     scheme.rotate_qk(q.double(), q.double(), torch.tensor([[5000, 5001, 9000]]))
-    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)  # float64 has its own float64 table
     assert scheme._tables[(q.device, torch.float64)][0].shape == (16384, 8)
+    scheme.rotate_qk(q.half(), q.half(), torch.tensor([[5000, 5001, 9000]]))  # float16: float32 angles, cast
+    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float16)][0].shape == (16384, 8)
     cos, sin = scheme.cos_sin(torch.tensor([[9000, 3, -7]]))
     direct = rope_cos_sin(torch.tensor([[9000, 3, -7]]), rope_inv_freq(16))
     torch.testing.assert_close((cos, sin), direct, atol=0, rtol=0)
@@ -505,7 +508,7 @@ def test_compiled_option_equals_eager(dtype):
     seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
     apply_rope(leaf, cos, sin, compiled=True).backward(seed)
     torch.testing.assert_close(leaf.grad, _inverse(seed, cos, sin), **tol)
-    assert "error" not in rope._COMPILED
+    assert "error" not in rope_fast._COMPILED
 
 
 def test_qk_backward_is_one_node_with_the_inverse_rotation():
@@ -550,11 +553,11 @@ def test_rotary_scheme_compiled_option_gives_the_same_model():
 
 def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
     """Past _MAX_SIGNATURES input signatures, compiled=True quietly takes the eager path for new ones."""
-    monkeypatch.setattr(rope, "_COMPILED", {})
-    monkeypatch.setattr(rope, "_MAX_SIGNATURES", 1)
+    monkeypatch.setattr(rope_fast, "_COMPILED", {})
+    monkeypatch.setattr(rope_fast, "_MAX_SIGNATURES", 1)
     eager_calls = []
-    real = rope._rotate_into
-    monkeypatch.setattr(rope, "_rotate_into", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
+    real = rope_fast._rotate_into
+    monkeypatch.setattr(rope_fast, "_rotate_into", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
     for seq, expect_eager in ((5, 0), (6, 1), (5, 0)):  # the second length is a second signature
         x, positions, inv_freq = random_case((1, 2, seq, 8), seed=17)
         cos, sin = rope_cos_sin(positions, inv_freq)
@@ -564,14 +567,14 @@ def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
             got = apply_rope(x, cos, sin, compiled=True)
         assert len(eager_calls) == expect_eager, seq
         torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
-    assert "error" not in rope._COMPILED  # refused, not broken
+    assert "error" not in rope_fast._COMPILED  # refused, not broken
 
 
 def test_compiled_option_falls_back_to_eager(monkeypatch):
     def broken_compile(*args, **kwargs):
         raise RuntimeError("no C++ compiler")
 
-    monkeypatch.setattr(rope, "_COMPILED", {})
+    monkeypatch.setattr(rope_fast, "_COMPILED", {})
     monkeypatch.setattr(torch, "compile", broken_compile)
     x, positions, inv_freq = random_case((1, 2, 5, 8), seed=16)
     cos, sin = rope_cos_sin(positions, inv_freq)
@@ -599,3 +602,37 @@ def test_torch_compile_fullgraph():
     with torch.no_grad():
         torch.testing.assert_close(compiled_attention(h, positions, causal=True), attention(h, positions, causal=True),
                                    atol=1e-5, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- float64 means float64
+
+
+def test_float64_tables_are_computed_in_float64():
+    positions = torch.tensor([0, 3, 100_000, 100_003])
+    inv_freq64 = 1.0 / 10000.0 ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    cos, sin = rope_cos_sin(positions, inv_freq64, dtype=torch.float64)
+    exact = torch.tensor([[math.cos(p * float(f)) for f in inv_freq64] for p in positions.tolist()], dtype=torch.float64)
+    torch.testing.assert_close(cos, exact, rtol=0, atol=1e-9)
+    scheme = RotaryPE(head_dim=64).double()
+    cos_pe, sin_pe = scheme.cos_sin(positions[None], torch.float64)
+    torch.testing.assert_close(cos_pe[0], exact, rtol=0, atol=1e-9)
+    torch.testing.assert_close(sin_pe[0], sin, rtol=0, atol=1e-9)
+    # float32 tables keep float32 angles (as Hugging Face does): off by ~1e-3 at position 1e5
+    cos32, _ = rope_cos_sin(positions, rope_inv_freq(64), dtype=torch.float64)
+    assert (cos32 - exact).abs().max() > 1e-5
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_float64_relative_offset_invariance_near_1e5(layout):
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 2, 1, 64, dtype=torch.float64, generator=gen)
+    k = torch.randn(1, 2, 1, 64, dtype=torch.float64, generator=gen)
+    scheme = RotaryPE(head_dim=64, layout=layout).double()
+
+    def score(m: int, n: int) -> torch.Tensor:
+        q_r, _ = scheme.rotate_qk(q, q, torch.tensor([[m]]))
+        _, k_r = scheme.rotate_qk(k, k, torch.tensor([[n]]))
+        return (q_r * k_r).sum(-1)
+
+    for offset in (99_997, 100_000, 123_457):
+        torch.testing.assert_close(score(offset + 3, offset), score(3, 0), rtol=0, atol=1e-9)

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..data import WhoDidWhat
 from ..models import TinyTransformer
-from . import expect, passed
+from . import checker, expect, passed
 
 __all__ = ["EXERCISE_3_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
@@ -33,6 +33,7 @@ def _permutations(seq: int, count: int, seed: int) -> list[Tensor]:
     return [torch.randperm(seq, generator=gen) for _ in range(count)]
 
 
+@checker("Exercise 1 (undo a shuffle)")
 def check_exercise_1(inverse_permutation: Callable[[Tensor], Tensor]) -> None:
     """``inverse_permutation(perm)`` must return ``inv`` (int64) with ``perm[inv] == inv[perm] == arange``."""
     name = "Exercise 1 (undo a shuffle)"
@@ -62,6 +63,7 @@ def _reference_gap(model: TinyTransformer, tokens: Tensor, perm: Tensor) -> floa
         return (model.features(tokens[:, perm]) - model.features(tokens)[:, perm]).abs().max().item()
 
 
+@checker("Exercise 2 (a causal mask breaks the symmetry)")
 def check_exercise_2(equivariance_gap: Callable[[TinyTransformer, Tensor, Tensor], float]) -> None:
     """``equivariance_gap(model, tokens, perm)`` = max |f(tokens[:, perm]) - f(tokens)[:, perm]| over the features."""
     name = "Exercise 2 (a causal mask breaks the symmetry)"
@@ -82,6 +84,7 @@ def check_exercise_2(equivariance_gap: Callable[[TinyTransformer, Tensor, Tensor
                  f"for every non-identity shuffle tried")
 
 
+@checker("Exercise 3 (bag-of-words ceiling of a lopsided task)")
 def check_exercise_3(ceiling: float) -> None:
     """``ceiling`` = best expected accuracy of any bag-of-words model on :data:`EXERCISE_3_TASK`."""
     name = "Exercise 3 (bag-of-words ceiling of a lopsided task)"

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..sinusoidal import sinusoidal_frequencies, sinusoidal_table
-from . import expect, passed
+from . import checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
@@ -28,6 +28,7 @@ def _as_float64(answer: object, exercise: str, shape: tuple[int, ...]) -> Tensor
     return answer.detach().to("cpu", torch.float64)
 
 
+@checker("Exercise 1 (concatenated table)")
 def check_exercise_1(fn: Callable[[int, int], Tensor]) -> None:
     """fn(max_len, d_model) must return the concatenated [sin | cos] table of positions 0..max_len-1."""
     name = "Exercise 1 (concatenated table)"
@@ -57,6 +58,7 @@ def _full_turns(d_model: int, base: float, length: float) -> int:
     return int((wavelengths <= length).sum())
 
 
+@checker("Exercise 2 (pairs that turn fully)")
 def check_exercise_2(fn: Callable[[int, float, int], int]) -> None:
     """fn(d_model, base, length) must count the pairs whose wavelength 2*pi/w_i is <= length."""
     name = "Exercise 2 (pairs that turn fully)"
@@ -76,6 +78,7 @@ def check_exercise_2(fn: Callable[[int, float, int], int]) -> None:
     passed(name, f"{len(cases)} cases, e.g. {_full_turns(64, 10000.0, 512)} of 32 pairs turn within 512 positions")
 
 
+@checker("Exercise 3 (shift matrix, concatenated layout)")
 def check_exercise_3(fn: Callable[[int, int], Tensor]) -> None:
     """fn(k, d_model) must return M with concat_table[p + k] = M @ concat_table[p] for every p."""
     name = "Exercise 3 (shift matrix, concatenated layout)"

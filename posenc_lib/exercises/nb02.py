@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..learnable import LearnablePE
 from ..sinusoidal import sinusoidal_table
-from . import expect, passed
+from . import checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
@@ -32,6 +32,7 @@ def _profile(table: Tensor, normalise: bool = True, wrap: bool = False) -> Tenso
     return torch.stack([(t[: n - k] * t[k:]).sum(-1).mean() for k in range(n)])
 
 
+@checker("Exercise 1 (similarity by distance)")
 def check_exercise_1(fn: Callable[[Tensor], Tensor]) -> None:
     """fn(table (max_len, d)) must return (max_len,): entry k = mean over p of cos(table[p], table[p + k])."""
     name = "Exercise 1 (similarity by distance)"
@@ -60,6 +61,7 @@ def check_exercise_1(fn: Callable[[Tensor], Tensor]) -> None:
     passed(name, f"matches the reference on {len(tables)} tables, sinusoidal included")
 
 
+@checker("Exercise 2 (extend a table by copying)")
 def check_exercise_2(fn: Callable[[LearnablePE, int], LearnablePE]) -> None:
     """fn(pe, new_max_len) must return a new, independent LearnablePE whose row p is pe.weight[p % pe.max_len]."""
     name = "Exercise 2 (extend a table by copying)"
@@ -88,6 +90,7 @@ def check_exercise_2(fn: Callable[[LearnablePE, int], LearnablePE]) -> None:
     passed(name, "rows copied periodically into a new, independent table for 3 sizes")
 
 
+@checker("Exercise 3 (matching the scales)")
 def check_exercise_3(fn: Callable[[int], float]) -> None:
     """fn(d_model) must return 1 / sqrt(2 d_model): then sqrt(d)-scaled token rows match sinusoidal rows in mean norm."""
     name = "Exercise 3 (matching the scales)"

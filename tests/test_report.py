@@ -1,0 +1,42 @@
+"""posenc_lib.report: rounding noise shown as a bound, table columns formatted."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from posenc_lib.report import formatted, mean_std, rounding
+
+
+@pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
+                                         (torch.tensor(4e-7), "< 1e-6"), (0.01234, "0.012"), (-5.0, "5")])
+def test_rounding(x, text):
+    assert rounding(x) == text
+
+
+def test_rounding_rejects_non_numbers():
+    with pytest.raises(TypeError, match="real number"):
+        rounding(None)
+
+
+def test_formatted_pattern_and_function():
+    df = pd.DataFrame({"a": [0.12345, 1.0], "b": [1e-15, 0.5], "c": [1, 2]})
+    out = formatted(df, {"a": "{:.2f}", "b": rounding})
+    assert out["a"].tolist() == ["0.12", "1.00"] and out["b"].tolist() == ["< 1e-12", "0.5"]
+    assert out["c"].tolist() == [1, 2] and df["a"].iloc[0] == 0.12345  # others kept, input unchanged
+
+
+def test_formatted_names_missing_columns():
+    with pytest.raises(ValueError, match="columns that df does not have"):
+        formatted(pd.DataFrame({"a": [1]}), {"z": "{:.1f}"})
+
+
+def test_mean_std_uses_the_sample_std():
+    assert mean_std([1.0, 2.0, 3.0]) == "2.000 ± 1.000"
+    assert mean_std([0.5, 0.5], digits=2) == "0.50 ± 0.00"
+
+
+def test_mean_std_needs_two_values():
+    with pytest.raises(ValueError, match="at least 2"):
+        mean_std([1.0])
