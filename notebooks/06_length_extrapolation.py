@@ -603,7 +603,8 @@ assert all(clearly_below("RoPE + PI + fine-tune", "RoPE + PI", at=k) for k in ra
 
 # %%
 assert clearly_below("RoPE + fine-tune", "RoPE + PI + fine-tune")
-#
+
+# %% [markdown]
 # ## Summary
 #
 # - Trained at $L = 32$ characters and evaluated on a held-out play at $L$..$8L$ (3 seeds):
