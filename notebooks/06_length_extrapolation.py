@@ -318,6 +318,11 @@ assert 1.05 < growth["T5 bias"] < growth["RoPE"]                    # T5 degrade
 assert clearly_below("ALiBi", "T5 bias") and clearly_below("T5 bias", "RoPE")
 assert clearly_below("T5 bias", "sinusoidal")
 assert clearly_below("RoPE", "ALiBi", at=0) and clearly_below("sinusoidal", "NoPE", at=0)  # at L
+zero_shot = ["RoPE", "RoPE + NTK-aware", "RoPE + dynamic NTK", "RoPE + YaRN"]
+assert all(mean["RoPE + PI"][k] > max(m[k] for name, m in mean.items() if name != "RoPE + PI") for k in range(4))
+assert all(clearly_below("RoPE + YaRN", name) for name in zero_shot[:-1])  # at 8L
+assert clearly_below("RoPE", "RoPE + YaRN", at=0)  # at L
+assert abs(growth["RoPE + PI + fine-tune"] - 1) < 0.02 and abs(growth["RoPE + fine-tune"] - 1) < 0.02
 gap = mean["RoPE"][-1] - mean["sinusoidal"][-1]
 print(f"RoPE - sinusoidal at 8L: {gap:.2f} (stds {std['RoPE'][-1]:.2f}, {std['sinusoidal'][-1]:.2f})")
 
@@ -335,10 +340,11 @@ print(f"RoPE - sinusoidal at 8L: {gap:.2f} (stds {std['RoPE'][-1]:.2f}, {std['si
 # used (the scale effect of [02](02_learnable.ipynb)), so clamping cost it nothing. Inside the
 # training length, RoPE is the best model (11.31), as rotary models are in the paper.
 #
-# On the right: every rescaling of RoPE trades quality at $L$ for quality at $8L$. Zero-shot PI is
-# the worst method at every length; NTK-aware and dynamic NTK keep $L$ and $2L$ and soften, but do
-# not remove, the rise at $4L$-$8L$; YaRN is flattest among the zero-shot ones at $8L$ (16.00) but pays
-# at $L$ (13.30). The fine-tuned models are flat: sections 7 and 8 explain why.
+# On the right: zero-shot PI is the worst method at every length. Static NTK-aware scaling costs
+# little at $L$ (11.56 against 11.31) and dynamic NTK nothing (up to $L_0$ it is plain RoPE); both
+# improve $2L$ and soften, but do not remove, the rise at $4L$-$8L$ (18.49 at $8L$). YaRN has the
+# lowest perplexity of the zero-shot rescalings at $8L$ (16.00) but pays at $L$ (13.30). The two
+# fine-tuned models are flat (ppl($8L$)/ppl($L$) = 0.993 and 0.997): sections 7 and 8 explain why.
 #
 # ## 5 · Where inside a long sequence each scheme fails
 #
