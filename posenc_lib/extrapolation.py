@@ -19,8 +19,8 @@ Contents:
 
 from __future__ import annotations
 
-import math
 import copy
+import math
 from collections.abc import Sequence
 
 import torch
@@ -59,9 +59,11 @@ def train_char_lm(
 ) -> TinyTransformer:
     """A causal character LM (pool="none", token embeddings N(0, 1), not rescaled) trained with :func:`train`.
 
-    Seeds everything with ``seed`` (weights and the batch offsets), then trains ``steps`` steps on
-    windows of ``seq_len`` characters drawn from ``corpus.train`` by :func:`posenc_lib.data.lm_batch`.
-    Returns the model in eval mode.
+    Seeds everything with ``seed``, then builds the model (its weights come from that seed) and
+    trains ``steps`` steps on windows of ``seq_len`` characters drawn from ``corpus.train`` by
+    :func:`posenc_lib.data.lm_batch` (offsets from the same seed). A scheme with parameters of
+    its own (T5 bias, a learnable table) was initialised when the caller built it, before this
+    seeding. Returns the model in eval mode.
     """
     check_int("seq_len", seq_len)
     check_int("steps", steps)
@@ -82,7 +84,6 @@ def finetune_char_lm(model: TinyTransformer, corpus: CharCorpus, seq_len: int, s
     return model
 
 
-
 def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransformer:
     """A copy of ``model`` whose every layer uses ``scheme``; ``model`` itself is left as it is.
 
@@ -94,7 +95,7 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     if not isinstance(scheme, PositionScheme):
         raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
-    if any(True for _ in scheme.parameters()):
+    if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
     old = model.scheme
     model.scheme = None  # keep the old scheme (and its caches) out of the copy
