@@ -13,6 +13,8 @@ Contents:
     lag_task     - repeat the token ``lag`` steps back: a relative-position task for a causal
                    decoder (notebook 03)
     shipped_file - the path of a file shipped in ``data/``, after checking its SHA-256
+    char_corpus  - the shipped Shakespeare corpus as character ids, with a fixed train/validation
+                   split (notebook 06); lm_batch / lm_eval_windows cut it into LM windows
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-__all__ = ["PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file"]
+__all__ = [
+    "PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file",
+    "CORPUS_FILE", "CORPUS_SHA256", "CORPUS_VALID_START", "CharCorpus", "char_corpus", "lm_batch", "lm_eval_windows",
+]
 
 PAD = "<pad>"
 
@@ -306,3 +311,98 @@ def shipped_file(name: str, sha256: str, data_dir: Path | None = None) -> Path:
             "(restore it with `git checkout -- data/`)"
         )
     return path
+
+
+# ----------------------------------------------------------------- character corpus (notebook 06)
+#: The shipped corpus: six Shakespeare tragedies, public domain (see data/README.md and tools/prepare_corpus.py).
+CORPUS_FILE = "shakespeare_tragedies.txt"
+CORPUS_SHA256 = "c9f22c1162741d6c6881a430bf07c88e542d22306ae330a31f3c9d1376994ce9"
+#: The validation split is the last play of the file, from this line on (train: the five before it).
+CORPUS_VALID_START = "MACBETH\n\nby William Shakespeare\n"
+
+
+@dataclass(frozen=True)
+class CharCorpus:
+    """A character-level corpus: its text, a char vocabulary and the train/validation ids.
+
+    ``vocab`` has one token per distinct character, sorted (no specials: every id is a real
+    character). ``train`` and ``valid`` are 1-D int64 tensors of character ids; ``valid`` is
+    the text from ``valid_start`` on (a whole held-out play for the shipped corpus).
+    """
+
+    text: str
+    vocab: Vocab
+    train: Tensor
+    valid: Tensor
+
+    def encode(self, text: str) -> Tensor:
+        """Characters -> ids (len(text),) int64; unknown characters raise ValueError."""
+        return self.vocab.encode(list(text))
+
+    def decode(self, ids: Tensor | Sequence[int]) -> str:
+        """Ids (1-D) -> the string they spell."""
+        return "".join(self.vocab.decode(ids, skip=()))
+
+
+def char_corpus(
+    name: str = CORPUS_FILE,
+    sha256: str = CORPUS_SHA256,
+    valid_start: str = CORPUS_VALID_START,
+    data_dir: Path | None = None,
+) -> CharCorpus:
+    """Load a shipped ASCII text file as a :class:`CharCorpus`, split where ``valid_start`` first occurs.
+
+    The file is checked by :func:`shipped_file` first (a missing file raises FileNotFoundError,
+    a corrupt one ValueError, both naming the file and what was expected). The defaults load
+    notebook 06's corpus: five plays to train on, Macbeth to validate on.
+    """
+    path = shipped_file(name, sha256, data_dir)
+    text = path.read_bytes().decode("ascii")
+    split = text.find(valid_start)
+    if split <= 0:
+        raise ValueError(f"valid_start {valid_start!r} must occur in {str(path)!r} after its first character")
+    chars = sorted(set(text))
+    vocab = Vocab(tuple(chars))
+    lookup = torch.zeros(128, dtype=torch.long)
+    lookup[torch.tensor([ord(c) for c in chars])] = torch.arange(len(chars))
+    ids = lookup[torch.frombuffer(bytearray(text.encode("ascii")), dtype=torch.uint8).long()]
+    return CharCorpus(text, vocab, ids[:split].clone(), ids[split:].clone())
+
+
+def _check_windows(ids: Tensor, seq_len: int, count: int, count_name: str) -> None:
+    if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.dtype != torch.long:
+        got = f"shape {tuple(ids.shape)}, dtype {ids.dtype}" if isinstance(ids, Tensor) else type(ids).__name__
+        raise TypeError(f"ids must be a 1-D int64 tensor of token ids, got {got}")
+    for arg, value in (("seq_len", seq_len), (count_name, count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{arg} must be an int >= 1, got {value!r}")
+    if ids.numel() < seq_len + 1:
+        raise ValueError(f"seq_len + 1 = {seq_len + 1} must not exceed the {ids.numel()} ids given")
+
+
+def lm_batch(ids: Tensor, seq_len: int, batch_size: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """A language-model batch: ``batch_size`` windows of ``seq_len`` + 1 ids at random offsets of ``ids``.
+
+    Returns inputs (batch_size, seq_len) and targets (batch_size, seq_len) int64, the targets
+    being the inputs shifted by one (the next character). Offsets come from ``generator``.
+    """
+    _check_windows(ids, seq_len, batch_size, "batch_size")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    starts = torch.randint(0, ids.numel() - seq_len, (batch_size,), generator=generator)
+    windows = ids[starts[:, None] + torch.arange(seq_len + 1)]
+    return windows[:, :-1], windows[:, 1:]
+
+
+def lm_eval_windows(ids: Tensor, seq_len: int, n: int) -> tuple[Tensor, Tensor]:
+    """``n`` fixed, non-overlapping windows from the start of ``ids``: inputs and targets (n, seq_len).
+
+    The same ids always give the same windows, so every model is scored on the same text.
+    Raises ValueError when ``ids`` holds fewer than ``n * seq_len + 1`` ids.
+    """
+    _check_windows(ids, seq_len, n, "n")
+    if ids.numel() < n * seq_len + 1:
+        raise ValueError(f"n * seq_len + 1 = {n * seq_len + 1} ids needed for {n} windows, got {ids.numel()}")
+    starts = torch.arange(n) * seq_len
+    windows = ids[starts[:, None] + torch.arange(seq_len + 1)]
+    return windows[:, :-1], windows[:, 1:]

@@ -39,6 +39,8 @@ from posenc_lib.rope import (
 from posenc_lib.rope_scaling import rope_frequencies
 from posenc_lib.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
 from posenc_lib.training import accuracy, train
+from posenc_lib.data import char_corpus, lm_batch, lm_eval_windows
+from posenc_lib.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
 from posenc_lib.vision import (
     AxialRoPE2D,
     Learnable2DPE,
@@ -213,6 +215,32 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"x must be a floating-point tensor, got dtype torch.int64"),
     ("peg kernel of another width", lambda: peg(torch.zeros(1, 4, 8), torch.zeros(6, 1, 3, 3), None, 2, 2), ValueError,
      r"weight must have shape \(d_model=8, 1, k, k\) with k odd, got \(6, 1, 3, 3\)"),
+    # ------------------------------------------------------------------ text data and extrapolation (notebook 06)
+    ("corpus missing", lambda: char_corpus("no_such_corpus.txt", "0" * 64), FileNotFoundError,
+     r"no_such_corpus\.txt.*missing"),
+    ("corpus wrong checksum", lambda: char_corpus(sha256="0" * 64), ValueError,
+     r"shakespeare_tragedies\.txt.*SHA-256 .*expected 0{64}"),
+    ("lm_batch float ids", lambda: lm_batch(torch.zeros(100), 8, 2, torch.Generator()), TypeError,
+     r"ids must be a 1-D int64 tensor.*float32"),
+    ("lm_batch too short", lambda: lm_batch(torch.zeros(8, dtype=torch.long), 8, 2, torch.Generator()), ValueError,
+     r"seq_len \+ 1 = 9 must not exceed the 8 ids"),
+    ("lm_batch no generator", lambda: lm_batch(torch.zeros(100, dtype=torch.long), 8, 2, 0), TypeError,
+     r"generator must be a torch.Generator, got int"),
+    ("lm_eval_windows too many", lambda: lm_eval_windows(torch.zeros(100, dtype=torch.long), 10, 10), ValueError,
+     r"n \* seq_len \+ 1 = 101 ids needed for 10 windows, got 100"),
+    ("lm_eval_windows seq_len 0", lambda: lm_eval_windows(torch.zeros(100, dtype=torch.long), 0, 2), ValueError,
+     r"seq_len must be an int >= 1, got 0"),
+    ("perplexity_at length too long", lambda: perplexity_at(torch.zeros(8), [4, 9]), ValueError,
+     r"lengths must be ints in \[1, 8\], got 9"),
+    ("perplexity_at 2-D losses", lambda: perplexity_at(torch.zeros(2, 8), [4]), ValueError, r"losses must be a 1-D tensor.*\(2, 8\)"),
+    ("window_mask window 0", lambda: window_mask(8, 0), ValueError, r"window must be an int >= 1, got 0"),
+    ("window_mask negative sink", lambda: window_mask(8, 2, sink=-1), ValueError, r"sink must be an int >= 0, got -1"),
+    ("with_scheme learned scheme", lambda: with_scheme(tiny, T5RelativeBias(2)), ValueError,
+     r"scheme must have no parameters.*T5RelativeBias"),
+    ("with_scheme not a scheme", lambda: with_scheme(tiny, "rope"), TypeError, r"scheme must be a PositionScheme, got str"),
+    ("per_position_loss shapes differ", lambda: per_position_loss(tiny, torch.zeros(2, 5, dtype=torch.long),
+                                                                  torch.zeros(2, 4, dtype=torch.long)), ValueError,
+     r"inputs and targets must both have shape \(batch, seq\), got \(2, 5\) and \(2, 4\)"),
 ]
 
 

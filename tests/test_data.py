@@ -190,3 +190,62 @@ def test_shipped_file_verifies_the_checksum(tmp_path):
         shipped_file("x.txt", "0" * 64, data_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match=r"missing\.txt.*missing"):
         shipped_file("missing.txt", good, data_dir=tmp_path)
+
+
+# ----------------------------------------------------------------------------- character corpus (notebook 06)
+def test_char_corpus_loads_the_shipped_file_with_a_fixed_split():
+    import hashlib
+
+    from posenc_lib.data import CORPUS_FILE, CORPUS_SHA256, CORPUS_VALID_START, DATA_DIR, char_corpus
+
+    raw = (DATA_DIR / CORPUS_FILE).read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == CORPUS_SHA256
+    assert b"gutenberg" not in raw.lower()  # the distributor's header, footer and name are stripped
+    corpus = char_corpus()
+    assert len(corpus.vocab) == len(set(corpus.text)) == 64 and list(corpus.vocab.tokens) == sorted(corpus.vocab.tokens)
+    assert corpus.train.numel() + corpus.valid.numel() == len(corpus.text) == len(raw)
+    assert corpus.decode(corpus.valid[: len(CORPUS_VALID_START)]) == CORPUS_VALID_START  # Macbeth starts the split
+    assert corpus.decode(corpus.train) + corpus.decode(corpus.valid) == corpus.text
+    assert corpus.encode("Out, damned spot!").tolist() == corpus.vocab.encode(list("Out, damned spot!")).tolist()
+    assert char_corpus().train.equal(corpus.train)  # the same split every time
+
+
+def test_char_corpus_names_a_missing_or_corrupt_file(tmp_path):
+    import hashlib
+
+    from posenc_lib.data import char_corpus
+
+    text = b"PLAY ONE\nto be or not\n\nPLAY TWO\nthat is it\n"
+    (tmp_path / "tiny.txt").write_bytes(text)
+    good = hashlib.sha256(text).hexdigest()
+    corpus = char_corpus("tiny.txt", good, valid_start="PLAY TWO", data_dir=tmp_path)
+    assert corpus.decode(corpus.valid) == "PLAY TWO\nthat is it\n"
+    with pytest.raises(FileNotFoundError, match=r"gone\.txt.*missing"):
+        char_corpus("gone.txt", good, data_dir=tmp_path)
+    (tmp_path / "tiny.txt").write_bytes(text.replace(b"not", b"NOT"))
+    with pytest.raises(ValueError, match=r"tiny\.txt.*SHA-256 [0-9a-f]{64}, expected " + good):
+        char_corpus("tiny.txt", good, data_dir=tmp_path)
+    (tmp_path / "tiny.txt").write_bytes(text)
+    with pytest.raises(ValueError, match=r"valid_start 'ACT V' must occur in .*tiny\.txt"):
+        char_corpus("tiny.txt", good, valid_start="ACT V", data_dir=tmp_path)
+
+
+def test_lm_batch_targets_are_the_next_token_and_windows_are_seeded():
+    from posenc_lib.data import lm_batch
+
+    ids = torch.arange(1000)
+    x, y = lm_batch(ids, 16, 8, torch.Generator().manual_seed(1))
+    assert x.shape == y.shape == (8, 16) and x.dtype == torch.long
+    assert torch.equal(y, x + 1)  # consecutive ids: the target is the next one
+    assert torch.equal(x[:, 1:], x[:, :-1] + 1) and int(y.max()) <= 999
+    x2, _ = lm_batch(ids, 16, 8, torch.Generator().manual_seed(1))
+    assert torch.equal(x, x2)
+
+
+def test_lm_eval_windows_are_fixed_and_do_not_overlap():
+    from posenc_lib.data import lm_eval_windows
+
+    x, y = lm_eval_windows(torch.arange(100), 10, 9)
+    assert x.shape == (9, 10) and torch.equal(x.flatten(), torch.arange(90)) and torch.equal(y, x + 1)
+    x, y = lm_eval_windows(torch.arange(91), 10, 9)  # 9 * 10 + 1 ids are just enough
+    assert int(y.max()) == 90
