@@ -30,7 +30,6 @@
 import copy
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -38,6 +37,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from posenc_lib.data import DIGITS_FILE, DIGITS_SHA256, RelativeDirection, load_digits, shipped_file
 from posenc_lib.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
@@ -494,31 +494,34 @@ assert cost.loc["mixed RoPE", "position parameters"] == 2 * N_HEADS * (D_MODEL /
 assert (cost.loc[["none", "1-D sinusoidal", "2-D sin-cos", "axial RoPE"], "position parameters"] == 0).all()
 
 # %% [markdown]
-# The time of one forward pass over a batch of 256 digits (median of 20; these numbers vary from
-# machine to machine and run to run, so nbval does not compare them).
+# Cost per forward pass, counted rather than timed (a timing would change from run to run): the
+# matrix multiplications of the whole model, counted by PyTorch's `FlopCounterMode` for one
+# digit image, and the arithmetic the position scheme adds for it. An added table costs one
+# addition per token channel, (1 + 16) x 32 = 544; a 2-D RoPE rotates q and k in every layer, 3
+# operations per channel (`x cos + rotate(x) sin`), 3 x 2 x 17 x 32 = 3,264 per layer.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-batch = x_test[:256]
-times = {}
-with torch.no_grad():
-    for scheme_name in VIT_SCHEMES:
-        model = make_vit("digits", scheme_name).eval()
-        model(batch)
-        samples = []
-        for _ in range(20):
-            t0 = time.perf_counter()
-            model(batch)
-            samples.append(time.perf_counter() - t0)
-        times[scheme_name] = 1e3 * float(np.median(samples))
-print(pd.Series(times, name="forward ms / 256 images").round(2))
+TOKENS = 1 + G * G
+for scheme_name in VIT_SCHEMES:
+    model = make_vit("digits", scheme_name)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(x_test[:1])
+    kind = model.scheme.kind
+    cost.loc[scheme_name, "matmul FLOPs / image"] = counter.get_total_flops()
+    cost.loc[scheme_name, "position ops / image"] = {"none": 0, "embedding": TOKENS * D_MODEL,
+                                                     "rotary": 3 * 2 * TOKENS * D_MODEL * len(model.blocks)}[kind]
+cost = cost.astype(int)
+print(cost[["matmul FLOPs / image", "position ops / image"]])
+assert cost["matmul FLOPs / image"].nunique() == 1  # position never changes the matrix products
+assert (cost["position ops / image"] < 0.01 * cost["matmul FLOPs / image"]).all()
 
 # %% [markdown]
-# **Takeaway:** at this size the position schemes are cheap in parameters (at most 544 of
-# 13,834, the 1-D table). In the measurement above an added table costs next to nothing per
-# forward pass, while the two RoPE variants, which rotate q and k in every layer, cost visibly
-# more: at 17 tokens the fixed per-call overhead of the rotation dominates, not its arithmetic.
-# The mixed variant learns 32 frequencies; the axial one stores 2 (its `inv_freq` buffer).
+# **Takeaway:** at this size the position schemes are cheap: at most 544 parameters of 13,834
+# (the 1-D table; the 2-D table needs 288, mixed RoPE 32 frequencies, the others none), and at
+# most 3,264 operations per image against about 0.4 million FLOPs of matrix products, under 1%.
+# RoPE's work grows with the number of layers (it acts inside each), an added table's does not.
+# On a CPU at 17 tokens the measured time is dominated by the per-call overhead of each
+# operation rather than by this arithmetic, so the small counts above do not mean small times.
 #
 # ## Summary
 #
