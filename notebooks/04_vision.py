@@ -24,7 +24,7 @@
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) and [03 · RoPE](03_rope.ipynb).
 #
-# **Run time:** about 70 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 60 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import copy
@@ -446,7 +446,7 @@ for ax, task_name in zip(axes, MOVED, strict=True):
         std = res_table.loc[(task_name, scheme_name), (slice(None), "std")].to_numpy()
         ax.errorbar(range(3), mean, yerr=std, label=scheme_name, color=COLORS[i], linestyle=LINESTYLES[i],
                     marker=MARKERS[i], capsize=3)
-    ax.set_xticks(range(3), stages)
+    ax.set_xticks(range(3), [stage.replace(" ", "\n", 1) for stage in stages])
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("stage (grid of patches)")
     ax.set_title(f"{task_name}: trained on {G}x{G}, moved to {BIG}x{BIG}"
