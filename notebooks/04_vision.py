@@ -19,7 +19,7 @@
 #   and where a trained model looks;
 # - what happens when the image grows: a resampled learned table, recomputed sin-cos and
 #   extended RoPE, zero-shot and after a short fine-tune;
-# - what each scheme costs in parameters and time at this size.
+# - what each scheme costs in parameters and arithmetic at this size.
 #
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) and [03 · RoPE](03_rope.ipynb).
@@ -382,7 +382,7 @@ plt.show()
 # %%
 print(f"class token: weight on A {weights[0, 1 + a_cell]:.3f}, on B {weights[0, 1 + b_cell]:.3f}, "
       f"uniform would be {1 / 17:.3f}")
-assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 4 / 17
+assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the class token's attention
 
 # %% [markdown]
 # **Takeaway:** the trained model's class token puts most of its attention on the two marked
@@ -549,8 +549,6 @@ assert (cost["position ops / image"] < 0.01 * cost["matmul FLOPs / image"]).all(
 # (the 1-D table; the 2-D table needs 288, mixed RoPE 32 frequencies, the others none), and at
 # most 3,264 operations per image against about 0.4 million FLOPs of matrix products, under 1%.
 # RoPE's work grows with the number of layers (it acts inside each), an added table's does not.
-# On a CPU at 17 tokens the measured time is dominated by the per-call overhead of each
-# operation rather than by this arithmetic, so the small counts above do not mean small times.
 #
 # ## Summary
 #
