@@ -13,6 +13,9 @@ Contents:
     lag_task     - repeat the token ``lag`` steps back: a relative-position task for a causal
                    decoder (notebook 03)
     shipped_file - the path of a file shipped in ``data/``, after checking its SHA-256
+    load_digits  - the UCI 8x8 handwritten digits (shipped file), with a fixed train/test split
+    RelativeDirection - two marked cells on a grid, label = direction of one from the other:
+                   a bag of patches is at chance, with an exact bag-of-patches ceiling (notebook 04)
     char_corpus  - the shipped Shakespeare corpus as character ids, with a fixed train/validation
                    split (notebook 06); lm_batch / lm_eval_windows cut it into LM windows
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,7 @@ from torch import Tensor
 
 __all__ = [
     "PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file",
+    "DIGITS_FILE", "DIGITS_SHA256", "load_digits", "RelativeDirection",
     "CORPUS_FILE", "CORPUS_SHA256", "CORPUS_VALID_START", "CharCorpus", "char_corpus", "lm_batch", "lm_eval_windows",
 ]
 
@@ -313,6 +317,112 @@ def shipped_file(name: str, sha256: str, data_dir: Path | None = None) -> Path:
     return path
 
 
+# ----------------------------------------------------------------- images (notebook 04)
+#: The UCI 8x8 handwritten digits as scikit-learn ships them (see data/README.md, tools/prepare_digits.py).
+DIGITS_FILE = "digits.csv.gz"
+DIGITS_SHA256 = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"
+
+
+def load_digits(split: Split = "all", n_test: int = 497, data_dir: Path | None = None) -> tuple[Tensor, Tensor]:
+    """The 1,797 UCI handwritten digits: images (n, 8, 8) float32 in [0, 1] and labels (n,) int64 in 0..9.
+
+    Each pixel is the number (0..16) of ink pixels in a 4x4 block of a 32x32 scan, divided by 16.
+    The file is checked against its SHA-256 before it is read (:func:`shipped_file`).
+    split: "all" in file order, or a fixed random split (a permutation from seed 0, the same on every
+    machine): "test" is its first ``n_test`` images, "train" the rest.
+    """
+    import gzip
+
+    import numpy as np
+
+    if split not in ("all", "train", "test"):
+        raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
+    if isinstance(n_test, bool) or not isinstance(n_test, int) or not 0 < n_test < 1797:
+        raise ValueError(f"n_test must be an int in [1, 1796], got {n_test!r}")
+    path = shipped_file(DIGITS_FILE, DIGITS_SHA256, data_dir)
+    table = torch.from_numpy(np.loadtxt(gzip.open(path, "rt"), delimiter=",", dtype=np.float32))
+    images, labels = (table[:, :64] / 16).reshape(-1, 8, 8), table[:, 64].long()
+    if split != "all":
+        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
+        keep = order[:n_test] if split == "test" else order[n_test:]
+        images, labels = images[keep], labels[keep]
+    return images, labels
+
+
+@dataclass(frozen=True)
+class RelativeDirection:
+    """Two marked cells on a ``grid_h x grid_w`` canvas; the label is the direction of B seen from A.
+
+    An image is (2, grid_h, grid_w): channel 0 is 1 at A's cell, channel 1 is 1 at B's cell, all else 0.
+    With 1x1 patches every image is the same bag of patches (one A, one B, the rest empty), so
+    only *where* the patches are tells the label. Classes (:attr:`CLASSES`): 0 "right", 1 "left",
+    2 "below", 3 "above": the axis along which B is farther from A (rows grow downwards), and
+    the sign. Pairs with ``|row offset| == |column offset|`` (ties) are never drawn.
+
+    Sampling: (A, B) uniform over all ordered pairs of cells without a tie. A larger canvas
+    (a larger grid) asks the same question about a larger grid of patches.
+    """
+
+    grid_h: int = 6
+    grid_w: int = 6
+
+    CLASSES = ("right", "left", "below", "above")
+
+    def __post_init__(self) -> None:
+        for name in ("grid_h", "grid_w"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise ValueError(f"{name} must be an int >= 2, got {value!r}")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.CLASSES)
+
+    def pairs(self) -> tuple[Tensor, Tensor]:
+        """Every allowed (A, B): cell indices (n_pairs, 2) int64 (row-major ``r * grid_w + c``) and labels (n_pairs,)."""
+        n = self.grid_h * self.grid_w
+        a, b = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+        a, b = a.reshape(-1), b.reshape(-1)
+        dr = b // self.grid_w - a // self.grid_w
+        dc = b % self.grid_w - a % self.grid_w
+        keep = dr.abs() != dc.abs()
+        a, b, dr, dc = a[keep], b[keep], dr[keep], dc[keep]
+        horizontal = dc.abs() > dr.abs()
+        labels = torch.where(horizontal, torch.where(dc > 0, 0, 1), torch.where(dr > 0, 2, 3))
+        return torch.stack([a, b], dim=1), labels
+
+    def render(self, cells: Tensor) -> Tensor:
+        """Images (n, 2, grid_h, grid_w) float32 of (A, B) cell pairs (n, 2)."""
+        images = torch.zeros(cells.shape[0], 2, self.grid_h * self.grid_w)
+        rows = torch.arange(cells.shape[0])
+        images[rows, 0, cells[:, 0]] = 1.0
+        images[rows, 1, cells[:, 1]] = 1.0
+        return images.reshape(-1, 2, self.grid_h, self.grid_w)
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``n`` random images (n, 2, grid_h, grid_w) float32 and their labels (n,) int64."""
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        cells, labels = self.pairs()
+        pick = torch.randint(len(labels), (n,), generator=generator)
+        return self.render(cells[pick]), labels[pick]
+
+    def bag_of_patches_ceiling(self) -> float:
+        """Best expected accuracy of ANY classifier that sees only the multiset of 1x1 patches (exact).
+
+        Every allowed pair is rendered; images are grouped by their sorted list of patch
+        vectors, and within a group the best guess is the most frequent label, so the ceiling
+        is the sum over groups of that label's share. Every image here has the same bag, so the
+        ceiling is the largest class share: 1/4 on a square grid.
+        """
+        cells, labels = self.pairs()
+        patches = self.render(cells).flatten(2).transpose(1, 2)  # (n_pairs, cells, 2)
+        by_bag: dict[tuple, Counter] = defaultdict(Counter)
+        for bag, label in zip(patches.tolist(), labels.tolist(), strict=True):
+            by_bag[tuple(sorted(map(tuple, bag)))][label] += 1
+        return sum(max(c.values()) for c in by_bag.values()) / len(labels)
 # ----------------------------------------------------------------- character corpus (notebook 06)
 #: The shipped corpus: six Shakespeare tragedies, public domain (see data/README.md and tools/prepare_corpus.py).
 CORPUS_FILE = "shakespeare_tragedies.txt"

@@ -13,10 +13,17 @@ Tables (kind "embedding"), each also a plain function:
 
 Rotations of q and k (kind "rotary", Heo et al. 2024):
 
-    apply_axial_rope_2d / AxialRoPE2D   half the rotary pairs turn with the row, half with the column
+    apply_axial_rope_2d / AxialRoPE2D   half the rotary pairs turn with the column, half with the row
     apply_mixed_rope_2d / MixedRoPE2D   every pair turns with a learned per-head mix of both axes
 
-And :func:`resample_grid` to carry a learned (n_prefix + H*W, d) table to another grid size.
+Both follow the official code of Heo et al. (naver-ai/rope-vit, ``models/vit_rope.py``): x (the
+column) comes first, in the axial tables (first pairs turned by the column) and in the mixed
+frequencies (``freqs[0]`` multiplies the column). Their default pair layout is this library's
+"half" one; ``layout="interleaved"`` rotates exactly as the reference code does, so a RoPE-ViT
+checkpoint loads as it is (or convert its q/k weights with :func:`posenc_lib.rope.convert_qk_weight`).
+
+And :func:`resample_grid` to carry a learned (n_prefix + H*W, d) table to another grid size,
+and :class:`PatchEmbed`, which turns images into that token sequence.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme, check_int, check_integer_tensor
+from .attention import NoPosition, PositionScheme, check_int, check_integer_tensor
+from .learnable import LearnablePE
 from .relative import _check_position_range
-from .rope import apply_rope, rope_cos_sin, rope_inv_freq
+from .rope import Layout, _check_layout, apply_rope, rope_cos_sin, rope_inv_freq
+from .sinusoidal import SinusoidalPE
 
 __all__ = [
     "grid_coordinates",
@@ -44,6 +53,13 @@ __all__ = [
     "AxialRoPE2D",
     "MixedRoPE2D",
     "resample_grid",
+    "PatchEmbed",
+    "VIT_SCHEMES",
+    "vit_scheme",
+    "regrid_scheme",
+    "set_scheme",
+    "grid_similarity",
+    "attention_weights",
 ]
 
 Mode = Literal["add", "concat"]
@@ -169,7 +185,7 @@ class SinCos2DPE(_GridTable):
 
     def __init__(self, d_model: int, grid_h: int, grid_w: int, n_prefix: int = 0, base: float = 10000.0):
         super().__init__()
-        self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
+        self.grid_h, self.grid_w, self.n_prefix, self.d_model, self.base = grid_h, grid_w, n_prefix, d_model, base
         self.register_buffer("_table", sincos_2d_table(grid_h, grid_w, d_model, base, n_prefix), persistent=False)
 
     def table(self) -> Tensor:
@@ -233,34 +249,39 @@ def _check_qk(q: Tensor, k: Tensor, head_dim: int, positions: Tensor) -> None:
         )
 
 
-def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor) -> Tensor:
+def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor, layout: Layout = "half") -> Tensor:
     """Axial 2-D RoPE of x (batch, heads, seq, head_dim) with integer rows, cols (batch|1, seq).
 
-    inv_freq: (head_dim // 4,) frequencies shared by both axes. In the "half" layout of
-    :func:`posenc_lib.rope.apply_rope`, pair i is (x[i], x[i + head_dim/2]); pairs
-    0 .. head_dim/4 - 1 turn by ``row * inv_freq``, the next head_dim/4 by ``col * inv_freq``.
-    The score of a query at (r, c) and a key at (r', c') then depends only on (r - r', c - c').
+    inv_freq: (head_dim // 4,) frequencies shared by both axes. Pairs 0 .. head_dim/4 - 1 turn
+    by ``col * inv_freq`` (the x axis), the next head_dim/4 by ``row * inv_freq`` (the y axis):
+    the order of Heo et al.'s official code (``compute_axial_cis`` concatenates the x table,
+    then the y table). Pair i is (x[i], x[i + head_dim/2]) in the "half" layout and
+    (x[2i], x[2i+1]) in the "interleaved" layout of :func:`posenc_lib.rope.apply_rope`; the
+    reference code uses "interleaved". The score of a query at (r, c) and a key at (r', c')
+    depends only on (r - r', c - c').
     """
-    cos_r, sin_r = rope_cos_sin(rows, inv_freq, dtype=x.dtype)
     cos_c, sin_c = rope_cos_sin(cols, inv_freq, dtype=x.dtype)
-    return apply_rope(x, torch.cat([cos_r, cos_c], dim=-1), torch.cat([sin_r, sin_c], dim=-1), layout="half")
+    cos_r, sin_r = rope_cos_sin(rows, inv_freq, dtype=x.dtype)
+    return apply_rope(x, torch.cat([cos_c, cos_r], dim=-1), torch.cat([sin_c, sin_r], dim=-1), layout=layout)
 
 
-def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor) -> Tensor:
+def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor, layout: Layout = "half") -> Tensor:
     """Mixed 2-D RoPE (Heo et al. 2024) of x (batch, heads, seq, head_dim).
 
-    freqs: (2, heads, head_dim // 2) learned frequencies; pair i of head h turns by
-    ``rows * freqs[0, h, i] + cols * freqs[1, h, i]``, a frequency along any direction of the
-    image plane, not only along the axes. rows, cols: integer (batch|1, seq). Half layout.
+    freqs: (2, heads, head_dim // 2) learned frequencies, x component first as in the official
+    code's ``freqs`` (``compute_mixed_cis``): pair i of head h turns by
+    ``cols * freqs[0, h, i] + rows * freqs[1, h, i]``, a frequency along any direction of the
+    image plane, not only along the axes. rows, cols: integer (batch|1, seq). layout: "half"
+    or "interleaved" (the reference's), as in :func:`apply_axial_rope_2d`.
     Angles are computed in at least float32 and cos/sin cast to x's dtype at the end.
     """
     b, h, s, d = x.shape
     f = freqs.to(torch.promote_types(freqs.dtype, torch.float32))  # angles never in 16-bit
-    angles = rows[:, None, :, None].to(f.dtype) * f[0, None, :, None, :]
-    angles = angles + cols[:, None, :, None].to(f.dtype) * f[1, None, :, None, :]  # (b|1, h, s, d/2)
+    angles = cols[:, None, :, None].to(f.dtype) * f[0, None, :, None, :]
+    angles = angles + rows[:, None, :, None].to(f.dtype) * f[1, None, :, None, :]  # (b|1, h, s, d/2)
     angles = angles.expand(b, h, s, d // 2).reshape(b * h, s, d // 2)
     # one "batch" row per (batch, head) pair, so the per-head tables broadcast over a single head
-    out = apply_rope(x.reshape(b * h, 1, s, d), angles.cos().to(x.dtype), angles.sin().to(x.dtype), layout="half")
+    out = apply_rope(x.reshape(b * h, 1, s, d), angles.cos().to(x.dtype), angles.sin().to(x.dtype), layout=layout)
     return out.reshape(b, h, s, d)
 
 
@@ -279,7 +300,7 @@ def mixed_rope_init(head_dim: int, n_heads: int, base: float = 10.0) -> Tensor:
     phi = torch.rand(n_heads, 1) * 2 * math.pi
     direction = torch.cat([phi.expand(-1, head_dim // 4), (phi + math.pi / 2).expand(-1, head_dim // 4)], dim=1)
     magnitude = magnitude.repeat(2)[None, :]
-    return torch.stack([magnitude * direction.sin(), magnitude * direction.cos()])
+    return torch.stack([magnitude * direction.cos(), magnitude * direction.sin()])
 
 
 class _GridRoPE(PositionScheme):
@@ -290,6 +311,7 @@ class _GridRoPE(PositionScheme):
     grid_h: int
     grid_w: int
     n_prefix: int
+    layout: Layout
 
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
         raise NotImplementedError
@@ -302,24 +324,29 @@ class _GridRoPE(PositionScheme):
         return self._rotate(q, rows, cols), self._rotate(k, rows, cols)
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}"
+        return f"head_dim={self.head_dim}, grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}, layout={self.layout!r}"
 
 
 class AxialRoPE2D(_GridRoPE):
-    """Axial 2-D RoPE (:func:`apply_axial_rope_2d`): half the pairs use the row, half the column.
+    """Axial 2-D RoPE (:func:`apply_axial_rope_2d`): the first half of the pairs use the column, the rest the row.
 
     Args:
         head_dim: per-head width, divisible by 4.
         grid_h, grid_w: patch grid; positions index the row-major token sequence.
         base: frequency base (100 in Heo et al. for images, since grids are short).
         n_prefix: leading class-like tokens, left unrotated.
+        layout: "half" (default) or "interleaved" (the pairs of the reference code).
 
     ``inv_freq`` (head_dim // 4,) is a non-persistent buffer.
     """
 
-    def __init__(self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0):
+    def __init__(
+        self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0, layout: Layout = "half"
+    ):
         super().__init__()
         _check_grid(grid_h, grid_w, n_prefix)
+        _check_layout(layout)
+        self.layout = layout
         check_int("head_dim", head_dim, minimum=4)
         if head_dim % 4:
             raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
@@ -327,7 +354,7 @@ class AxialRoPE2D(_GridRoPE):
         self.register_buffer("inv_freq", rope_inv_freq(head_dim // 2, base), persistent=False)
 
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
-        return apply_axial_rope_2d(x, rows, cols, self.inv_freq)
+        return apply_axial_rope_2d(x, rows, cols, self.inv_freq, self.layout)
 
 
 class MixedRoPE2D(_GridRoPE):
@@ -339,13 +366,21 @@ class MixedRoPE2D(_GridRoPE):
         grid_h, grid_w: patch grid.
         base: base of the initial magnitudes (10 in Heo et al. for the mixed variant).
         n_prefix: leading class-like tokens, left unrotated.
+        layout: "half" (default) or "interleaved" (the pairs of the reference code).
 
-    Parameter ``freqs`` (2, n_heads, head_dim // 2), initialised by :func:`mixed_rope_init`.
+    Parameter ``freqs`` (2, n_heads, head_dim // 2), x (column) component first, initialised by
+    :func:`mixed_rope_init`. The reference code learns one such tensor per layer; here one
+    scheme (one ``freqs``) is shared by all layers, like every scheme of the library.
     """
 
-    def __init__(self, head_dim: int, n_heads: int, grid_h: int, grid_w: int, base: float = 10.0, n_prefix: int = 0):
+    def __init__(
+        self, head_dim: int, n_heads: int, grid_h: int, grid_w: int, base: float = 10.0, n_prefix: int = 0,
+        layout: Layout = "half",
+    ):
         super().__init__()
         _check_grid(grid_h, grid_w, n_prefix)
+        _check_layout(layout)
+        self.layout = layout
         self.freqs = nn.Parameter(mixed_rope_init(head_dim, n_heads, base))
         self.head_dim, self.n_heads = head_dim, n_heads
         self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
@@ -353,7 +388,7 @@ class MixedRoPE2D(_GridRoPE):
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
         if x.shape[1] != self.n_heads:
             raise ValueError(f"q and k must have n_heads={self.n_heads} heads, got {x.shape[1]}")
-        return apply_mixed_rope_2d(x, rows, cols, self.freqs)
+        return apply_mixed_rope_2d(x, rows, cols, self.freqs, self.layout)
 
 
 # --------------------------------------------------------------------------- resizing
@@ -386,3 +421,189 @@ def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int
     grid = table[n_prefix:].float().reshape(h, w, d).permute(2, 0, 1)[None]
     grid = F.interpolate(grid, size=(new_h, new_w), mode="bicubic", align_corners=False)
     return torch.cat([table[:n_prefix], grid[0].permute(1, 2, 0).reshape(new_h * new_w, d).to(table.dtype)])
+
+
+# --------------------------------------------------------------------------- patch embedding
+
+
+class PatchEmbed(nn.Module):
+    """Cut images into square patches, project each to ``d_model``, optionally prepend class tokens.
+
+    Input (batch, H, W) for one channel or (batch, C, H, W); output (batch, n_prefix + (H/p)*(W/p),
+    d_model) with the patches in row-major order, the order every 2-D scheme of this module
+    expects. It is ViT's strided convolution written as a reshape and one ``nn.Linear`` over the
+    ``C * p * p`` pixels of a patch. Pass it to ``TinyTransformer(None, ..., embed=PatchEmbed(...))``.
+
+    Args:
+        patch_size: side p of a patch in pixels; must divide H and W of every input.
+        d_model: width of a token.
+        in_channels: C.
+        n_prefix: learned class-like tokens put before the patches (0 or 1 in ViT), each
+            N(0, 0.02) initialised; use the schemes with the same ``n_prefix`` and ``pool="first"``.
+
+    Any image size works (a larger image gives a larger grid); the position scheme decides whether
+    the model can use it.
+    """
+
+    def __init__(self, patch_size: int, d_model: int, in_channels: int = 1, n_prefix: int = 0):
+        super().__init__()
+        self.patch_size = check_int("patch_size", patch_size)
+        self.in_channels = check_int("in_channels", in_channels)
+        check_int("d_model", d_model)
+        self.n_prefix = check_int("n_prefix", n_prefix, minimum=0)
+        self.proj = nn.Linear(in_channels * patch_size * patch_size, d_model)
+        self.prefix = nn.Parameter(torch.randn(n_prefix, d_model) * 0.02)
+
+    def grid_size(self, height: int, width: int) -> tuple[int, int]:
+        """(grid_h, grid_w) of an image of this size; raises if the patch size does not divide it."""
+        p = self.patch_size
+        if height % p or width % p:
+            raise ValueError(
+                f"images must have height and width divisible by patch_size={p}, got image size ({height}, {width})"
+            )
+        return height // p, width // p
+
+    def forward(self, images: Tensor) -> Tensor:
+        if not isinstance(images, Tensor) or not images.dtype.is_floating_point:
+            raise TypeError(f"images must be a floating-point tensor, got {getattr(images, 'dtype', type(images).__name__)}")
+        if images.dim() == 3 and self.in_channels == 1:
+            images = images[:, None]
+        if images.dim() != 4 or images.shape[1] != self.in_channels:
+            raise ValueError(
+                f"images must have shape (batch, {self.in_channels}, H, W)"
+                + (" or (batch, H, W)" if self.in_channels == 1 else "")
+                + f", got {tuple(images.shape)}"
+            )
+        b, c, h, w = images.shape
+        gh, gw = self.grid_size(h, w)
+        p = self.patch_size
+        patches = images.reshape(b, c, gh, p, gw, p).permute(0, 2, 4, 1, 3, 5).reshape(b, gh * gw, c * p * p)
+        tokens = self.proj(patches)
+        return torch.cat([self.prefix.expand(b, -1, -1), tokens], dim=1)
+
+    def extra_repr(self) -> str:
+        return f"patch_size={self.patch_size}, in_channels={self.in_channels}, n_prefix={self.n_prefix}"
+
+
+# --------------------------------------------------------------------------- a tiny ViT's schemes
+
+#: The position schemes notebook 04 compares, by name (see :func:`vit_scheme`).
+VIT_SCHEMES = ("none", "1-D learnable", "1-D sinusoidal", "2-D learnable", "2-D sin-cos", "axial RoPE", "mixed RoPE")
+
+
+def vit_scheme(name: str, d_model: int, n_heads: int, grid_h: int, grid_w: int, n_prefix: int = 1) -> PositionScheme:
+    """A fresh position scheme for a ViT over a ``grid_h x grid_w`` patch grid with ``n_prefix`` class tokens.
+
+    name (one of :data:`VIT_SCHEMES`): "none" (:class:`NoPosition`); "1-D learnable" (ViT's
+    table: :class:`LearnablePE` over the row-major sequence, class token included); "1-D sinusoidal"
+    (:class:`SinusoidalPE` over the same index); "2-D learnable" (:class:`Learnable2DPE`, row +
+    column tables added); "2-D sin-cos" (:class:`SinCos2DPE`); "axial RoPE" (:class:`AxialRoPE2D`,
+    base 100) and "mixed RoPE" (:class:`MixedRoPE2D`, base 10), the last two with head_dim =
+    d_model / n_heads.
+    """
+    _check_grid(grid_h, grid_w, n_prefix)
+    check_int("d_model", d_model)
+    check_int("n_heads", n_heads)
+    n = n_prefix + grid_h * grid_w
+    makers = {
+        "none": lambda: NoPosition(),
+        "1-D learnable": lambda: LearnablePE(d_model, n),
+        "1-D sinusoidal": lambda: SinusoidalPE(d_model, n),
+        "2-D learnable": lambda: Learnable2DPE(d_model, grid_h, grid_w, n_prefix=n_prefix),
+        "2-D sin-cos": lambda: SinCos2DPE(d_model, grid_h, grid_w, n_prefix=n_prefix),
+        "axial RoPE": lambda: AxialRoPE2D(d_model // n_heads, grid_h, grid_w, n_prefix=n_prefix),
+        "mixed RoPE": lambda: MixedRoPE2D(d_model // n_heads, n_heads, grid_h, grid_w, n_prefix=n_prefix),
+    }
+    if name not in makers:
+        raise ValueError(f"name must be one of {list(makers)}, got {name!r}")
+    return makers[name]()
+
+
+def regrid_scheme(scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> PositionScheme:
+    """The same scheme for another patch grid, carrying over what was learned (a new module).
+
+    - :class:`LearnablePE` (a 1-D table over prefix + patches): its patch rows are resampled
+      bicubically as an (H, W) grid by :func:`resample_grid`, the prefix rows kept apart.
+    - :class:`Learnable2DPE`: the row table and the column table are each resampled along their axis.
+    - :class:`SinCos2DPE`: recomputed for the new grid (same base); nothing was learned.
+    - :class:`AxialRoPE2D`, :class:`MixedRoPE2D`: the same frequencies, applied to the new grid's
+      row and column indices (which now run further), as Heo et al. do at a new resolution.
+    - :class:`NoPosition`, :class:`SinusoidalPE`: unchanged (a sinusoid is defined for every index).
+    """
+    for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
+        if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
+            raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
+        _check_grid(hw[0], hw[1], n_prefix)
+    (h, w), (new_h, new_w) = old_hw, new_hw
+    if isinstance(scheme, (_GridTable, _GridRoPE)) and (scheme.grid_h, scheme.grid_w, scheme.n_prefix) != (h, w, n_prefix):
+        raise ValueError(
+            f"old_hw={tuple(old_hw)}, n_prefix={n_prefix} must match the scheme's grid "
+            f"({scheme.grid_h}, {scheme.grid_w}), n_prefix={scheme.n_prefix}"
+        )
+    if isinstance(scheme, LearnablePE):
+        new = LearnablePE(scheme.d_model, n_prefix + new_h * new_w, scheme.init_std)
+        with torch.no_grad():
+            new.weight.copy_(resample_grid(scheme.weight.detach(), (h, w), (new_h, new_w), n_prefix))
+        return new
+    if isinstance(scheme, Learnable2DPE):
+        new = Learnable2DPE(scheme.prefix.shape[1], new_h, new_w, scheme.mode, n_prefix)
+        with torch.no_grad():
+            new.row.copy_(resample_grid(scheme.row.detach(), (h, 1), (new_h, 1), n_prefix=0))
+            new.col.copy_(resample_grid(scheme.col.detach(), (w, 1), (new_w, 1), n_prefix=0))
+            new.prefix.copy_(scheme.prefix)
+        return new
+    if isinstance(scheme, SinCos2DPE):
+        return SinCos2DPE(scheme.d_model, new_h, new_w, n_prefix, scheme.base)
+    if isinstance(scheme, AxialRoPE2D):
+        new = AxialRoPE2D(scheme.head_dim, new_h, new_w, n_prefix=n_prefix, layout=scheme.layout)
+        new.inv_freq.copy_(scheme.inv_freq)
+        return new
+    if isinstance(scheme, MixedRoPE2D):
+        new = MixedRoPE2D(scheme.head_dim, scheme.n_heads, new_h, new_w, n_prefix=n_prefix, layout=scheme.layout)
+        with torch.no_grad():
+            new.freqs.copy_(scheme.freqs)
+        return new
+    if type(scheme) in (NoPosition, SinusoidalPE):
+        return scheme
+    raise TypeError(f"scheme must be one of the schemes of vit_scheme, got {type(scheme).__name__}")
+
+
+def set_scheme(model: nn.Module, scheme: PositionScheme) -> None:
+    """Put ``scheme`` into a :class:`~posenc_lib.models.TinyTransformer` in place: the model and every attention layer."""
+    if not isinstance(scheme, PositionScheme):
+        raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
+    model.scheme = scheme
+    for block in model.blocks:
+        block.attn.scheme = scheme
+
+
+def grid_similarity(table: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> Tensor:
+    """Cosine similarity of every patch's position vector with every other: (grid_h, grid_w, grid_h, grid_w).
+
+    table: (n_prefix + grid_h*grid_w, d) with the patches row-major after the prefix rows.
+    ``out[r, c]`` is the (grid_h, grid_w) map of patch (r, c): the panels of the familiar ViT figure.
+    """
+    _check_grid(grid_h, grid_w, n_prefix)
+    if not isinstance(table, Tensor) or table.dim() != 2 or table.shape[0] != n_prefix + grid_h * grid_w:
+        raise ValueError(
+            f"table must have shape (n_prefix + grid_h*grid_w, d) = ({n_prefix} + {grid_h}*{grid_w}, d), "
+            f"got {tuple(getattr(table, 'shape', ()))}"
+        )
+    patches = F.normalize(table[n_prefix:].detach().double(), dim=-1)
+    return (patches @ patches.T).reshape(grid_h, grid_w, grid_h, grid_w)
+
+
+@torch.no_grad()
+def attention_weights(model: nn.Module, inputs: Tensor, layer: int = 0) -> Tensor:
+    """Attention weights (batch, heads, seq, seq) of layer ``layer`` of a TinyTransformer (encoder, no mask)."""
+    check_int("layer", layer, minimum=0)
+    if layer >= len(model.blocks):
+        raise ValueError(f"layer must be < n_layers={len(model.blocks)}, got {layer}")
+    model.eval()
+    x = model.embed(inputs) * model.embed_scale
+    positions = torch.arange(x.shape[1])[None]
+    x = model.scheme.add_to_embeddings(x, positions)
+    for block in model.blocks[:layer]:
+        x = block(x, positions, None, False, None)
+    block = model.blocks[layer]
+    return block.attn(block.ln1(x), positions, None, False, None, return_weights=True)[1]

@@ -16,7 +16,7 @@ import torch
 
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.conditional import PEG, peg
-from posenc_lib.data import Vocab, WhoDidWhat, sorting_task
+from posenc_lib.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 from posenc_lib.relative import (
@@ -46,8 +46,12 @@ from posenc_lib.vision import (
     Learnable2DPE,
     MixedRoPE2D,
     SinCos2DPE,
+    PatchEmbed,
+    grid_similarity,
+    regrid_scheme,
     resample_grid,
     sincos_2d_table,
+    vit_scheme,
 )
 
 
@@ -207,6 +211,34 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("resample size 0", lambda: resample_grid(torch.zeros(5, 4), (2, 2), (0, 3)), ValueError, r"new_hw\[0\] must be an int >= 1, got 0"),
     ("resample scale instead of size", lambda: resample_grid(torch.zeros(5, 4), (2, 2), 1.5), ValueError,
      r"new_hw must be a \(height, width\) pair, got 1\.5"),
+    ("axial rope unknown layout", lambda: AxialRoPE2D(8, 2, 2, layout="llama"), ValueError,
+     r"layout must be one of \['half', 'interleaved'\], got 'llama'"),
+    ("mixed rope unknown layout", lambda: MixedRoPE2D(8, 2, 2, 2, layout="xy"), ValueError,
+     r"layout must be one of \['half', 'interleaved'\], got 'xy'"),
+    ("patch embed patch does not divide the image", lambda: PatchEmbed(3, 8)(torch.zeros(2, 8, 8)), ValueError,
+     r"divisible by patch_size=3, got image size \(8, 8\)"),
+    ("patch embed wrong channels", lambda: PatchEmbed(2, 8, in_channels=3)(torch.zeros(2, 1, 4, 4)), ValueError,
+     r"images must have shape \(batch, 3, H, W\), got \(2, 1, 4, 4\)"),
+    ("patch embed 2-D image", lambda: PatchEmbed(2, 8)(torch.zeros(4, 4)), ValueError,
+     r"images must have shape \(batch, 1, H, W\) or \(batch, H, W\), got \(4, 4\)"),
+    ("patch embed integer image", lambda: PatchEmbed(2, 8)(torch.zeros(1, 4, 4, dtype=torch.uint8)), TypeError,
+     r"images must be a floating-point tensor, got torch.uint8"),
+    ("patch embed patch size 0", lambda: PatchEmbed(0, 8), ValueError, r"patch_size must be an int >= 1, got 0"),
+    ("vit scheme unknown name", lambda: vit_scheme("3-D RoPE", 32, 4, 4, 4), ValueError,
+     r"name must be one of \[.*'axial RoPE'.*\], got '3-D RoPE'"),
+    ("regrid scheme grid mismatch", lambda: regrid_scheme(SinCos2DPE(8, 2, 2, n_prefix=1), (3, 3), (4, 4)), ValueError,
+     r"old_hw=\(3, 3\), n_prefix=1 must match the scheme's grid \(2, 2\), n_prefix=1"),
+    ("regrid scheme unknown kind", lambda: regrid_scheme(ALiBi(2), (2, 2), (3, 3)), TypeError,
+     r"scheme must be one of the schemes of vit_scheme, got ALiBi"),
+    ("grid similarity wrong table", lambda: grid_similarity(torch.zeros(5, 4), 2, 3), ValueError,
+     r"table must have shape \(n_prefix \+ grid_h\*grid_w, d\) = \(0 \+ 2\*3, d\), got \(5, 4\)"),
+    # ------------------------------------------------------------------ data: images
+    ("digits unknown split", lambda: load_digits("valid"), ValueError, r"split must be 'all', 'train' or 'test', got 'valid'"),
+    ("digits n_test too large", lambda: load_digits("test", n_test=1797), ValueError, r"n_test must be an int in \[1, 1796\], got 1797"),
+    ("direction grid too small", lambda: RelativeDirection(1, 4), ValueError, r"grid_h must be an int >= 2, got 1"),
+    ("direction n not positive", lambda: RelativeDirection().sample(0, torch.Generator()), ValueError,
+     r"n must be a positive integer, got 0"),
+    ("direction no generator", lambda: RelativeDirection().sample(4, 0), TypeError, r"generator must be a torch.Generator, got int"),
     # ------------------------------------------------------------------ conditional (PEG)
     ("peg even kernel", lambda: PEG(8, 2, 2, kernel_size=4), ValueError, r"kernel_size must be odd.*got 4"),
     ("peg sequence not the grid", lambda: PEG(8, 2, 2).add_to_embeddings(torch.zeros(1, 5, 8), pos(5)), ValueError,

@@ -192,6 +192,79 @@ def test_shipped_file_verifies_the_checksum(tmp_path):
         shipped_file("missing.txt", good, data_dir=tmp_path)
 
 
+# ----------------------------------------------------------------- images (notebook 04)
+def test_shipped_digits_match_the_recorded_checksum_and_readme():
+    import hashlib
+
+    from posenc_lib.data import DATA_DIR, DIGITS_FILE, DIGITS_SHA256
+
+    data = (DATA_DIR / DIGITS_FILE).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == DIGITS_SHA256
+    readme = (DATA_DIR / "README.md").read_text()
+    assert DIGITS_SHA256 in readme and f"{len(data):,} bytes" in readme and "CC BY 4.0" in readme
+
+
+def test_load_digits_shapes_range_and_fixed_split():
+    from posenc_lib.data import load_digits
+
+    images, labels = load_digits()
+    assert images.shape == (1797, 8, 8) and images.dtype == torch.float32 and labels.dtype == torch.long
+    assert images.min() == 0 and images.max() == 1 and (images * 16 == (images * 16).round()).all()
+    assert torch.bincount(labels).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+    train_x, train_y = load_digits("train")
+    test_x, test_y = load_digits("test")
+    assert len(train_y) == 1300 and len(test_y) == 497
+    # the two splits partition the data set, and the split is the same on every call
+    rows = {tuple(r) for r in torch.cat([train_x, test_x]).reshape(-1, 64).tolist()}
+    assert len(rows) == len({tuple(r) for r in images.reshape(-1, 64).tolist()})
+    assert torch.equal(load_digits("test")[0], test_x)
+    assert torch.equal(load_digits("train", n_test=100)[1][:10], load_digits("train", n_test=100)[1][:10])
+
+
+def test_load_digits_refuses_a_changed_file(tmp_path):
+    from posenc_lib.data import DATA_DIR, DIGITS_FILE, load_digits
+
+    data = bytearray((DATA_DIR / DIGITS_FILE).read_bytes())
+    data[500] ^= 1
+    (tmp_path / DIGITS_FILE).write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"digits\.csv\.gz.*SHA-256"):
+        load_digits(data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="digits.csv.gz"):
+        load_digits(data_dir=tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("grid", [(2, 2), (3, 3), (4, 4), (6, 6), (3, 6), (5, 2)])
+def test_relative_direction_ceiling_equals_the_largest_class_share(grid):
+    """Every image is the same bag, so the exact ceiling is the commonest label's share (1/4 on a square)."""
+    from posenc_lib.data import RelativeDirection
+
+    task = RelativeDirection(*grid)
+    _, labels = task.pairs()
+    share = torch.bincount(labels, minlength=4).max().item() / len(labels)
+    assert task.bag_of_patches_ceiling() == pytest.approx(share, abs=1e-12)
+    if grid[0] == grid[1]:
+        assert task.bag_of_patches_ceiling() == 0.25
+
+
+def test_relative_direction_labels_and_images():
+    from posenc_lib.data import RelativeDirection
+
+    task = RelativeDirection(4, 5)
+    cells, labels = task.pairs()
+    ra, ca, rb, cb = cells[:, 0] // 5, cells[:, 0] % 5, cells[:, 1] // 5, cells[:, 1] % 5
+    assert ((rb - ra).abs() != (cb - ca).abs()).all(), "ties are never drawn"
+    for k, name in enumerate(task.CLASSES):
+        pick = labels == k
+        dr, dc = rb[pick] - ra[pick], cb[pick] - ca[pick]
+        expected = {"right": dc > dr.abs(), "left": -dc > dr.abs(), "below": dr > dc.abs(), "above": -dr > dc.abs()}[name]
+        assert expected.all(), name
+    images = task.render(cells)
+    assert images.shape == (len(labels), 2, 4, 5) and (images.sum(dim=(2, 3)) == 1).all()
+    assert images[0, 0].flatten().argmax() == cells[0, 0] and images[0, 1].flatten().argmax() == cells[0, 1]
+    x1, y1 = task.sample(50, torch.Generator().manual_seed(3))
+    x2, y2 = task.sample(50, torch.Generator().manual_seed(3))
+    assert torch.equal(x1, x2) and torch.equal(y1, y2) and x1.shape == (50, 2, 4, 5)
+    assert len(y1.unique()) == 4
 # ----------------------------------------------------------------------------- character corpus (notebook 06)
 def test_char_corpus_loads_the_shipped_file_with_a_fixed_split():
     import hashlib

@@ -149,7 +149,7 @@ def test_axial_rope_matches_complex_reference():
     rq, rk = scheme.rotate_qk(q, k, pos)
     rows, cols = grid_coordinates(pos, h, w, n_prefix)
     theta = 100.0 ** (-torch.arange(hd // 4, dtype=torch.float64) / (hd // 4))
-    angles = torch.cat([rows[..., None] * theta, cols[..., None] * theta], dim=-1)[:, None]  # (1, 1, seq, hd/2)
+    angles = torch.cat([cols[..., None] * theta, rows[..., None] * theta], dim=-1)[:, None]  # (1, 1, seq, hd/2)
     err = max((rq - _rotate_reference(q, angles)).abs().max().item(),
               (rk - _rotate_reference(k, angles)).abs().max().item())
     print(f"[conformance] axial 2-D RoPE vs complex-number reference: max abs err {err:.3g}")
@@ -181,7 +181,7 @@ def test_mixed_rope_with_axis_aligned_frequencies_is_axial():
     axial, mixed = AxialRoPE2D(hd, h, w, base=10.0), MixedRoPE2D(hd, heads, h, w, base=10.0)
     theta = rope_inv_freq(hd // 2, 10.0)
     zeros = torch.zeros_like(theta)
-    with torch.no_grad():  # pairs 0..hd/4-1 follow the row only, the rest the column only
+    with torch.no_grad():  # pairs 0..hd/4-1 follow the column (x) only, the rest the row (y) only
         mixed.freqs.copy_(torch.stack([torch.cat([theta, zeros]), torch.cat([zeros, theta])])[:, None].expand(2, heads, -1))
     q, k, pos = torch.randn(2, heads, h * w, hd), torch.randn(2, heads, h * w, hd), _arange(h * w)
     for a, b in zip(mixed.rotate_qk(q, k, pos), axial.rotate_qk(q, k, pos), strict=True):
@@ -197,7 +197,7 @@ def test_mixed_rope_init_and_learning():
     torch.testing.assert_close(freqs.norm(dim=0), magnitude.expand(heads, -1))  # |(f_row, f_col)| = base^(-k/(d/4))
     first, second = freqs[:, :, : hd // 4], freqs[:, :, hd // 4 :]
     torch.testing.assert_close((first * second).sum(0), torch.zeros(heads, hd // 4), atol=1e-6, rtol=0)  # orthogonal
-    directions = torch.atan2(freqs[0, :, 0], freqs[1, :, 0])
+    directions = torch.atan2(freqs[1, :, 0], freqs[0, :, 0])
     assert len(set(directions.tolist())) == heads, "each head draws its own direction"
     scheme = MixedRoPE2D(hd, heads, 2, 2)
     q = torch.randn(1, heads, 4, hd)
@@ -206,7 +206,7 @@ def test_mixed_rope_init_and_learning():
     assert scheme.freqs.grad is not None and scheme.freqs.grad.abs().sum() > 0
     # function form, per-head angles
     rows, cols = grid_coordinates(_arange(4), 2, 2)
-    angles = rows[:, None, :, None] * scheme.freqs[0, None, :, None] + cols[:, None, :, None] * scheme.freqs[1, None, :, None]
+    angles = cols[:, None, :, None] * scheme.freqs[0, None, :, None] + rows[:, None, :, None] * scheme.freqs[1, None, :, None]
     torch.testing.assert_close(apply_mixed_rope_2d(q, rows, cols, scheme.freqs), _rotate_reference(q, angles.detach().double()))
 
 
@@ -258,3 +258,220 @@ def test_resample_grid_keeps_a_constant_grid_constant():
     out = resample_grid(table, (4, 4), (11, 5), n_prefix=1)
     torch.testing.assert_close(out[1:], torch.full((55, 3), 0.25))
     assert (out[0] == 7.0).all()
+
+
+# ----------------------------------------------------------------------------- vs Heo et al.'s official code
+# An independent re-derivation, in complex numbers, of the formulas of naver-ai/rope-vit
+# (models/vit_rope.py: init_t_xy, compute_axial_cis, init_random_2d_freqs, compute_mixed_cis,
+# apply_rotary_emb): x is the column index, y the row index, pairs are interleaved (x[2i], x[2i+1]),
+# and the class token (position 0) is not rotated.
+
+
+def _heo_t_xy(end_x: int, end_y: int) -> tuple[torch.Tensor, torch.Tensor]:
+    t = torch.arange(end_x * end_y, dtype=torch.float64)
+    return t % end_x, torch.div(t, end_x, rounding_mode="floor")
+
+
+def _heo_magnitudes(dim: int, theta: float) -> torch.Tensor:
+    return theta ** (-torch.arange(0, dim, 4)[: dim // 4].double() / dim)
+
+
+def _heo_axial_cis(dim: int, end_x: int, end_y: int, theta: float) -> torch.Tensor:
+    """(end_x*end_y, dim/2) unit complex numbers: the x (column) table first, then the y (row) table."""
+    t_x, t_y = _heo_t_xy(end_x, end_y)
+    f = _heo_magnitudes(dim, theta)
+    return torch.cat([torch.polar(torch.ones(len(t_x), len(f), dtype=torch.float64), torch.outer(t_x, f)),
+                      torch.polar(torch.ones(len(t_y), len(f), dtype=torch.float64), torch.outer(t_y, f))], dim=-1)
+
+
+def _heo_init_freqs(dim: int, num_heads: int, theta: float) -> torch.Tensor:
+    """(2, heads, dim/2): row 0 the x frequencies, row 1 the y frequencies; one torch.rand(1) per head."""
+    mag = _heo_magnitudes(dim, theta).float()
+    fx, fy = [], []
+    for _ in range(num_heads):
+        a = torch.rand(1) * 2 * torch.pi
+        fx.append(torch.cat([mag * torch.cos(a), mag * torch.cos(torch.pi / 2 + a)]))
+        fy.append(torch.cat([mag * torch.sin(a), mag * torch.sin(torch.pi / 2 + a)]))
+    return torch.stack([torch.stack(fx), torch.stack(fy)])
+
+
+def _heo_mixed_cis(freqs: torch.Tensor, end_x: int, end_y: int) -> torch.Tensor:
+    """(heads, end_x*end_y, dim/2): pair j of head h turns by t_x * fx[h, j] + t_y * fy[h, j]."""
+    t_x, t_y = _heo_t_xy(end_x, end_y)
+    f = freqs.double()
+    angles = t_x[None, :, None] * f[0][:, None, :] + t_y[None, :, None] * f[1][:, None, :]
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def _heo_rotate_patches(x: torch.Tensor, cis: torch.Tensor) -> torch.Tensor:
+    """x (batch, heads, 1 + N, dim): the class token is left alone, patch pairs (x[2i], x[2i+1]) times cis."""
+    patches = x[:, :, 1:].double()
+    z = torch.view_as_complex(patches.reshape(*patches.shape[:-1], -1, 2).contiguous()) * cis
+    return torch.cat([x[:, :, :1].double(), torch.view_as_real(z).flatten(-2)], dim=2).to(x.dtype)
+
+
+@pytest.mark.parametrize("grid_h,grid_w", [(2, 5), (4, 3)])
+def test_axial_rope_matches_heo_reference(grid_h, grid_w):
+    """Interleaved layout: equal to the reference; half layout: equal up to the fixed layout permutation."""
+    from posenc_lib.rope import rope_layout_permutation
+
+    torch.manual_seed(0)
+    hd, seq = 16, 1 + grid_h * grid_w
+    q, k = torch.randn(2, 3, seq, hd), torch.randn(2, 3, seq, hd)
+    cis = _heo_axial_cis(hd, end_x=grid_w, end_y=grid_h, theta=100.0)
+    scheme = AxialRoPE2D(hd, grid_h, grid_w, base=100.0, n_prefix=1, layout="interleaved")
+    rq, rk = scheme.rotate_qk(q, k, _arange(seq))
+    err = max((rq - _heo_rotate_patches(q, cis)).abs().max().item(), (rk - _heo_rotate_patches(k, cis)).abs().max().item())
+    print(f"[conformance] axial 2-D RoPE {grid_h}x{grid_w} vs rope-vit compute_axial_cis: max abs err {err:.3g}")
+    assert err <= 1e-5
+    perm = rope_layout_permutation(hd)
+    half = AxialRoPE2D(hd, grid_h, grid_w, base=100.0, n_prefix=1)
+    torch.testing.assert_close(half.rotate_qk(q[..., perm], k[..., perm], _arange(seq))[0], rq[..., perm])
+    # the other order (rows first) really is different on this non-square grid
+    swapped = torch.cat([cis[:, hd // 4 :], cis[:, : hd // 4]], dim=-1)
+    assert (_heo_rotate_patches(q, swapped) - rq).abs().max() > 0.1
+
+
+def test_mixed_rope_init_matches_heo_reference():
+    torch.manual_seed(3)
+    ours = mixed_rope_init(16, 4, base=10.0)
+    torch.manual_seed(3)
+    ref = _heo_init_freqs(16, 4, theta=10.0)
+    torch.testing.assert_close(ours, ref)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+def test_mixed_rope_matches_heo_reference(layout):
+    from posenc_lib.rope import rope_layout_permutation
+
+    torch.manual_seed(0)
+    hd, heads, grid_h, grid_w = 16, 4, 3, 5
+    seq = 1 + grid_h * grid_w
+    scheme = MixedRoPE2D(hd, heads, grid_h, grid_w, n_prefix=1, layout=layout)
+    q, k = torch.randn(2, heads, seq, hd), torch.randn(2, heads, seq, hd)
+    cis = _heo_mixed_cis(scheme.freqs.detach(), end_x=grid_w, end_y=grid_h)
+    perm = rope_layout_permutation(hd) if layout == "half" else torch.arange(hd)
+    with torch.no_grad():
+        rq, rk = scheme.rotate_qk(q[..., perm], k[..., perm], _arange(seq))
+    err = max((rq - _heo_rotate_patches(q, cis)[..., perm]).abs().max().item(),
+              (rk - _heo_rotate_patches(k, cis)[..., perm]).abs().max().item())
+    print(f"[conformance] mixed 2-D RoPE ({layout}) vs rope-vit compute_mixed_cis: max abs err {err:.3g}")
+    assert err <= 1e-5
+
+
+# ----------------------------------------------------------------------------- patch embedding
+
+
+def test_patch_embed_is_a_strided_convolution_in_row_major_order():
+    from posenc_lib.vision import PatchEmbed
+
+    torch.manual_seed(0)
+    embed = PatchEmbed(patch_size=2, d_model=6, in_channels=3, n_prefix=1)
+    images = torch.randn(2, 3, 4, 6)
+    tokens = embed(images)
+    assert tokens.shape == (2, 1 + 2 * 3, 6) and embed.grid_size(4, 6) == (2, 3)
+    torch.testing.assert_close(tokens[:, 0], embed.prefix[0].expand(2, -1))
+    weight = embed.proj.weight.reshape(6, 3, 2, 2)
+    conv = F.conv2d(images, weight, embed.proj.bias, stride=2)  # (2, 6, 2, 3)
+    torch.testing.assert_close(tokens[:, 1:], conv.flatten(2).transpose(1, 2))
+    single = PatchEmbed(2, 4)
+    assert single(torch.randn(5, 4, 4)).shape == (5, 4, 4)
+    assert single(torch.randn(5, 8, 6)).shape == (5, 12, 4), "a larger image gives a larger grid"
+
+
+def test_patch_embed_vit_trains_with_every_2d_scheme():
+    from posenc_lib.vision import PatchEmbed
+
+    torch.manual_seed(0)
+    for scheme in (SinCos2DPE(16, 2, 2, n_prefix=1), Learnable2DPE(16, 2, 2, n_prefix=1),
+                   AxialRoPE2D(8, 2, 2, n_prefix=1), MixedRoPE2D(8, 2, 2, 2, n_prefix=1)):
+        model = TinyTransformer(None, 3, d_model=16, n_heads=2, n_layers=1, scheme=scheme, pool="first",
+                                embed=PatchEmbed(2, 16, n_prefix=1))
+        out = model(torch.randn(4, 4, 4))
+        assert out.shape == (4, 3)
+        out.square().sum().backward()
+        assert model.embed.prefix.grad.abs().sum() > 0
+
+
+# ----------------------------------------------------------------------------- a tiny ViT's schemes
+
+
+def _vit(name: str, grid: int = 3):
+    from posenc_lib.vision import PatchEmbed, vit_scheme
+
+    scheme = vit_scheme(name, 16, 2, grid, grid, n_prefix=1)
+    return TinyTransformer(None, 4, d_model=16, n_heads=2, n_layers=2, scheme=scheme, pool="first",
+                           embed=PatchEmbed(1, 16, 2, n_prefix=1))
+
+
+def test_vit_schemes_are_the_seven_kinds():
+    from posenc_lib.vision import VIT_SCHEMES
+
+    kinds = {name: _vit(name).scheme.kind for name in VIT_SCHEMES}
+    assert kinds == {"none": "none", "1-D learnable": "embedding", "1-D sinusoidal": "embedding", "2-D learnable": "embedding",
+                     "2-D sin-cos": "embedding", "axial RoPE": "rotary", "mixed RoPE": "rotary"}
+
+
+def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
+    from posenc_lib.vision import VIT_SCHEMES, regrid_scheme, set_scheme
+
+    torch.manual_seed(0)
+    images = torch.randn(3, 2, 3, 3)
+    for name in VIT_SCHEMES:
+        model = _vit(name)
+        before = model(images)
+        new = regrid_scheme(model.scheme, (3, 3), (3, 3), n_prefix=1)
+        set_scheme(model, new)
+        assert model.scheme is new and all(block.attn.scheme is new for block in model.blocks)
+        torch.testing.assert_close(model(images), before, msg=name)
+
+
+def test_regrid_to_a_larger_grid():
+    from posenc_lib.vision import regrid_scheme, set_scheme
+
+    torch.manual_seed(0)
+    model = _vit("1-D learnable")
+    table = model.scheme.weight.detach()
+    new = regrid_scheme(model.scheme, (3, 3), (5, 4), n_prefix=1)
+    torch.testing.assert_close(new.weight.detach(), resample_grid(table, (3, 3), (5, 4), n_prefix=1))
+    two_d = Learnable2DPE(8, 3, 3, n_prefix=1)
+    big = regrid_scheme(two_d, (3, 3), (6, 6), n_prefix=1)
+    assert big.row.shape == (6, 8) and big.col.shape == (6, 8)
+    torch.testing.assert_close(big.prefix, two_d.prefix)
+    sincos = regrid_scheme(SinCos2DPE(8, 3, 3, n_prefix=1, base=50.0), (3, 3), (5, 5), n_prefix=1)
+    torch.testing.assert_close(sincos.table(), sincos_2d_table(5, 5, 8, base=50.0, n_prefix=1))
+    mixed = MixedRoPE2D(8, 2, 3, 3, n_prefix=1)
+    moved = regrid_scheme(mixed, (3, 3), (5, 5), n_prefix=1)
+    torch.testing.assert_close(moved.freqs, mixed.freqs)
+    assert (moved.grid_h, moved.grid_w) == (5, 5)
+    model = _vit("axial RoPE")
+    set_scheme(model, regrid_scheme(model.scheme, (3, 3), (5, 5), n_prefix=1))
+    assert model(torch.randn(2, 2, 5, 5)).shape == (2, 4)
+
+
+def test_grid_similarity_of_a_2d_table():
+    from posenc_lib.vision import grid_similarity
+
+    table = sincos_2d_table(3, 4, 16, n_prefix=1)
+    sim = grid_similarity(table, 3, 4, n_prefix=1)
+    assert sim.shape == (3, 4, 3, 4)
+    torch.testing.assert_close(sim[1, 2, 1, 2], torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(sim, sim.permute(2, 3, 0, 1))  # symmetric
+    assert sim[0, 0, 0, 1] > sim[0, 0, 0, 3]  # nearer columns are more alike
+
+
+def test_attention_weights_are_those_of_the_layer():
+    from posenc_lib.vision import attention_weights
+
+    torch.manual_seed(0)
+    model = _vit("axial RoPE")
+    images = torch.randn(2, 2, 3, 3)
+    weights = attention_weights(model, images, layer=1)
+    assert weights.shape == (2, 2, 10, 10)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 10))
+    # recompute layer 1's weights by hand from the model's pieces
+    x = model.embed(images)
+    pos = torch.arange(10)[None]
+    x = model.blocks[0](x, pos, None, False, None)
+    _, w = model.blocks[1].attn(model.blocks[1].ln1(x), pos, return_weights=True)
+    torch.testing.assert_close(weights, w)

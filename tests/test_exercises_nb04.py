@@ -1,0 +1,87 @@
+"""The checkers of notebook 04 accept a right answer, reject wrong ones with a helpful hint, and see stubs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from posenc_lib.exercises import ExerciseFailure
+from posenc_lib.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("check", [check_exercise_1, check_exercise_2])
+def test_stubs_print_to_do(check, capsys):
+    check(stub)
+    assert "[to do]" in capsys.readouterr().out
+
+
+def test_value_stub_prints_to_do(capsys):
+    check_exercise_3(...)
+    assert "[to do]" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- exercise 1
+def test_ex1_accepts_divmod(capsys):
+    check_exercise_1(lambda index, grid_w: (index // grid_w, index % grid_w))
+    check_exercise_1(lambda index, grid_w: (torch.div(index, grid_w, rounding_mode="floor"), torch.remainder(index, grid_w)))
+    assert capsys.readouterr().out.count("[passed] Exercise 1") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda index, grid_w: (index % grid_w, index // grid_w), "swapped"),
+        (lambda index, grid_w: (index // grid_w, index // grid_w), "patch index 1 is at"),
+        (lambda index, grid_w: index // grid_w, "pair of tensors"),
+        (lambda index, grid_w: (index // (grid_w + 1), index % (grid_w + 1)), "is at"),
+    ],
+)
+def test_ex1_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_1(wrong)
+
+
+# ----------------------------------------------------------------- exercise 2
+def heo_order(rows, cols, inv_freq):
+    return torch.cat([cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1)
+
+
+def test_ex2_accepts_the_reference_order(capsys):
+    check_exercise_2(heo_order)
+    check_exercise_2(lambda r, c, f: heo_order(r, c, f) + 2 * torch.pi)  # the same rotation
+    assert capsys.readouterr().out.count("[passed] Exercise 2") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda r, c, f: torch.cat([r[:, None] * f, c[:, None] * f], dim=1), "other order"),
+        (lambda r, c, f: heo_order(r, c, f)[:, : len(f)], "expected shape"),
+        (lambda r, c, f: heo_order(r, c, f).tolist(), "torch.Tensor"),
+        (lambda r, c, f: torch.cat([c[:, None] * f, c[:, None] * f], dim=1), "should turn by"),
+        (lambda r, c, f: heo_order(r + 1, c, f), "should turn by"),
+    ],
+)
+def test_ex2_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_2(wrong)
+
+
+# ----------------------------------------------------------------- exercise 3
+def test_ex3_accepts_the_count(capsys):
+    from posenc_lib.data import RelativeDirection
+
+    labels = RelativeDirection(3, 6).pairs()[1]
+    check_exercise_3(torch.bincount(labels).max().item() / len(labels))
+    assert "[passed] Exercise 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("wrong", "hint"), [(0.25, "square grid"), (0.5, "two horizontal"), (0.4, "count the allowed"),
+                                             ("0.388", "give a number"), (True, "give a number")])
+def test_ex3_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_3(wrong)
