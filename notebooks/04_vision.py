@@ -630,7 +630,7 @@ check_exercise_3(my_ceiling)
 #
 # ## Solutions
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
     return index // grid_w, index % grid_w
 
@@ -638,14 +638,14 @@ def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tenso
 check_exercise_1(row_col)
 
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     return torch.cat([cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1)
 
 
 check_exercise_2(axial_angles)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 _, labels = RelativeDirection(3, 6).pairs()
 my_ceiling = torch.bincount(labels).max().item() / len(labels)  # one bag for every image: best = commonest class
 

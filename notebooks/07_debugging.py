@@ -200,7 +200,7 @@ print("verdicts:", summary["verdict"].value_counts().to_dict())
 #   absolute schemes (Haviv et al. 2022). So do all relative schemes in a decoder: the attention a
 #   token pays to the start token tells it how far from the start it is. In an encoder, RoPE and
 #   T5 do it too, clearly above chance but not reliably all the way in 100 steps (0.911 ± 0.077 and
-#   0.644 ± 0.154); ALiBi's spread (0.622 ± 0.308) is too large to conclude anything.
+#   0.622 ± 0.139); ALiBi's spread (0.622 ± 0.308) is too large to conclude anything.
 #
 # **Takeaway:** a relative encoding gives a model no absolute position *by itself*, but real
 # inputs have boundaries (a BOS token, the causal mask), and models use them. When a probe says a
