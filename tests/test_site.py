@@ -44,6 +44,7 @@ catalog = load("catalog")
 build_site = load("build_site")
 glue = sys.modules["posenc_site"]  # tools/site/posenc_site.py, imported by build_site
 check_site = load("check_site")
+record_run_times = load("record_run_times")
 
 
 def external_resources(html: str) -> list[str]:
@@ -107,6 +108,19 @@ def test_markdown_table_for_the_readme():
         "| 00 | [Demo](notebooks/00_demo.ipynb): a demo topic | Do demo things | 12 s |",
         "| 01 | [Next](notebooks/01_next.ipynb): next topic | Do next things | not measured yet |",
     ]
+
+
+def test_readme_table_and_headers_agree_with_the_catalog(capsys):
+    # catalog.toml's run_time_s is the one record; README's table and each notebook header are copies of it
+    status = record_run_times.main(["--check"])
+    assert status == 0, f"run `python tools/record_run_times.py`: {capsys.readouterr().err}"
+
+
+def test_catalog_time_is_set_after_the_outcome_line():
+    text = '[[notebook]]\nstem = "00_a"\noutcome = "x"\n\n[[notebook]]\nstem = "01_b"\noutcome = "y"\nrun_time_s = 5\n'
+    text = record_run_times.set_catalog_time(text, "00_a", 12)
+    text = record_run_times.set_catalog_time(text, "01_b", 7)
+    assert text == '[[notebook]]\nstem = "00_a"\noutcome = "x"\nrun_time_s = 12\n\n[[notebook]]\nstem = "01_b"\noutcome = "y"\nrun_time_s = 7\n'
 
 
 # --- the glue, on synthetic cells ---------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""Record measured notebook run times in their one place, and everything generated from it.
+
+    make execute                        # executes every notebook, writes build/timings.json
+    python tools/record_run_times.py    # catalog run_time_s <- timings; notebook headers and README follow
+
+``notebooks/catalog.toml`` (``run_time_s``) is the one record of a notebook's run time. This
+script writes the measured wall time (rounded up to whole seconds) there, then makes the two
+copies agree with it: the "**Run time:** about N s" sentence in each notebook's ``.py`` and
+``.ipynb`` header (text only: outputs are not touched), and the notebook table of README.md
+(between ``<!-- notebook-table:start -->`` and ``<!-- notebook-table:end -->``).
+``tests/test_notebooks.py`` and ``tests/test_site.py`` fail when a copy disagrees with the catalog.
+With ``--check`` nothing is written and the exit status says whether everything agrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_site import markdown_table  # noqa: E402  (tools/ is a folder of scripts, not a package)
+from catalog import CATALOG, NOTEBOOKS, ROOT, existing, load_catalog  # noqa: E402
+from execute import TIMINGS  # noqa: E402
+
+README = ROOT / "README.md"
+HEADER = re.compile(r"(\*\*Run time:\*\* about )(\d+)( s)")
+TABLE = re.compile(r"(<!-- notebook-table:start -->\n)(.*?)(\n<!-- notebook-table:end -->)", re.S)
+
+
+def set_catalog_time(text: str, stem: str, seconds: int) -> str:
+    """``catalog.toml`` text with the ``run_time_s`` of ``stem`` set (the line follows ``outcome``)."""
+    start = text.index(f'stem = "{stem}"')
+    end = text.find("[[notebook]]", start)
+    end = len(text) if end < 0 else end
+    block = text[start:end]
+    if "run_time_s" in block:
+        block = re.sub(r"run_time_s = \d+", f"run_time_s = {seconds}", block)
+    else:
+        block = re.sub(r"(outcome = .*\n)", rf"\g<1>run_time_s = {seconds}\n", block, count=1)
+    return text[:start] + block + text[end:]
+
+
+def sync_header(stem: str, seconds: int) -> None:
+    """Write ``seconds`` into the run-time sentence of the notebook's .py and .ipynb (first markdown cell)."""
+    script = NOTEBOOKS / f"{stem}.py"
+    script.write_text(HEADER.sub(rf"\g<1>{seconds}\g<3>", script.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+    path = NOTEBOOKS / f"{stem}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    first.source = HEADER.sub(rf"\g<1>{seconds}\g<3>", first.source, count=1)
+    nbformat.write(nb, path)
+
+
+def readme_with_table(readme: str, table: str) -> str:
+    if not TABLE.search(readme):
+        raise ValueError(f"{README.name} has no <!-- notebook-table:start/end --> markers")
+    return TABLE.sub(lambda m: m.group(1) + table + m.group(3), readme, count=1)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="write nothing; fail if a copy disagrees")
+    args = parser.parse_args(argv)
+    if not args.check:
+        timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+        text = CATALOG.read_text(encoding="utf-8")
+        for stem, seconds in sorted(timings.items()):
+            if (NOTEBOOKS / f"{stem}.ipynb").exists():
+                text = set_catalog_time(text, stem, math.ceil(seconds))
+        CATALOG.write_text(text, encoding="utf-8")
+    entries = existing(load_catalog())
+    problems = []
+    for e in entries:
+        if e.run_time_s is None:
+            problems.append(f"{e.stem}: no run_time_s in {CATALOG.name} (run make execute, then this script)")
+            continue
+        found = HEADER.search((NOTEBOOKS / f"{e.stem}.py").read_text(encoding="utf-8"))
+        if found is None or int(found.group(2)) != e.run_time_s:
+            if args.check:
+                problems.append(f"{e.stem}: header says {found and found.group(2)} s, catalog {e.run_time_s} s")
+            else:
+                sync_header(e.stem, e.run_time_s)
+    readme = README.read_text(encoding="utf-8")
+    wanted = readme_with_table(readme, markdown_table(entries))
+    if wanted != readme:
+        if args.check:
+            problems.append(f"{README.name}: notebook table differs from the catalog")
+        else:
+            README.write_text(wanted, encoding="utf-8")
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
