@@ -49,11 +49,9 @@ from posenc_lib.vision import (
     VIT_SCHEMES,
     AxialRoPE2D,
     PatchEmbed,
-    attention_weights,
     grid_coordinates,
     grid_similarity,
     regrid_scheme,
-    set_scheme,
     vit_scheme,
 )
 
@@ -367,7 +365,7 @@ assert one_d.loc["direction", "mean"] - one_d.loc["digits", "mean"] > 2 * one_d[
 # %%
 model = models["direction", "axial RoPE", 0]
 j = int(shown[0])
-weights = attention_weights(model, dir_images[j : j + 1])[0].mean(0)  # (tokens, tokens)
+weights = model.attention_weights(dir_images[j : j + 1])[0][0].mean(0)  # layer 0, image 0: (tokens, tokens)
 a_cell, b_cell = cells[j].tolist()
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 for ax, (name, q) in zip(axes, {"class token": 0, f"patch A {divmod(a_cell, G)}": 1 + a_cell}.items(), strict=True):
@@ -425,7 +423,7 @@ for task_name, (inputs, labels, fine_tune_data) in MOVED.items():
     for scheme_name in RESIZED:
         for seed in SEEDS:
             model = copy.deepcopy(models[task_name, scheme_name, seed])
-            set_scheme(model, regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1))
+            model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1))
             zero_shot = accuracy(model, inputs, labels)
             g = torch.Generator().manual_seed(100 + seed)
             train(model, fine_tune_data(g), 40, lr=1e-3, generator=g,

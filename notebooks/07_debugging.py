@@ -42,7 +42,6 @@ from torch.testing import assert_close
 from posenc_lib.attention import NoPosition
 from posenc_lib.data import lag_task
 from posenc_lib.diagnostics import (
-    attention_weights,
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
@@ -298,8 +297,8 @@ lag_train, lag_test = lag_task(2048, SEQ, VOCAB, LAG, gen), lag_task(512, SEQ, V
 rope_model = make(RotaryPE(HEAD_DIM, layout="interleaved"), causal=True)
 train(rope_model, lag_train, 150, generator=torch.Generator().manual_seed(0), desc="RoPE decoder, lag 3")
 zeros = torch.zeros(1, SEQ, dtype=torch.long)
-healthy = attention_weights(rope_model, lag_test[0][:1])[0][0]                   # (heads, q, k)
-broken = attention_weights(rope_model, lag_test[0][:1], positions=zeros)[0][0]
+healthy = rope_model.attention_weights(lag_test[0][:1])[0][0]                   # (heads, q, k)
+broken = rope_model.attention_weights(lag_test[0][:1], positions=zeros)[0][0]
 
 fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
 for col, (maps, title) in enumerate([(healthy, "right positions"), (broken, "all position ids 0")]):
@@ -763,7 +762,7 @@ assert drift[False] < 1e-4 < 0.05 < drift[True]
 # |---|---|---|---|
 # | 1 | Position reaches the model, of the kind you expect (absolute / relative) | probe on identical tokens, with and without a start token; shift and permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
 # | 2 | A learnable table trains, only at the rows the batch uses | gradient of every row after one `backward()`; `grad is None` = detached or frozen | §2; `row_gradient_norms` |
-# | 3 | The trained model uses position | attention maps show structure tied to the diagonal; they change when positions are wrong | §3; `attention_weights` |
+# | 3 | The trained model uses position | attention maps show structure tied to the diagonal; they change when positions are wrong | §3; `TinyTransformer.attention_weights` |
 # | 4 | Padding does not change real tokens | padded vs unpadded outputs equal, right and left; left padding uses `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
 # | 5 | A checkpoint matches its source, layout included | golden-output test after loading; convert q/k rows between RoPE layouts | §5.1; `convert_qk_weight` |
 # | 6 | Angles are computed in float32 | shift check in the model dtype at large positions | §5.2; `rope_cos_sin` |

@@ -7,7 +7,8 @@ Each function is one habit worth having when adding or debugging a positional en
     position_probe(model, seq_len)     can the model output each token's index when every token is alike?
     shift_sensitivity(model, x, c)     does the output change when every position moves by c (absolute use)?
     permutation_sensitivity(model, x)  does the output depend on token order at all?
-    attention_weights(model, x)        the attention maps of every layer, for looking at them
+
+Attention maps, the visual check, come from :meth:`posenc_lib.models.TinyTransformer.attention_weights`.
 
 Shapes used throughout (as in :mod:`posenc_lib.attention`):
     inputs, positions, attn_mask   (batch, seq)
@@ -30,7 +31,6 @@ __all__ = [
     "position_probe",
     "shift_sensitivity",
     "permutation_sensitivity",
-    "attention_weights",
 ]
 
 
@@ -185,38 +185,3 @@ def permutation_sensitivity(model: TinyTransformer, inputs: Tensor, generator: t
     perm = torch.randperm(inputs.shape[1], generator=gen)
     model.eval()
     return (model(inputs[:, perm]) - model(inputs)[:, perm]).abs().max().item()
-
-
-@torch.no_grad()
-def attention_weights(
-    model: TinyTransformer, inputs: Tensor, positions: Tensor | None = None, attn_mask: Tensor | None = None
-) -> list[Tensor]:
-    """The attention weights of every layer for one forward pass: a list of (batch, heads, q_len, k_len).
-
-    Each layer's attention is re-run on its own input with ``return_weights=True`` (through a
-    forward hook), so the maps are exactly those the model used. Row ``i`` of a map holds how
-    much query ``i`` attends to each key; rows sum to 1 (0 for a query that may see no key).
-    """
-    if not isinstance(model, TinyTransformer):
-        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
-    check_integer_tensor("inputs", inputs)
-    if inputs.dim() != 2:
-        raise ValueError(f"inputs must have shape (batch, seq), got {tuple(inputs.shape)}")
-    if positions is not None:
-        check_positions(positions, *inputs.shape)
-    if attn_mask is not None:
-        check_attn_mask(attn_mask, *inputs.shape)
-    maps: list[Tensor] = []
-
-    def record(module: nn.Module, args: tuple, output: Tensor) -> None:
-        x, layer_positions, mask, causal = args[:4]
-        maps.append(module.forward(x, layer_positions, mask, causal, return_weights=True)[1])  # forward: no hook again
-
-    hooks = [block.attn.register_forward_hook(record) for block in model.blocks]
-    try:
-        model.eval()
-        model(inputs, positions=positions, attn_mask=attn_mask)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return maps

@@ -84,6 +84,44 @@ class TinyTransformer(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_outputs)
 
+    def set_scheme(self, scheme: PositionScheme) -> None:
+        """Use ``scheme`` from now on, in the model and every attention layer (in place).
+
+        For swapping a parameter-free scheme after training: RoPE with another scaling, a 2-D
+        table for a larger grid. The old scheme's parameters leave the model with it.
+        """
+        if not isinstance(scheme, PositionScheme):
+            raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
+        self.scheme = scheme
+        for block in self.blocks:
+            block.attn.scheme = scheme
+
+    @torch.no_grad()
+    def attention_weights(
+        self, inputs: Tensor, positions: Tensor | None = None, attn_mask: Tensor | None = None
+    ) -> list[Tensor]:
+        """The attention weights of every layer in one forward pass: a list of (batch, heads, q_len, k_len).
+
+        Arguments as for :meth:`forward`. Each attention layer is re-run on its own input with
+        ``return_weights=True`` (through a forward hook), so the maps are exactly those the model
+        used. Row ``i`` of a map holds how much query ``i`` attends to each key; rows sum to 1
+        (0 for a query that may see no key). Puts the model in eval mode.
+        """
+        maps: list[Tensor] = []
+
+        def record(module: nn.Module, args: tuple, output: Tensor) -> None:
+            x, layer_positions, mask, causal = args[:4]  # no cache here: the call below must not extend one
+            maps.append(module.forward(x, layer_positions, mask, causal, return_weights=True)[1])
+
+        hooks = [block.attn.register_forward_hook(record) for block in self.blocks]
+        try:
+            self.eval()
+            self(inputs, positions=positions, attn_mask=attn_mask)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return maps
+
     def new_cache(self) -> list[KVCache]:
         """One empty :class:`KVCache` per layer, for incremental decoding."""
         return [KVCache() for _ in self.blocks]

@@ -57,9 +57,7 @@ __all__ = [
     "VIT_SCHEMES",
     "vit_scheme",
     "regrid_scheme",
-    "set_scheme",
     "grid_similarity",
-    "attention_weights",
 ]
 
 Mode = Literal["add", "concat"]
@@ -568,15 +566,6 @@ def regrid_scheme(scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple
     raise TypeError(f"scheme must be one of the schemes of vit_scheme, got {type(scheme).__name__}")
 
 
-def set_scheme(model: nn.Module, scheme: PositionScheme) -> None:
-    """Put ``scheme`` into a :class:`~posenc_lib.models.TinyTransformer` in place: the model and every attention layer."""
-    if not isinstance(scheme, PositionScheme):
-        raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
-    model.scheme = scheme
-    for block in model.blocks:
-        block.attn.scheme = scheme
-
-
 def grid_similarity(table: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> Tensor:
     """Cosine similarity of every patch's position vector with every other: (grid_h, grid_w, grid_h, grid_w).
 
@@ -591,19 +580,3 @@ def grid_similarity(table: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) 
         )
     patches = F.normalize(table[n_prefix:].detach().double(), dim=-1)
     return (patches @ patches.T).reshape(grid_h, grid_w, grid_h, grid_w)
-
-
-@torch.no_grad()
-def attention_weights(model: nn.Module, inputs: Tensor, layer: int = 0) -> Tensor:
-    """Attention weights (batch, heads, seq, seq) of layer ``layer`` of a TinyTransformer (encoder, no mask)."""
-    check_int("layer", layer, minimum=0)
-    if layer >= len(model.blocks):
-        raise ValueError(f"layer must be < n_layers={len(model.blocks)}, got {layer}")
-    model.eval()
-    x = model.embed(inputs) * model.embed_scale
-    positions = torch.arange(x.shape[1])[None]
-    x = model.scheme.add_to_embeddings(x, positions)
-    for block in model.blocks[:layer]:
-        x = block(x, positions, None, False, None)
-    block = model.blocks[layer]
-    return block.attn(block.ln1(x), positions, None, False, None, return_weights=True)[1]

@@ -10,7 +10,6 @@ from torch.testing import assert_close
 
 from posenc_lib.attention import NoPosition
 from posenc_lib.diagnostics import (
-    attention_weights,
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
@@ -201,14 +200,14 @@ def test_sensitivity_checks_reject_bad_input(call, error, match):
         call(model())
 
 
-# --- attention_weights ----------------------------------------------------------------------------
+# --- TinyTransformer.attention_weights, the maps looked at in notebook 07 -----------------------------
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_weights_are_the_maps_the_model_uses(causal):
     net = model(RotaryPE(8), causal=causal, n_layers=2)
     x = torch.randint(0, 12, (2, 7), generator=torch.Generator().manual_seed(0))
-    maps = attention_weights(net, x)
+    maps = net.attention_weights(x)
     assert len(maps) == 2 and all(m.shape == (2, 2, 7, 7) for m in maps)
     assert_close(maps[0].sum(-1), torch.ones(2, 2, 7))
     if causal:
@@ -224,14 +223,12 @@ def test_attention_weights_honour_positions_and_mask():
     net = model(RotaryPE(8), causal=True)
     x = torch.randint(0, 12, (2, 5), generator=torch.Generator().manual_seed(0))
     mask = padded_mask([2, 5], 5, "right")
-    maps = attention_weights(net, x, positions=position_ids_from_mask(mask), attn_mask=mask)[0]
+    maps = net.attention_weights(x, positions=position_ids_from_mask(mask), attn_mask=mask)[0]
     assert (maps[0, :, :, 2:] == 0).all()
-    assert not torch.allclose(attention_weights(net, x, positions=torch.zeros(2, 5, dtype=torch.long))[0],
-                              attention_weights(net, x)[0])
+    assert not torch.allclose(net.attention_weights(x, positions=torch.zeros(2, 5, dtype=torch.long))[0],
+                              net.attention_weights(x)[0])
     with pytest.raises(ValueError, match="positions must have shape"):
-        attention_weights(net, x, positions=torch.zeros(2, 4, dtype=torch.long))
-    with pytest.raises(TypeError, match="model must be a TinyTransformer"):
-        attention_weights(torch.nn.Linear(2, 2), x)
+        net.attention_weights(x, positions=torch.zeros(2, 4, dtype=torch.long))
 
 
 # --- conformance with Hugging Face transformers ---------------------------------------------------

@@ -413,7 +413,7 @@ def test_vit_schemes_are_the_seven_kinds():
 
 
 def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
-    from posenc_lib.vision import VIT_SCHEMES, regrid_scheme, set_scheme
+    from posenc_lib.vision import VIT_SCHEMES, regrid_scheme
 
     torch.manual_seed(0)
     images = torch.randn(3, 2, 3, 3)
@@ -421,13 +421,13 @@ def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_la
         model = _vit(name)
         before = model(images)
         new = regrid_scheme(model.scheme, (3, 3), (3, 3), n_prefix=1)
-        set_scheme(model, new)
+        model.set_scheme(new)
         assert model.scheme is new and all(block.attn.scheme is new for block in model.blocks)
         torch.testing.assert_close(model(images), before, msg=name)
 
 
 def test_regrid_to_a_larger_grid():
-    from posenc_lib.vision import regrid_scheme, set_scheme
+    from posenc_lib.vision import regrid_scheme
 
     torch.manual_seed(0)
     model = _vit("1-D learnable")
@@ -445,7 +445,7 @@ def test_regrid_to_a_larger_grid():
     torch.testing.assert_close(moved.freqs, mixed.freqs)
     assert (moved.grid_h, moved.grid_w) == (5, 5)
     model = _vit("axial RoPE")
-    set_scheme(model, regrid_scheme(model.scheme, (3, 3), (5, 5), n_prefix=1))
+    model.set_scheme(regrid_scheme(model.scheme, (3, 3), (5, 5), n_prefix=1))
     assert model(torch.randn(2, 2, 5, 5)).shape == (2, 4)
 
 
@@ -461,12 +461,10 @@ def test_grid_similarity_of_a_2d_table():
 
 
 def test_attention_weights_are_those_of_the_layer():
-    from posenc_lib.vision import attention_weights
-
     torch.manual_seed(0)
     model = _vit("axial RoPE")
     images = torch.randn(2, 2, 3, 3)
-    weights = attention_weights(model, images, layer=1)
+    weights = model.attention_weights(images)[1]
     assert weights.shape == (2, 2, 10, 10)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 10))
     # recompute layer 1's weights by hand from the model's pieces
