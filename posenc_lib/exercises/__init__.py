@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["ExerciseFailure", "passed", "expect", "checker", "TODO_MARK", "PASSED_MARK"]
+__all__ = ["ExerciseFailure", "passed", "expect", "checker", "call_answer", "TODO_MARK", "PASSED_MARK"]
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -40,6 +40,23 @@ def expect(condition: bool, exercise: str, hint: str) -> None:
     """Raise :class:`ExerciseFailure` with ``hint`` unless ``condition`` holds."""
     if not condition:
         raise ExerciseFailure(f"{exercise} - not yet: {hint}")
+
+
+def call_answer(exercise: str, fn: object, *args: Any) -> Any:
+    """Call the learner's function ``fn(*args)`` for a checker.
+
+    A stub's ``NotImplementedError`` passes through (:func:`checker` turns it into "[to do]");
+    any other exception the learner's code raises becomes an :class:`ExerciseFailure` that
+    names it, so a checker reports a crash as a hint instead of crashing itself; so does an
+    answer that is not a function.
+    """
+    expect(callable(fn), exercise, f"the answer must be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # the learner's code may raise anything; report it, do not crash the checker
+        raise ExerciseFailure(f"{exercise} - not yet: calling it raised {type(error).__name__}: {error}") from error
 
 
 def checker(exercise: str) -> Callable[[F], F]:

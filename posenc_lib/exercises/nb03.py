@@ -19,24 +19,9 @@ from torch import Tensor
 
 from ..models import TinyTransformer
 from ..rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
-from . import ExerciseFailure, checker, expect, passed
+from . import ExerciseFailure, call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
-
-
-def _require_callable(answer: Any, name: str) -> None:
-    if not callable(answer):
-        raise TypeError(f"{name} must be a function, got {type(answer).__name__}")
-
-
-def _call(exercise: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call the learner's function; turn any exception into a failure that names it."""
-    try:
-        return fn(*args)
-    except NotImplementedError:  # an untouched stub: @checker prints the "[to do]" line
-        raise
-    except Exception as error:  # the learner's code may raise anything; report it, do not crash the checker
-        raise ExerciseFailure(f"{exercise} - not yet: calling it raised {type(error).__name__}: {error}") from error
 
 
 def _same(a: Any, b: Tensor) -> bool:
@@ -47,12 +32,11 @@ def _same(a: Any, b: Tensor) -> bool:
 def check_exercise_1(rotate_half: Callable[[Tensor], Tensor]) -> None:
     """rotate_half(x) for x (..., d): returns cat(-x[..., d/2:], x[..., :d/2])."""
     ex = "Exercise 1 (rotate_half)"
-    _require_callable(rotate_half, "rotate_half")
     gen = torch.Generator().manual_seed(3)
     for shape in [(8,), (2, 3, 5, 8), (1, 4, 7, 64)]:
         x = torch.randn(shape, generator=gen)
         original = x.clone()
-        out = _call(ex, rotate_half, x)
+        out = call_answer(ex, rotate_half, x)
         expect(torch.equal(x, original), ex, "it changed its input in place; return a new tensor")
         expect(isinstance(out, Tensor) and out.shape == x.shape, ex,
                f"for x of shape {tuple(x.shape)} return a tensor of the same shape, got "
@@ -70,7 +54,7 @@ def check_exercise_1(rotate_half: Callable[[Tensor], Tensor]) -> None:
     # the formula it exists for: half-split RoPE = x * [cos | cos] + rotate_half(x) * [sin | sin]
     x = torch.randn(2, 3, 9, 16, generator=gen)
     cos, sin = rope_cos_sin(torch.arange(9)[None], rope_inv_freq(16))
-    full = x * torch.cat([cos, cos], -1)[:, None] + _call(ex, rotate_half, x) * torch.cat([sin, sin], -1)[:, None]
+    full = x * torch.cat([cos, cos], -1)[:, None] + call_answer(ex, rotate_half, x) * torch.cat([sin, sin], -1)[:, None]
     expect(torch.allclose(full, apply_rope(x, cos, sin, layout="half"), atol=1e-5), ex,
            "x * cos + rotate_half(x) * sin does not match the library's half-split RoPE")
     passed(ex, "x * cos + rotate_half(x) * sin is the half-split RoPE")
@@ -89,13 +73,12 @@ def _scores(w_q: Tensor, w_k: Tensor, n_heads: int, layout: str, x: Tensor) -> T
 def check_exercise_2(interleaved_to_half: Callable[[Tensor, int], Tensor]) -> None:
     """interleaved_to_half(weight (n_heads*head_dim, d_in), n_heads) -> the weight for the half layout."""
     ex = "Exercise 2 (interleaved_to_half)"
-    _require_callable(interleaved_to_half, "interleaved_to_half")
     gen = torch.Generator().manual_seed(4)
     for n_heads, head_dim, d_in in [(2, 8, 12), (4, 16, 32), (1, 6, 5)]:
         w_q = torch.randn(n_heads * head_dim, d_in, generator=gen)
         w_k = torch.randn(n_heads * head_dim, d_in, generator=gen)
-        out_q = _call(ex, interleaved_to_half, w_q.clone(), n_heads)
-        out_k = _call(ex, interleaved_to_half, w_k.clone(), n_heads)
+        out_q = call_answer(ex, interleaved_to_half, w_q.clone(), n_heads)
+        out_k = call_answer(ex, interleaved_to_half, w_k.clone(), n_heads)
         expect(isinstance(out_q, Tensor) and out_q.shape == w_q.shape, ex,
                f"return a tensor of the input's shape {tuple(w_q.shape)}, got "
                f"{tuple(out_q.shape) if isinstance(out_q, Tensor) else type(out_q).__name__}")
@@ -119,9 +102,8 @@ def check_exercise_2(interleaved_to_half: Callable[[Tensor, int], Tensor]) -> No
 def check_exercise_3(decode_positions: Callable[[int, int], Tensor]) -> None:
     """decode_positions(cache_len, n_new) -> (1, n_new) int64 positions cache_len .. cache_len + n_new - 1."""
     ex = "Exercise 3 (decode_positions)"
-    _require_callable(decode_positions, "decode_positions")
     for cache_len, n_new in [(0, 1), (0, 4), (5, 1), (31, 1), (7, 3)]:
-        out = _call(ex, decode_positions, cache_len, n_new)
+        out = call_answer(ex, decode_positions, cache_len, n_new)
         expect(isinstance(out, Tensor) and out.dtype == torch.long, ex,
                f"return an int64 tensor, got {out.dtype if isinstance(out, Tensor) else type(out).__name__}")
         expect(out.shape == (1, n_new), ex, f"for n_new={n_new} return shape (1, {n_new}), got {tuple(out.shape)}")
@@ -150,12 +132,11 @@ def check_exercise_3(decode_positions: Callable[[int, int], Tensor]) -> None:
 def check_exercise_4(safe_cos_sin: Callable[[Tensor, Tensor, torch.dtype], tuple[Tensor, Tensor]]) -> None:
     """safe_cos_sin(positions (batch, seq), inv_freq (c,), dtype) -> (cos, sin), each (batch, seq, c) in dtype."""
     ex = "Exercise 4 (safe_cos_sin)"
-    _require_callable(safe_cos_sin, "safe_cos_sin")
     head_dim = 128
     inv_freq = rope_inv_freq(head_dim)
     small = torch.tensor([[0, 1, 2], [5, 6, 7]])
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        out = _call(ex, safe_cos_sin, small, inv_freq, dtype)
+        out = call_answer(ex, safe_cos_sin, small, inv_freq, dtype)
         expect(isinstance(out, tuple) and len(out) == 2, ex, f"return a tuple (cos, sin), got {type(out).__name__}")
         for name, t in zip(("cos", "sin"), out):
             expect(isinstance(t, Tensor) and t.shape == (2, 3, head_dim // 2), ex,
@@ -165,7 +146,7 @@ def check_exercise_4(safe_cos_sin: Callable[[Tensor, Tensor, torch.dtype], tuple
     positions = torch.arange(32768)[None]
     exact = positions[0].double()[:, None] * (10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
     for dtype in (torch.bfloat16, torch.float16):
-        cos, sin = _call(ex, safe_cos_sin, positions, inv_freq, dtype)
+        cos, sin = call_answer(ex, safe_cos_sin, positions, inv_freq, dtype)
         error = torch.hypot(cos[0].double() - exact.cos(), sin[0].double() - exact.sin()).amax(-1)
         worst = int(error.argmax())
         expect(float(error.max()) < 0.01, ex,

@@ -19,21 +19,9 @@ import torch
 from torch import Tensor
 
 from ..relative import alibi_slopes, swin_relative_position_index, t5_relative_bucket
-from . import ExerciseFailure, checker, expect, passed
+from . import ExerciseFailure, call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
-
-
-def _call(exercise: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call the learner's function; turn any exception but NotImplementedError into a failure naming it."""
-    if not callable(fn):
-        raise ExerciseFailure(f"{exercise} - not yet: the answer must be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # the learner's code may raise anything; report it, do not crash the checker
-        raise ExerciseFailure(f"{exercise} - not yet: calling it raised {type(error).__name__}: {error}") from error
 
 
 def _as_float64(out: Any, exercise: str, n: int) -> Tensor:
@@ -50,13 +38,13 @@ def check_exercise_1(my_alibi_slopes: Callable[[int], Any]) -> None:
     """my_alibi_slopes(n) must equal alibi_slopes(n) for powers of two and for other head counts."""
     ex = "Exercise 1 (ALiBi slopes)"
     for n in (1, 2, 4, 8, 16, 32):
-        got = _as_float64(_call(ex, my_alibi_slopes, n), ex, n)
+        got = _as_float64(call_answer(ex, my_alibi_slopes, n), ex, n)
         want = alibi_slopes(n).double()
         expect(torch.allclose(got, want, rtol=1e-5, atol=0), ex,
                f"for n_heads={n} (a power of two) the slopes are 2^(-8h/n) for h = 1..n, i.e. {want[:3].tolist()}...; "
                f"got {got[:3].tolist()}...")
     for n in (3, 5, 6, 12, 20, 24, 40):
-        got = _as_float64(_call(ex, my_alibi_slopes, n), ex, n)
+        got = _as_float64(call_answer(ex, my_alibi_slopes, n), ex, n)
         want = alibi_slopes(n).double()
         if torch.allclose(got, torch.tensor([2.0 ** (-8 * h / n) for h in range(1, n + 1)], dtype=torch.float64)):
             expect(False, ex, f"n_heads={n} is not a power of two: 2^(-8h/n) is not the paper's rule; take the "
@@ -72,7 +60,7 @@ def check_exercise_2(my_swin_index: Callable[[int, int], Any]) -> None:
     """my_swin_index(h, w) must equal swin_relative_position_index(h, w) for square and rectangular windows."""
     ex = "Exercise 2 (Swin relative position index)"
     for h, w in ((2, 2), (3, 3), (7, 7), (2, 4), (4, 3)):
-        out = _call(ex, my_swin_index, h, w)
+        out = call_answer(ex, my_swin_index, h, w)
         want = swin_relative_position_index(h, w)
         expect(isinstance(out, Tensor) and out.shape == want.shape, ex,
                f"for a {h}x{w} window return a ({h * w}, {h * w}) tensor, got "
