@@ -542,8 +542,9 @@ print("RoPE, T5 and sinusoidal beat ALiBi, none and learnable by more than 2 std
 # sinusoidal table gets there too. **ALiBi stays near no encoding**: its bias falls monotonically
 # with distance and has no parameters, so a head can prefer *near* keys but cannot single out
 # the key exactly 3 back, and with random tokens the content cannot help. That is no verdict on
-# ALiBi for language modelling (its design target, with a recency prior and many layers; see
-# 06 (length extrapolation)); it is what a fixed monotone bias can and cannot express. The
+# ALiBi for language modelling (its design target, with a recency prior and many layers: in
+# section 4 of [06 · Length extrapolation](06_length_extrapolation.ipynb) ALiBi language models stay
+# flat from $L$ to $8L$); it is what a fixed monotone bias can and cannot express. The
 # learnable table, which starts from small random values, is far from solving the task after 150
 # steps, and its result depends most on the seed (the largest spread).
 #
@@ -675,7 +676,7 @@ plt.show()
 # ## 8 · Which encoding when: the selection advice, with this series' evidence
 #
 # The source article ends with advice on which encoding to choose. Here it is as situations, each
-# row backed by a result of this series (notebook and section; 04, 06 and 07 by topic).
+# row backed by a result of this series (notebook and section; 04 and 07 by topic).
 
 # %%
 advice = pd.DataFrame([
@@ -687,8 +688,11 @@ advice = pd.DataFrame([
      "03 §5 (RoPE solves lag-3); 05 §6 (RoPE and T5 best, T5 learns a peak at -3)"),
     ("decoder LLM, KV cache", "RoPE, computed in float32",
      "03 §5 (cache decode = recomputation); 03 §8 (bf16 angles are wrong)"),
-    ("train short, run long", "ALiBi, or RoPE with interpolation / NTK / YaRN",
-     "03 §9 (plain RoPE degrades past its length); 06 (length extrapolation)"),
+    ("train short, run long",
+     "ALiBi; for RoPE, a short fine-tune at the long length, else NTK-aware or YaRN (softer, not flat)",
+     "03 §9 (plain RoPE degrades past its length); 06 §4 (ALiBi flat to 8L, RoPE ×1.85; NTK-aware and YaRN "
+     "lower RoPE's 8L perplexity with no training but stay far above ALiBi); 06 §8 (PI is worst zero-shot and "
+     "needs its fine-tune; at this scale the same fine-tune without PI did better)"),
     ("long context, memory bound", "no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask",
      "05 §2 (compact ALiBi folded into SDPA); 05 §7 (T5 and full ALiBi grow as L²)"),
     ("images, fixed resolution", "2-D table or 2-D sin-cos; Swin bias inside windows",
