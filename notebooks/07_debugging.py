@@ -863,7 +863,7 @@ check_exercise_3(rows_with_gradient)
 # %% [markdown]
 # ## Solutions
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
     real = attn_mask.bool()
     return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
@@ -871,7 +871,7 @@ def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(my_position_ids)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     # The next position of each row is the number of its real tokens so far, whatever the padding.
     return attn_mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
@@ -879,7 +879,7 @@ def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
 
 check_exercise_2(decode_positions)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
     rows = torch.zeros(max_len, dtype=torch.bool)
     rows[positions[attn_mask.bool()]] = True      # only real tokens reach the loss
