@@ -42,6 +42,7 @@ from posenc_lib.attention import MultiHeadAttention, NoPosition
 from posenc_lib.conditional import PEG
 from posenc_lib.cost import allocated_bytes, best_time, loglog_slope, position_part
 from posenc_lib.data import lag_task
+from posenc_lib.diagnostics import position_probe_accuracy
 from posenc_lib.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
@@ -57,7 +58,7 @@ from posenc_lib.relative import (
 )
 from posenc_lib.rope import RotaryPE
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, position_probe_accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -404,7 +405,7 @@ for ax, (padding, depth) in zip(axes, [("zeros", 1), ("zeros", 3), ("circular", 
 plt.show()
 
 # %% [markdown]
-# A **probe** makes "leaks" a number: `training.position_probe_accuracy` trains a small MLP to name
+# A **probe** makes "leaks" a number: `diagnostics.position_probe_accuracy` trains a small MLP to name
 # each token's index (0-35) from its output vector, on 1024 noisy constant grids, and scores it on
 # 512 others. Chance is $1/36$.
 

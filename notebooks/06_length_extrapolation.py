@@ -45,7 +45,6 @@ from posenc_lib.data import char_corpus, lm_eval_windows
 from posenc_lib.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.extrapolation import (
     attention_entropy,
-    attention_maps,
     finetune_char_lm,
     per_position_loss,
     perplexity_at,
@@ -469,7 +468,7 @@ assert rows["sinusoidal"]["window L/2"][0] > 1.3 * mean["sinusoidal"][0]  # a wi
 # %%
 entropy = {}
 for name in ["sinusoidal", "RoPE", "ALiBi", "NoPE"]:
-    maps = attention_maps(models[name, 0], inputs[:8])
+    maps = models[name, 0].attention_weights(inputs[:8])
     entropy[name] = torch.stack([attention_entropy(w).mean(dim=(0, 1)) for w in maps]).mean(0).numpy()
 entropy["uniform over all keys, ln(p + 1)"] = np.log(np.arange(1, 8 * L + 1))
 fig, ax = plt.subplots(figsize=(9, 4.2))

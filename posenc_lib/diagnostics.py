@@ -5,6 +5,7 @@ Each function is one habit worth having when adding or debugging a positional en
     position_ids_from_mask(mask)       position ids of a padded batch: cumsum(mask) - 1 on real tokens
     row_gradient_norms(weight)         which rows of a learnable table received gradient, and how much
     position_probe(model, seq_len)     can the model output each token's index when every token is alike?
+    position_probe_accuracy(h, h')     can a small probe read each token's index off frozen hidden states?
     shift_sensitivity(model, x, c)     does the output change when every position moves by c (absolute use)?
     permutation_sensitivity(model, x)  does the output depend on token order at all?
 
@@ -21,14 +22,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import check_attn_mask, check_int, check_integer_tensor, check_positions, default_positions
+from .attention import check_int, check_integer_tensor, default_positions
 from .models import TinyTransformer
-from .training import train
+from .training import accuracy, train
 
 __all__ = [
     "position_ids_from_mask",
     "row_gradient_norms",
     "position_probe",
+    "position_probe_accuracy",
     "shift_sensitivity",
     "permutation_sensitivity",
 ]
@@ -185,3 +187,48 @@ def permutation_sensitivity(model: TinyTransformer, inputs: Tensor, generator: t
     perm = torch.randperm(inputs.shape[1], generator=gen)
     model.eval()
     return (model(inputs[:, perm]) - model(inputs)[:, perm]).abs().max().item()
+
+
+def position_probe_accuracy(
+    train_states: Tensor,
+    test_states: Tensor,
+    hidden: int = 64,
+    steps: int = 300,
+    lr: float = 1e-2,
+    seed: int = 0,
+    desc: str | None = "position probe",
+) -> float:
+    """How well a small probe reads each token's position index off its hidden state.
+
+    A probe is a classifier trained on frozen features: here it sees one token's vector and
+    must name that token's index ``0 .. seq-1`` in its sequence. Chance is ``1 / seq``; a probe
+    at chance means the states carry no (recoverable) absolute position.
+
+    Args:
+        train_states: (n, seq, d) float hidden states (detached) to train the probe on.
+        test_states: (m, seq, d) hidden states of other sequences, to score it on.
+        hidden: width of the probe's one hidden layer (ReLU); 0 gives a linear probe.
+        steps, lr: AdamW training of the probe with :func:`train` (batches of 64 sequences).
+        seed: seeds the probe's initialisation and its batches.
+        desc: progress-bar label.
+
+    Returns the probe's accuracy on ``test_states``: the fraction of tokens whose position it
+    names exactly.
+    """
+    for name, t in (("train_states", train_states), ("test_states", test_states)):
+        if not isinstance(t, Tensor) or not t.dtype.is_floating_point or t.dim() != 3:
+            got = f"shape {tuple(t.shape)}, dtype {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(f"{name} must be a float tensor of shape (n, seq, d), got {got}")
+    if test_states.shape[1:] != train_states.shape[1:]:
+        raise ValueError(
+            f"test_states must have the (seq, d) of train_states {tuple(train_states.shape[1:])}, "
+            f"got {tuple(test_states.shape[1:])}"
+        )
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 0:
+        raise ValueError(f"hidden must be an int >= 0 (0 = linear probe), got {hidden!r}")
+    seq, d = train_states.shape[1:]
+    torch.manual_seed(seed)
+    probe = nn.Linear(d, seq) if hidden == 0 else nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, seq))
+    targets = torch.arange(seq).expand(train_states.shape[0], seq)
+    train(probe, (train_states.detach(), targets), steps, lr=lr, generator=torch.Generator().manual_seed(seed), desc=desc)
+    return accuracy(probe, test_states.detach(), torch.arange(seq).expand(test_states.shape[0], seq))

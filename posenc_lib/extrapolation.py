@@ -13,8 +13,8 @@ Contents:
     per_position_loss    - cross-entropy at each position, averaged over a batch: (seq,)
     perplexity_at        - perplexity of the first n tokens for several n, from per-position losses
     window_mask          - a causal mask that keeps only the last ``window`` keys (plus ``sink`` first keys)
-    attention_maps       - every layer's attention weights of a TinyTransformer (batch, heads, q, k)
     attention_entropy    - entropy of each query's attention distribution, in nats
+                           (of the maps from :meth:`~posenc_lib.models.TinyTransformer.attention_weights`)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .attention import PositionScheme, check_int, default_positions
+from .attention import PositionScheme, check_int
 from .data import CharCorpus, lm_batch
 from .models import TinyTransformer
 from .training import seed_everything, train
@@ -39,7 +39,6 @@ __all__ = [
     "per_position_loss",
     "perplexity_at",
     "window_mask",
-    "attention_maps",
     "attention_entropy",
 ]
 
@@ -98,18 +97,12 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
     if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
     old = model.scheme
-    model.scheme = None  # keep the old scheme (and its caches) out of the copy
-    for block in model.blocks:
-        block.attn.scheme = None
+    model.set_scheme(PositionScheme())  # keep the old scheme (and its caches) out of the copy
     try:
         twin = copy.deepcopy(model)
     finally:
-        model.scheme = old
-        for block in model.blocks:
-            block.attn.scheme = old
-    twin.scheme = scheme
-    for block in twin.blocks:
-        block.attn.scheme = scheme
+        model.set_scheme(old)
+    twin.set_scheme(scheme)
     return twin
 
 
@@ -158,26 +151,6 @@ def window_mask(seq_len: int, window: int, sink: int = 0) -> Tensor:
     j = torch.arange(seq_len)[None, :]
     allowed = ((i - j >= 0) & (i - j < window)) | ((j < sink) & (j <= i))
     return allowed[None, None]
-
-
-@torch.no_grad()
-def attention_maps(model: TinyTransformer, inputs: Tensor, attn_mask: Tensor | None = None) -> list[Tensor]:
-    """Attention weights of every layer of ``model`` on ``inputs`` (batch, seq): each (batch, heads, seq, seq).
-
-    Runs the same computation as ``model.features`` (embedding, scheme, blocks), asking each
-    attention layer for its weights.
-    """
-    model.eval()
-    x = model.embed(inputs) * model.embed_scale
-    positions = default_positions(*inputs.shape, device=inputs.device)
-    x = model.scheme.add_to_embeddings(x, positions)
-    maps = []
-    for block in model.blocks:
-        y, weights = block.attn(block.ln1(x), positions, attn_mask, model.causal, return_weights=True)
-        x = x + y
-        x = x + block.mlp(block.ln2(x))
-        maps.append(weights)
-    return maps
 
 
 def attention_entropy(weights: Tensor) -> Tensor:

@@ -26,7 +26,6 @@ __all__ = [
     "train",
     "accuracy",
     "cross_entropy",
-    "position_probe_accuracy",
 ]
 
 T = TypeVar("T")
@@ -149,48 +148,3 @@ def accuracy(model: nn.Module, inputs: Tensor, targets: Tensor, batch_size: int 
     if total == 0:
         raise ValueError(f"targets must contain at least one label other than -100, got shape {tuple(targets.shape)}")
     return correct / total
-
-
-def position_probe_accuracy(
-    train_states: Tensor,
-    test_states: Tensor,
-    hidden: int = 64,
-    steps: int = 300,
-    lr: float = 1e-2,
-    seed: int = 0,
-    desc: str | None = "position probe",
-) -> float:
-    """How well a small probe reads each token's position index off its hidden state.
-
-    A probe is a classifier trained on frozen features: here it sees one token's vector and
-    must name that token's index ``0 .. seq-1`` in its sequence. Chance is ``1 / seq``; a probe
-    at chance means the states carry no (recoverable) absolute position.
-
-    Args:
-        train_states: (n, seq, d) float hidden states (detached) to train the probe on.
-        test_states: (m, seq, d) hidden states of other sequences, to score it on.
-        hidden: width of the probe's one hidden layer (ReLU); 0 gives a linear probe.
-        steps, lr: AdamW training of the probe with :func:`train` (batches of 64 sequences).
-        seed: seeds the probe's initialisation and its batches.
-        desc: progress-bar label.
-
-    Returns the probe's accuracy on ``test_states``: the fraction of tokens whose position it
-    names exactly.
-    """
-    for name, t in (("train_states", train_states), ("test_states", test_states)):
-        if not isinstance(t, Tensor) or not t.dtype.is_floating_point or t.dim() != 3:
-            got = f"shape {tuple(t.shape)}, dtype {t.dtype}" if isinstance(t, Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a float tensor of shape (n, seq, d), got {got}")
-    if test_states.shape[1:] != train_states.shape[1:]:
-        raise ValueError(
-            f"test_states must have the (seq, d) of train_states {tuple(train_states.shape[1:])}, "
-            f"got {tuple(test_states.shape[1:])}"
-        )
-    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 0:
-        raise ValueError(f"hidden must be an int >= 0 (0 = linear probe), got {hidden!r}")
-    seq, d = train_states.shape[1:]
-    torch.manual_seed(seed)
-    probe = nn.Linear(d, seq) if hidden == 0 else nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, seq))
-    targets = torch.arange(seq).expand(train_states.shape[0], seq)
-    train(probe, (train_states.detach(), targets), steps, lr=lr, generator=torch.Generator().manual_seed(seed), desc=desc)
-    return accuracy(probe, test_states.detach(), torch.arange(seq).expand(test_states.shape[0], seq))

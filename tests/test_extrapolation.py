@@ -14,7 +14,6 @@ from posenc_lib.attention import NoPosition
 from posenc_lib.data import char_corpus
 from posenc_lib.extrapolation import (
     attention_entropy,
-    attention_maps,
     finetune_char_lm,
     per_position_loss,
     perplexity_at,
@@ -111,11 +110,11 @@ def test_with_scheme_copies_the_weights_and_leaves_the_original_alone():
         torch.testing.assert_close(twin(x, positions=torch.arange(20)[None] * 4), before, rtol=1e-4, atol=1e-4)
 
 
-def test_attention_maps_reproduce_the_model_forward():
+def test_attention_weights_of_a_causal_lm_with_a_window_mask():
     for scheme in (RotaryPE(8), ALiBi(2), SinusoidalPE(16)):
         model = lm(scheme)
         x = tokens(seq=12)
-        maps = attention_maps(model, x)
+        maps = model.attention_weights(x)
         assert len(maps) == 2 and maps[0].shape == (3, 2, 12, 12)
         torch.testing.assert_close(maps[0].sum(-1), torch.ones(3, 2, 12))
         assert torch.all(maps[1].triu(1) == 0)  # causal
@@ -125,7 +124,7 @@ def test_attention_maps_reproduce_the_model_forward():
             _, w = model.blocks[0].attn(model.blocks[0].ln1(h), torch.arange(12)[None].expand(3, 12), None, True,
                                         return_weights=True)
         torch.testing.assert_close(maps[0], w)
-        masked = attention_maps(model, x, attn_mask=window_mask(12, 3))
+        masked = model.attention_weights(x, attn_mask=window_mask(12, 3))
         assert torch.all(masked[0][..., 5, :3] == 0) and torch.all(masked[0][..., 5, 3:6] > 0)
 
 

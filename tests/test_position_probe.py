@@ -1,11 +1,11 @@
-"""training.position_probe_accuracy: a probe that names each token's position from its hidden state."""
+"""diagnostics.position_probe_accuracy: a probe that names each token's position from its hidden state."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from posenc_lib.training import position_probe_accuracy
+from posenc_lib.diagnostics import position_probe_accuracy
 
 
 def _states(n: int, seq: int, d: int, with_position: bool, seed: int) -> torch.Tensor:

@@ -55,7 +55,7 @@ def check_exercise_1(inverse_permutation: Callable[[Tensor], Tensor]) -> None:
             restored = model.features(tokens[:, perm])[:, inverse_permutation(perm)]
             worst = max(worst, (restored - reference).abs().max().item())
     expect(worst < 1e-12, name, f"un-shuffled outputs differ from the originals by {worst:.2e}")
-    passed(name, f"shuffle -> 2-layer encoder -> un-shuffle reproduces every output (max |diff| < 1e-12)")
+    passed(name, "shuffle -> 2-layer encoder -> un-shuffle reproduces every output (max |diff| < 1e-12)")
 
 
 def _reference_gap(model: TinyTransformer, tokens: Tensor, perm: Tensor) -> float:

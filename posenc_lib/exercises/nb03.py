@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..models import TinyTransformer
 from ..rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
-from . import ExerciseFailure, call_answer, checker, expect, passed
+from . import call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -21,35 +20,19 @@ from ..extrapolation import perplexity_at, window_mask
 from ..models import TinyTransformer
 from ..relative import ALiBi
 from ..rope_scaling import rope_frequencies
-from . import ExerciseFailure, checker, expect, passed
+from . import ExerciseFailure, call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
-
-
-def _require_callable(answer: Any, name: str) -> None:
-    if not callable(answer):
-        raise TypeError(f"{name} must be a function, got {type(answer).__name__}")
-
-
-def _call(exercise: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call the learner's function; turn any exception but NotImplementedError into a failure that names it."""
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as error:  # the learner's code may raise anything; report it, do not crash the checker
-        raise ExerciseFailure(f"{exercise} - not yet: calling it raised {type(error).__name__}: {error}") from error
 
 
 @checker("Exercise 1 (perplexity from per-position losses)")
 def check_exercise_1(perplexity_curve: Callable[[Tensor, list[int]], list[float]]) -> None:
     """perplexity_curve(losses, lengths) -> [exp(mean(losses[:n])) for n in lengths]."""
     ex = "Exercise 1 (perplexity from per-position losses)"
-    _require_callable(perplexity_curve, "perplexity_curve")
     gen = torch.Generator().manual_seed(6)
     losses = 2.0 + torch.rand(256, generator=gen) + torch.linspace(0, 1, 256)  # rising, as past L
     lengths = [32, 64, 128, 256]
-    got = _call(ex, perplexity_curve, losses.clone(), lengths)
+    got = call_answer(ex, perplexity_curve, losses.clone(), lengths)
     want = perplexity_at(losses, lengths)
     try:
         values = [float(v) for v in got]
@@ -73,9 +56,8 @@ def check_exercise_1(perplexity_curve: Callable[[Tensor, list[int]], list[float]
 def check_exercise_2(ntk_inv_freq: Callable[[int, float, float], Tensor]) -> None:
     """ntk_inv_freq(head_dim, base, factor) -> (head_dim/2,) base'^(-2i/head_dim), base' = base * factor^(d/(d-2))."""
     ex = "Exercise 2 (NTK-aware frequencies)"
-    _require_callable(ntk_inv_freq, "ntk_inv_freq")
     for head_dim, base, factor in [(16, 10000.0, 8.0), (64, 10000.0, 2.0), (128, 500000.0, 4.0)]:
-        got = _call(ex, ntk_inv_freq, head_dim, base, factor)
+        got = call_answer(ex, ntk_inv_freq, head_dim, base, factor)
         want = rope_frequencies(head_dim, {"rope_type": "ntk", "factor": factor, "rope_theta": base})[0]
         expect(isinstance(got, Tensor) and got.shape == want.shape, ex,
                f"for head_dim={head_dim} return a tensor of shape {tuple(want.shape)}, got "
@@ -99,9 +81,8 @@ def check_exercise_2(ntk_inv_freq: Callable[[int, float, float], Tensor]) -> Non
 def check_exercise_3(sink_window_mask: Callable[[int, int, int], Tensor]) -> None:
     """sink_window_mask(seq_len, window, sink) -> (seq_len, seq_len) bool: j <= i and (i - j < window or j < sink)."""
     ex = "Exercise 3 (window + first tokens mask)"
-    _require_callable(sink_window_mask, "sink_window_mask")
     for seq_len, window, sink in [(12, 3, 2), (40, 8, 0), (64, 16, 16)]:
-        got = _call(ex, sink_window_mask, seq_len, window, sink)
+        got = call_answer(ex, sink_window_mask, seq_len, window, sink)
         want = window_mask(seq_len, window, sink)[0, 0]
         expect(isinstance(got, Tensor) and got.dtype == torch.bool and got.shape == want.shape, ex,
                f"return a bool tensor of shape {tuple(want.shape)}, got "
@@ -117,7 +98,7 @@ def check_exercise_3(sink_window_mask: Callable[[int, int, int], Tensor]) -> Non
     model = TinyTransformer(10, 10, 16, 2, 1, scheme=ALiBi(2), causal=True, pool="none")
     tokens = torch.randint(0, 10, (2, 24), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        same = torch.allclose(model(tokens, attn_mask=_call(ex, sink_window_mask, 24, 4, 4)[None, None]),
+        same = torch.allclose(model(tokens, attn_mask=call_answer(ex, sink_window_mask, 24, 4, 4)[None, None]),
                               model(tokens, attn_mask=window_mask(24, 4, 4)))
     expect(same, ex, "the mask gives other model outputs than the library's window_mask")
     passed(ex, "causal, the last `window` keys plus the first `sink` tokens")
