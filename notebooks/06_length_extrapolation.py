@@ -28,7 +28,7 @@
 # [03 · RoPE](03_rope.ipynb) (rotations, the sliding-window control of its section 9) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
-# **Run time:** about 100 s on a laptop CPU (measured with `make execute`, one thread), almost all
+# **Run time:** about 79 s on a laptop CPU (measured with `make execute`, one thread), almost all
 # of it in 18 training runs of 250 steps (6 encodings × 3 seeds) and 6 short fine-tunes.
 
 # %%
