@@ -19,7 +19,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SECTIONS = ["Summary", "Exercises", "Further reading", "Solutions"]  # level-2 headings, in this order
 CATALOG = ROOT / "notebooks" / "catalog.toml"
 RUN_TIME = re.compile(r"\*\*Run time:\*\* about (\d+) s on a laptop CPU "
-                      r"\(measured with `make execute`, one thread\)\.")
+                      r"\(measured with `make execute`, one thread\)[.,]")  # a clause may follow
 
 
 def test_there_are_notebooks():
