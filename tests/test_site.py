@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -20,6 +19,11 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+import build_site  # tools/ is on sys.path (tests/conftest.py)
+import catalog
+import check_site
+import record_run_times
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANNED = [
@@ -32,19 +36,7 @@ NETWORK = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Check CHANGES for Sphinx API modifications")
 
 
-def load(name: str, folder: str = "tools"):
-    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-catalog = load("catalog")
-build_site = load("build_site")
 glue = sys.modules["posenc_site"]  # tools/site/posenc_site.py, imported by build_site
-check_site = load("check_site")
-record_run_times = load("record_run_times")
 
 
 def external_resources(html: str) -> list[str]:

@@ -10,28 +10,18 @@ has no ``exercise`` cell yet (the older layout) is checked for what applies to i
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+import catalog  # tools/ is on sys.path (tests/conftest.py)
+import execute
+import student
+
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-student = load("student")
-catalog = load("catalog")
-execute = load("execute")
 
 TODO = "[to do]"
 SOLUTION_META = {"tags": ["solution"], "jupyter": {"source_hidden": True}}
