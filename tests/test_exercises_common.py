@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 import pytest
+
+import posenc_lib.exercises as exercises_package
 
 from posenc_lib.exercises import PASSED_MARK, TODO_MARK, ExerciseFailure, checker, expect, passed
 
@@ -43,3 +49,28 @@ def test_setup_notebook_fixes_threads_and_seeds():
         assert torch.equal(torch.rand(2, generator=gen), torch.rand(2, generator=torch.Generator().manual_seed(3)))
     finally:
         torch.set_num_threads(before)
+
+
+# ----------------------------------------------------------------- every checker of every notebook
+def _checkers() -> list:
+    """Every check_exercise_* of every notebook's checker module (posenc_lib.exercises.nbNN)."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(exercises_package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{exercises_package.__name__}.{info.name}")
+        found += [pytest.param(getattr(module, n), id=f"{info.name}.{n}") for n in sorted(dir(module))
+                  if n.startswith("check_exercise_")]
+    return found
+
+
+def _raising_stub(*args):
+    raise NotImplementedError  # your code here
+
+
+@pytest.mark.parametrize("check", _checkers())
+def test_every_checker_sees_the_untouched_stub(check, capsys):
+    # a notebook's stub is a function that raises NotImplementedError, or a value left as `...`
+    annotation = str(next(iter(inspect.signature(inspect.unwrap(check)).parameters.values())).annotation)
+    for stub in ([_raising_stub] if "Callable" in annotation else []) + [...]:
+        check(stub)  # no exception: a fresh notebook runs from top to bottom
+        out = capsys.readouterr().out
+        assert out.startswith(f"{TODO_MARK} Exercise ") and PASSED_MARK not in out, out

@@ -77,16 +77,3 @@ def test_exercise_3_rejects_wrong_answers(wrong):
 def test_exercise_3_hint_for_the_symmetric_answer():
     with pytest.raises(ExerciseFailure, match="the mouse is never an agent"):
         check_exercise_3(0.5)
-
-
-# ----------------------------------------------------------------- the untouched stubs of the notebook
-def _stub(*args):
-    raise NotImplementedError  # your code here
-
-
-@pytest.mark.parametrize(("check", "stub"), [(check_exercise_1, _stub), (check_exercise_2, _stub), (check_exercise_3, ...)])
-def test_untouched_stub_prints_to_do(check, stub, capsys):
-    check(stub)  # no exception: a fresh notebook runs top to bottom
-    out = capsys.readouterr().out
-    assert out.startswith("[to do] Exercise ") and "[passed]" not in out
-

@@ -82,16 +82,3 @@ def test_exercise_2_rejects(answer, hint):
 def test_exercise_3_rejects(answer, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(answer)
-
-
-# ----------------------------------------------------------------- the untouched stubs of the notebook
-def _stub(*args):
-    raise NotImplementedError  # your code here
-
-
-@pytest.mark.parametrize(("check", "stub"), [(check_exercise_1, _stub), (check_exercise_2, _stub), (check_exercise_3, _stub)])
-def test_untouched_stub_prints_to_do(check, stub, capsys):
-    check(stub)  # no exception: a fresh notebook runs top to bottom
-    out = capsys.readouterr().out
-    assert out.startswith("[to do] Exercise ") and "[passed]" not in out
-

@@ -160,16 +160,3 @@ def test_ex4_accepts_solution(capsys):
 def test_ex4_rejects_wrong(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_4(wrong)
-
-
-# ----------------------------------------------------------------- the untouched stubs of the notebook
-def _stub(*args):
-    raise NotImplementedError  # your code here
-
-
-@pytest.mark.parametrize(("check", "stub"), [(check_exercise_1, _stub), (check_exercise_2, _stub), (check_exercise_3, _stub), (check_exercise_4, _stub)])
-def test_untouched_stub_prints_to_do(check, stub, capsys):
-    check(stub)  # no exception: a fresh notebook runs top to bottom
-    out = capsys.readouterr().out
-    assert out.startswith("[to do] Exercise ") and "[passed]" not in out
-

@@ -1,4 +1,4 @@
-"""The notebook 05 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs."""
+"""The notebook 05 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs (tests/test_exercises_common.py)."""
 
 from __future__ import annotations
 
@@ -98,17 +98,3 @@ def test_ex3_accepts_solution(capsys):
 def test_ex3_rejects_wrong(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(wrong)
-
-
-# ---------------------------------------------------------------- stubs
-
-
-def test_stubs_print_to_do(capsys):
-    def stub(*_):
-        raise NotImplementedError
-
-    check_exercise_1(stub)
-    check_exercise_2(stub)
-    check_exercise_3(...)
-    out = capsys.readouterr().out
-    assert out.count("[to do]") == 3

@@ -1,4 +1,4 @@
-"""The notebook 06 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs."""
+"""The notebook 06 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs (tests/test_exercises_common.py)."""
 
 from __future__ import annotations
 
@@ -106,17 +106,7 @@ def test_ex3_rejects_wrong(wrong, hint):
         check_exercise_3(wrong)
 
 
-# ---------------------------------------------------------------- stubs and non-functions
-
-
-def _stub(*args):
-    raise NotImplementedError
-
-
-@pytest.mark.parametrize("check", [check_exercise_1, check_exercise_2, check_exercise_3])
-def test_stub_prints_to_do(check, capsys):
-    check(_stub)
-    assert "[to do]" in capsys.readouterr().out
+# ---------------------------------------------------------------- non-functions
 
 
 @pytest.mark.parametrize(

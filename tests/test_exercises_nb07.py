@@ -11,16 +11,6 @@ from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_
 pytestmark = pytest.mark.usefixtures("single_thread")
 
 
-def stub(*args):
-    raise NotImplementedError
-
-
-@pytest.mark.parametrize("check", [check_exercise_1, check_exercise_2, check_exercise_3])
-def test_stub_prints_to_do(check, capsys):
-    check(stub)
-    assert "[to do]" in capsys.readouterr().out
-
-
 # ----------------------------------------------------------------- exercise 1
 def ids(mask):
     real = mask.bool()
