@@ -9,7 +9,6 @@ import pkgutil
 import pytest
 
 import posenc_lib.exercises as exercises_package
-
 from posenc_lib.exercises import PASSED_MARK, TODO_MARK, ExerciseFailure, checker, expect, passed
 
 
