@@ -789,7 +789,7 @@ check_exercise_3(first_shared_distance)
 #
 # ## Solutions
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_alibi_slopes(n_heads: int) -> torch.Tensor:
     def power_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
@@ -800,7 +800,7 @@ def my_alibi_slopes(n_heads: int) -> torch.Tensor:
 
 check_exercise_1(my_alibi_slopes)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
     rows = torch.arange(window_h).repeat_interleave(window_w)  # row of each patch, row-major
     cols = torch.arange(window_w).repeat(window_h)
@@ -811,7 +811,7 @@ def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
 
 check_exercise_2(my_swin_index)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # 16 buckets per direction, half of them (8) exact: distances 0-7 have their own bucket; 8 starts
 # the log-spaced part, where bucket 8 + floor(8 * log(d/8) / log(16)) is 8 for d = 8 and 9.
 first_shared_distance = 8

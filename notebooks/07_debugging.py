@@ -444,7 +444,7 @@ first_train, first_test = first_token_task(2048), first_token_task(512)
 abs_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
 train(abs_model, lag_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, lag 3")
 first_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
-train(first_model, first_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, first token")
+_ = train(first_model, first_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, first token")
 
 # %%
 test_lengths = torch.randint(6, SEQ + 1, (512,), generator=gen)
