@@ -189,6 +189,15 @@ def _ids_of(path: Path, cache: dict[Path, set[str]]) -> set[str]:
     return cache[path]
 
 
+def check_clipping(page, name: str, where: str, report: Report) -> None:
+    """Report code or math cut off in the current viewport, and a page that scrolls sideways."""
+    clip = page.evaluate(CLIPPED_JS)
+    for item in clip["clipped"]:
+        report.add(name, f"clipped {where}: {item}")
+    if clip["sideways"]:
+        report.add(name, f"page scrolls sideways {where} by {clip['sideways']} px")
+
+
 def check_links(page: str, links: list[str], own_ids: set[str], own: Path, site: Path, report: Report,
                 cache: dict[Path, set[str]]) -> None:
     for url in dict.fromkeys(links):
@@ -335,11 +344,7 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                     if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.I):
                         report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
                 check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
-                clip = page.evaluate(CLIPPED_JS)
-                for item in clip["clipped"]:
-                    report.add(name, f"clipped at {DESKTOP['width']} px: {item}")
-                if clip["sideways"]:
-                    report.add(name, f"page scrolls sideways at {DESKTOP['width']} px by {clip['sideways']} px")
+                check_clipping(page, name, f"at {DESKTOP['width']} px", report)
                 if shots:
                     page.screenshot(path=str(shots / f"{path.stem}.png"))
                 solutions = page.evaluate(SOLUTIONS_JS)
@@ -351,11 +356,7 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 page.emulate_media(media="screen")
                 page.set_viewport_size(PHONE)
                 page.wait_for_timeout(150)
-                clip = page.evaluate(CLIPPED_JS)
-                for item in clip["clipped"]:
-                    report.add(name, f"clipped on a {PHONE['width']} px phone: {item}")
-                if clip["sideways"]:
-                    report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {clip['sideways']} px")
+                check_clipping(page, name, f"on a {PHONE['width']} px phone", report)
                 if shots:
                     page.screenshot(path=str(shots / f"{path.stem}.phone.png"))
                 for event in dict.fromkeys(events):
