@@ -105,8 +105,10 @@ numerics-matrix: $(STAMP) $(KERNEL)
 sync: $(STAMP)
 	$(VENV)/bin/jupytext --sync notebooks/[0-9][0-9]_*.py
 
+# One notebook at a time by default, so the recorded run times are clean; EXECUTE_JOBS=2 halves the wait.
+EXECUTE_JOBS ?= 1
 execute: $(STAMP) $(KERNEL)
-	$(PY) tools/execute.py $(NOTEBOOKS)
+	$(PY) tools/execute.py --jobs $(EXECUTE_JOBS) $(NOTEBOOKS)
 
 # HTMLFLAGS=--no-execute renders the notebooks as committed instead of executing them afresh.
 # Sphinx + myst-nb + sphinx-book-theme (tools/site/); a broken link between notebooks fails the build.

@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -67,20 +68,21 @@ def _relative_tracebacks(nb: nbformat.NotebookNode) -> None:
                 out["traceback"] = [line.replace(prefix, "") for line in out["traceback"]]
 
 
-def execute_all(paths: list[Path], out_dir: Path | None = None) -> dict[str, float]:
-    """Execute each notebook in turn, print its wall time and record it in build/timings.json.
+def execute_all(paths: list[Path], out_dir: Path | None = None, jobs: int = 1) -> dict[str, float]:
+    """Execute the notebooks, ``jobs`` at a time (each kernel uses its own thread count), print each
+    one's wall time and record it in build/timings.json.
 
     Returns every recorded time, by notebook stem (earlier runs of other notebooks included).
     """
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     if out_dir is None:  # before executing: each notebook's first cell reports against the record
         _record_numerics(paths)
-    for path in paths:
-        seconds = execute(path, out_dir)
-        timings[path.stem] = round(seconds, 1)
-        print(f"{path.name}: {seconds:.1f} s", flush=True)
-        TIMINGS.parent.mkdir(parents=True, exist_ok=True)
-        TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for path, seconds in zip(paths, pool.map(execute, paths, [out_dir] * len(paths))):
+            timings[path.stem] = round(seconds, 1)
+            print(f"{path.name}: {seconds:.1f} s", flush=True)
+            TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+            TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
     return timings
 
 
@@ -103,8 +105,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=None, help="folder for executed copies (default: in place)")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks executed at once (default 1: clean timings)")
     args = parser.parse_args(argv)
-    execute_all(args.notebooks, args.out)
+    execute_all(args.notebooks, args.out, args.jobs)
     return 0
 
 
