@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -77,7 +78,8 @@ def execute_all(paths: list[Path], out_dir: Path | None = None, jobs: int = 1) -
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     if out_dir is None:  # before executing: each notebook's first cell reports against the record
         _record_numerics(paths)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             max_tasks_per_child=1) as pool:  # a fresh process (and zmq context) per notebook
         for path, seconds in zip(paths, pool.map(execute, paths, [out_dir] * len(paths))):
             timings[path.stem] = round(seconds, 1)
             print(f"{path.name}: {seconds:.1f} s", flush=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import json
+import multiprocessing
 import os
 import re
 import subprocess
@@ -38,6 +39,7 @@ OUT = ROOT / "build" / "numerics-matrix"
 SANITIZE = ROOT / "tools" / "nbval_sanitize.cfg"
 TAG = "nbval-check-output"
 KNOBS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
+FRESH = multiprocessing.get_context("spawn")
 NATIVE = None  # the variable unset: the library picks its kernels for this CPU
 
 #: name -> (kernel settings, threads). Together with the reference that `make test` runs (avx2 / AVX2 /
@@ -67,7 +69,7 @@ def _run(job: tuple[str, Path]) -> tuple[str, str, float, str]:
     os.environ.update(config_env(name))
     start = time.perf_counter()
     try:
-        execute(path, OUT / name)
+        execute(path, OUT / name, timeout=3600)  # a cell under the portable kernels can take minutes
         error = ""
     except Exception as exc:  # nbclient's CellExecutionError carries the cell and its traceback
         error = f"{type(exc).__name__}: {exc}"
@@ -161,7 +163,8 @@ def main(argv: list[str]) -> int:
     results = []
     for threads in sorted({CONFIGS[c][1] for c in configs}):  # 2-thread runs alone: no oversubscription
         jobs = [(c, p.resolve()) for c in configs if CONFIGS[c][1] == threads for p in args.notebooks]
-        with ProcessPoolExecutor(max_workers=max(1, args.jobs // threads)) as pool:
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs // threads), mp_context=FRESH,
+                                 max_tasks_per_child=1) as pool:  # a fresh process (and zmq context) per notebook
             for name, stem, seconds, error in pool.map(_run, jobs):
                 print(f"{name:>14} {stem}: {seconds:.1f} s{'  FAILED ' + error.splitlines()[0] if error else ''}",
                       flush=True)
