@@ -32,16 +32,18 @@ LABELS = re.compile(r"\bE\d+\b")
 
 
 def sections(markdown: str) -> list[tuple[str, str, str]]:
-    """(heading, own text, text of the headings above it and their own text) for every section.
+    """(heading, own text, text of the sections above it) for every section.
 
     A section runs from its heading to the next heading of any level; code fences are skipped
-    (a ``#`` in a shell block is not a heading)."""
+    (a ``#`` in a shell block is not a heading). "Above" means the enclosing sections of level 2
+    and deeper: the page's title section (its introduction, a table of contents) is not inherited,
+    so that a section cites only what it or its own parent section names."""
     out: list[tuple[str, str, str]] = []
     stack: list[tuple[int, str, list[str]]] = [(0, "(top)", [])]  # (level, heading, own lines)
 
     def close() -> None:
         level, heading, lines = stack[-1]
-        above = "\n".join("\n".join([h, *ls]) for _, h, ls in stack[:-1])
+        above = "\n".join("\n".join([h, *ls]) for lv, h, ls in stack[:-1] if lv >= 2)
         out.append((heading, "\n".join([heading, *lines]), above))
 
     in_code = False
@@ -123,8 +125,11 @@ def test_the_errata_are_numbered_once_and_the_notebooks_use_the_same_labels():
 
 
 def test_sections_and_their_citations():
-    text = "# T\n\nSee [01](../notebooks/01_sinusoidal.ipynb#x).\n\n## A\n\nnumber 0.5\n\n```bash\n# not a heading\n```\n\n## B\n\n07 § here\n"
+    text = ("# Title\n\nAll: 03 §2.\n\n## T\n\nSee [01](../notebooks/01_sinusoidal.ipynb#x).\n\n### A\n\n"
+            "number 0.5\n\n```bash\n# not a heading\n```\n\n### B\n\n07 § here\n\n## U\n\nnothing\n")
     found = {heading: (cited(own), cited(above)) for heading, own, above in sections(text)}
-    assert found["## A"] == (set(), {"01_sinusoidal"})
-    assert found["## B"] == ({"07_debugging"}, {"01_sinusoidal"})
-    assert "# not a heading" in dict((h, o) for h, o, _ in sections(text))["## A"]
+    assert found["# Title"] == ({"03_rope"}, set())
+    assert found["### A"] == (set(), {"01_sinusoidal"})
+    assert found["### B"] == ({"07_debugging"}, {"01_sinusoidal"})
+    assert found["## U"] == (set(), set())  # the title section's citations are not inherited
+    assert "# not a heading" in dict((h, o) for h, o, _ in sections(text))["### A"]
