@@ -10,6 +10,8 @@
 - The errata are numbered once: the labels E1, E2, ... of docs/errata.md are consecutive; each
   is carried ("erratum E3") by the markdown of a notebook its section cites; and a notebook
   carries only labels whose section on the page cites it.
+- Their links to notebook sections point at headings that exist (the site build would fail
+  otherwise), and the site stages them as pages linking the notebook pages.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import build_site  # tools/ is on sys.path (tests/conftest.py)
 from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,3 +136,26 @@ def test_sections_and_their_citations():
     assert found["### B"] == ({"07_debugging"}, {"01_sinusoidal"})
     assert found["## U"] == (set(), set())  # the title section's citations are not inherited
     assert "# not a heading" in dict((h, o) for h, o, _ in sections(text))["### A"]
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_links_to_notebook_sections_resolve(name):
+    text = DOCS[name].read_text(encoding="utf-8")
+    anchors = {stem: build_site.anchor_map(nbformat.read(path, as_version=4)) for stem, path in NOTEBOOKS.items()}
+    links = list(build_site.DOC_NOTEBOOK_LINK.finditer(text))
+    assert links, f"docs/{name}.md links no notebook"
+    broken = [m[0] for m in links if m["stem"] not in anchors
+              or (m["anchor"] and m["anchor"] not in anchors[m["stem"]] and m["anchor"] not in anchors[m["stem"]].values())]
+    assert not broken, f"docs/{name}.md: links to notebooks or headings that do not exist: {broken}"
+    staged = build_site.doc_markdown(text, anchors)
+    assert "../notebooks/" not in staged
+    assert name in build_site.DOC_PAGES
+
+
+def test_doc_links_become_site_links():
+    anchors = {"01_next": {"1-·-The-formula": "1--the-formula"}}
+    text = ("[a](../notebooks/01_next.ipynb#1-·-The-formula), [b](../notebooks/01_next.ipynb), "
+            "[c](../notebooks/01_next.ipynb#1--the-formula), [d](instructor-guide.md)")
+    assert build_site.doc_markdown(text, anchors) == (
+        "[a](01_next.ipynb#1--the-formula), [b](01_next.ipynb), [c](01_next.ipynb#1--the-formula), "
+        "[d](instructor-guide.md)")

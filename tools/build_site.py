@@ -79,8 +79,9 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
                                      "lesson plan, the cells to run live, the expected results with their spread "
                                      "across seeds, common mistakes and discussion questions"}
         items = "\n".join(f"- {pages[d]};" if d in pages else f"- [{d}]({d}.md);" for d in docs)
-        teachers = (f"\n## For teachers\n\n{items.removesuffix(';')}.\n\nThe student edition of the notebooks "
-                    "(exercises without their solutions) is built with `make student`.\n")
+        teachers = (f"\n## For teachers\n\nBeside the notebooks:\n\n{items.removesuffix(';')}.\n\n"
+                    "The student edition of the notebooks (exercises without their solutions) is built with "
+                    "`make student` (see the README, \"In the classroom\").\n")
     return f"""# {SITE_TITLE}
 
 How does a Transformer know the order of the words it reads? Attention on its own does not: it
