@@ -10,7 +10,7 @@
 # - compute the table from its formula (frequencies in log space, angles in float64), in both
 #   layouts found in real code: interleaved and concatenated;
 # - read the frequencies the right way round: small index = high frequency, large index = low
-#   frequency (the source article says the opposite);
+#   frequency (the source article says the opposite: erratum E1);
 # - what the dot product of two encodings measures, and how it falls with distance;
 # - build the matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for every $p$, and check it numerically;
 # - why the table is a non-persistent buffer and not a parameter, and what happens past `max_len`.
@@ -199,7 +199,7 @@ plt.show()
 # a geometric progression from $\lambda_0 = 2\pi$ up to $2\pi \cdot 10000^{(d-2)/d}$, which tends
 # to $10000 \cdot 2\pi$ as $d$ grows.
 #
-# **Erratum.** The source article calls the large-index dimensions "high-frequency". It is the
+# **Erratum E1.** The source article calls the large-index dimensions "high-frequency". It is the
 # other way round: **small $i$ = high frequency** (short wavelength, the value changes every
 # position), **large $i$ = low frequency** (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
@@ -581,7 +581,8 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #   positions from 0; compute $\theta$ in log space and the angles in float64 (float32 angles are
 #   already wrong in the third decimal at position $10^5$).
 # - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
-#   nearly $10000\cdot2\pi$). The source article has this backwards; the sign-change count settles it.
+#   nearly $10000\cdot2\pi$). The source article has this backwards (erratum E1); the sign-change
+#   count settles it.
 # - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\theta_i)$: it depends only on the distance, is symmetric,
 #   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
 #   (for $d = 64$), it carries little distance information.

@@ -518,9 +518,9 @@ print(f"mean loss (3 seeds): matched {loss[matched].min():.3f}-{loss[matched].ma
 # %% [markdown]
 # ## 8 · Pros and cons, measured
 #
-# The source article left this table empty. Here it is, filled with this notebook's numbers
-# (sorting 12 tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table; section 6's
-# models, three seeds each).
+# The source article left this table empty (erratum E2). Here it is, filled with this notebook's
+# numbers (sorting 12 tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table;
+# section 6's models, three seeds each).
 
 # %%
 def row(name: str) -> dict:

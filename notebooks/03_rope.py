@@ -19,7 +19,8 @@
 #   step must pass the new token's absolute position;
 # - why angles must be computed in float32 even in a bf16/fp16 model;
 # - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
-#   source article), and why: unseen relative distances, not attention spread over more keys;
+#   source article, erratum E3), and why: unseen relative distances, not attention spread over
+#   more keys;
 # - partial rotary: rotating only part of each head, as GPT-NeoX and Phi do.
 #
 # **How to read it.** Sections 1-5 are the core: the idea, its two implementations and two
@@ -662,9 +663,10 @@ print(f"at every position >= 1000 the float32-then-cast error is at least {ratio
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
 # The source article says RoPE extrapolates well to sequences longer than those seen in training.
-# Plain, unscaled RoPE does not. Relative position helps, but the slow pairs never complete a full
-# turn within the training length $L$, so at distances beyond $L$ they take angles the model has
-# never seen. First, how many pairs complete a turn (wavelength $2\pi/\theta_i \le L$)?
+# Plain, unscaled RoPE does not (erratum E3). Relative position helps, but the slow pairs never
+# complete a full turn within the training length $L$, so at distances beyond $L$ they take
+# angles the model has never seen. First, how many pairs complete a turn (wavelength
+# $2\pi/\theta_i \le L$)?
 
 # %%
 def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
@@ -885,11 +887,11 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 # - The RoFormer decay bound falls over the first few hundred tokens and then levels off (section 7).
 # - Build angles and cos/sin in float32, cast last: naive bf16 angles are useless beyond ~1000
 #   positions (section 8).
-# - Plain RoPE does not extrapolate beyond its training length. In our lag-3 decoders (3 seeds)
-#   the cause is unseen relative distances (unseen angles), not attention spread over more keys
-#   (dilution): all 256 keys at seen distances stay perfect, 32 keys with half of them at unseen
-#   distances fail (section 9). [06 · Length extrapolation](06_length_extrapolation.ipynb) measures
-#   the remedies.
+# - Plain RoPE does not extrapolate beyond its training length (erratum E3). In our lag-3
+#   decoders (3 seeds) the cause is unseen relative distances (unseen angles), not attention
+#   spread over more keys (dilution): all 256 keys at seen distances stay perfect, 32 keys with
+#   half of them at unseen distances fail (section 9).
+#   [06 · Length extrapolation](06_length_extrapolation.ipynb) measures the remedies.
 # - Partial rotary rotates only the first `rotary_dim` coordinates of each head; the rest carry
 #   content only (section 10).
 #

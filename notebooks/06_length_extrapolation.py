@@ -19,9 +19,10 @@
 #   (a masking control that separates the two, and attention entropy);
 # - which RoPE pairs turn fully within the training context, and how linear interpolation,
 #   NTK-aware scaling and YaRN move each pair's frequency;
-# - two corrections to the source article: NTK-aware scaling is an inference-time change of the
-#   base that keeps the high-frequency (small-index) pairs and stretches the low-frequency ones,
-#   and position interpolation works after a short fine-tune far better than without one.
+# - two corrections to the source article (errata E4 and E5): NTK-aware scaling is an
+#   inference-time change of the base that keeps the high-frequency (small-index) pairs and
+#   stretches the low-frequency ones, and position interpolation works after a short fine-tune
+#   far better than without one.
 #
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (frequencies and wavelengths),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) (the table and its `max_len`),
@@ -579,7 +580,7 @@ assert yarn[0] == 1.0 and np.allclose(yarn[2:], 1 / 8) and 1 / 8 < yarn[1] < 1
 #
 # ## 8 · The two errata, corrected with this evidence
 #
-# **Erratum 1: NTK-aware scaling.** The source article presents it backwards: as something that
+# **Erratum E4: NTK-aware scaling.** The source article presents it backwards: as something that
 # scales the high-frequency dimensions and needs training. It is an inference-time change of one
 # number, the base: $b' = b \cdot s^{d/(d-2)}$, applied to a trained model without any
 # fine-tuning. Because pair $i$'s frequency is $b^{-2i/d}$, the ratio new/old is
@@ -610,7 +611,7 @@ assert np.all(gain[:, 2:] > 0) and np.all(gain[:, 2:].mean(0) > 2 * gain[:, 2:].
 # $L$ (0.25), where zero-shot PI raises it from 11.31 to 23.04 (table below). It does not make
 # RoPE flat, though (18.49 at $8L$).
 #
-# **Erratum 2: position interpolation needs its short fine-tune.**
+# **Erratum E5: position interpolation needs its short fine-tune.**
 
 # %%
 pi = pd.DataFrame({name: mean[name] for name in ["RoPE", "RoPE + PI", "RoPE + PI + fine-tune", "RoPE + fine-tune"]},

@@ -18,7 +18,7 @@
 # - how **attention maps** of a trained model look when position works, and when it is lost;
 # - **padding**: right padding with a mask is harmless; left padding shifts absolute positions
 #   unless the position ids come from the mask (`cumsum - 1`), while RoPE and relative biases are
-#   immune, up to float32 rounding that we measure (this corrects the source article);
+#   immune, up to float32 rounding that we measure (this corrects the source article: erratum E6);
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
@@ -432,9 +432,10 @@ assert (left[["NoPosition", "RotaryPE", "T5RelativeBias", "ALiBi"]] < rounding).
 print(f"largest float32 difference of an immune scheme: {left.drop(['SinusoidalPE', 'LearnablePE']).max():.1e}")
 
 # %% [markdown]
-# The source article advises padding on either side as long as a mask is used. That is right for
-# the mask and wrong for the positions: with an absolute encoding, left padding without
-# mask-derived position ids can give wrong outputs silently. Whether it does depends on the task.
+# The source article advises padding on either side as long as a mask is used (erratum E6). That
+# is right for the mask and wrong for the positions: with an absolute encoding, left padding
+# without mask-derived position ids can give wrong outputs silently. Whether it does depends on
+# the task.
 # Two decoders with a learnable table (std 1, as their N(0, 1) tokens), trained for 150 steps:
 # one on the lag-3 task of section 3 (a *relative* task, learned at all 16 positions), one on
 # "repeat the first token at every step" (an *absolute* task: where is position 0?). Each runs

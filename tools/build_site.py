@@ -8,8 +8,9 @@
    (deterministic; skipped with ``--no-execute``).
 2. Stage the sources in ``build/site-src/``: the executed notebooks, an index page written from
    ``notebooks/catalog.toml`` (only the notebooks that exist; planned ones get a short placeholder
-   page, so a link to them resolves), the glossary page, the ``.py`` sources for download (the
-   ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
+   page, so a link to them resolves), the glossary page, the pages of ``docs/`` (the errata of
+   the source article, the instructor guide; see ``DOC_PAGES``), the ``.py`` sources for download
+   (the ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
 3. Render with Sphinx into ``build/html/`` (configuration in ``tools/site/``), notebook execution
    off, warnings as errors: a broken link between notebooks or to a missing anchor fails the build.
    MathJax 3.2.2 is served from the site (``tools/vendor/mathjax``); nothing is loaded from the
@@ -24,6 +25,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import shutil
 import sys
 import time
@@ -36,7 +38,7 @@ from catalog import CATALOG, NOTEBOOKS, Entry, existing, format_seconds, load_ca
 from execute import execute_all  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
-from posenc_site import glossary_markdown, load_glossary  # noqa: E402
+from posenc_site import anchor_map, glossary_markdown, load_glossary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -44,13 +46,22 @@ CONF = ROOT / "tools" / "site"
 
 SITE_TITLE = "Positional encoding in Transformers: a runnable course"
 
+# The markdown pages of docs/ that become site pages, in sidebar order (after the notebooks). In the
+# repository they link notebooks as ../notebooks/NN_name.ipynb#JupyterLab-anchor; staged, the links
+# are rewritten to the notebook pages and their MyST anchors (see doc_markdown).
+DOC_PAGES = ("errata", "instructor-guide")
+DOC_NOTEBOOK_LINK = re.compile(r"\]\(\.\./notebooks/(?P<stem>\d\d_[A-Za-z0-9_]+)\.ipynb(?:#(?P<anchor>[^)\s]+))?\)")
+
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(entries: list[Entry], planned: list[Entry]) -> str:
-    """The front page: what the series teaches, for whom, the notebook table, how to run it."""
+def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = ()) -> str:
+    """The front page: what the series teaches, for whom, the notebook table, how to run it.
+
+    ``docs``: the pages of ``docs/`` staged beside it (``DOC_PAGES``), linked from "For teachers".
+    """
     rows = "\n".join(
         f"| {e.number} | [{_cell(e.title)}]({e.stem}.ipynb) | {_cell(e.topic)} | {_cell(e.outcome)} | "
         f"{format_seconds(e.run_time_s)} |"
@@ -59,7 +70,18 @@ def index_markdown(entries: list[Entry], planned: list[Entry]) -> str:
     later = ""
     if planned:
         later = ("\nPlanned, not yet part of this build: " + "; ".join(_cell(e.label) for e in planned) + ".\n")
-    toctree = "\n".join([e.stem for e in entries] + ["glossary"])
+    toctree = "\n".join([e.stem for e in entries] + list(docs) + ["glossary"])
+    teachers = ""
+    if docs:
+        pages = {"errata": "the [errata of the source article](errata.md): each of its errors, the correction, "
+                           "the notebook section that shows it and the numbers it measured",
+                 "instructor-guide": "the [instructor guide](instructor-guide.md): per notebook, learning goals, a "
+                                     "lesson plan, the cells to run live, the expected results with their spread "
+                                     "across seeds, common mistakes and discussion questions"}
+        items = "\n".join(f"- {pages[d]};" if d in pages else f"- [{d}]({d}.md);" for d in docs)
+        teachers = (f"\n## For teachers\n\nBeside the notebooks:\n\n{items.removesuffix(';')}.\n\n"
+                    "The student edition of the notebooks (exercises without their solutions) is built with "
+                    "`make student` (see the README, \"In the classroom\").\n")
     return f"""# {SITE_TITLE}
 
 How does a Transformer know the order of the words it reads? Attention on its own does not: it
@@ -93,7 +115,7 @@ thread), training included. Each page shows its own, with links to download the 
 - Each notebook ends with exercises: a stub cell to fill in and a checker that says `[passed]`
   or what is wrong. The worked solutions are folded: click "Show solution" to open one.
 - Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
-
+{teachers}
 ## How to run it
 
 On a machine with Python 3.11 (everything runs on a CPU, offline):
@@ -124,9 +146,27 @@ def placeholder(entry: Entry) -> nbformat.NotebookNode:
     return nb
 
 
-def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG) -> list[Entry]:
+def doc_markdown(text: str, anchors: dict[str, dict[str, str]]) -> str:
+    """A page of ``docs/`` as the site renders it: ``../notebooks/NN_name.ipynb#anchor`` becomes
+    ``NN_name.ipynb#slug``, the notebook's page and the MyST anchor of the heading (a JupyterLab anchor,
+    "4-·-Wavelengths", is translated; an anchor written as MyST writes it is kept). Sphinx then checks
+    every such link: a notebook or heading that does not exist fails the build."""
+
+    def fix(m: re.Match) -> str:
+        stem, anchor = m["stem"], m["anchor"]
+        if anchor is None:
+            return f"]({stem}.ipynb)"
+        return f"]({stem}.ipynb#{anchors.get(stem, {}).get(anchor, anchor)})"
+
+    return DOC_NOTEBOOK_LINK.sub(fix, text)
+
+
+def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
+          docs: Path | None = None) -> list[Entry]:
     """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
-    their ``.py`` files (offered for download when present). Returns the notebook entries rendered."""
+    their ``.py`` files (offered for download when present), ``docs`` the markdown pages of
+    ``DOC_PAGES`` (default: the ``docs/`` folder beside ``sources``; pages that are not there are
+    left out). Returns the notebook entries rendered."""
     catalogued = load_catalog(catalog)
     entries = existing(catalogued, executed)
     if not entries:
@@ -148,7 +188,14 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
         pages[entry.stem] = page
     for entry in planned:
         nbformat.write(placeholder(entry), src / f"{entry.stem}.ipynb")
-    (src / "index.md").write_text(index_markdown(entries, planned), encoding="utf-8")
+    docs = sources.parent / "docs" if docs is None else docs
+    staged_docs = tuple(name for name in DOC_PAGES if (docs / f"{name}.md").is_file())
+    if staged_docs:
+        anchors = {p.stem: anchor_map(nbformat.read(p, as_version=4)) for p in sorted(src.glob("[0-9][0-9]_*.ipynb"))}
+        for name in staged_docs:
+            text = (docs / f"{name}.md").read_text(encoding="utf-8")
+            (src / f"{name}.md").write_text(doc_markdown(text, anchors), encoding="utf-8")
+    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs), encoding="utf-8")
     (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
     (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
     return entries
