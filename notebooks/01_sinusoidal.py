@@ -10,7 +10,7 @@
 # - compute the table from its formula (frequencies in log space, angles in float64), in both
 #   layouts found in real code: interleaved and concatenated;
 # - read the frequencies the right way round: small index = high frequency, large index = low
-#   frequency (the source article says the opposite);
+#   frequency (the source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*, says the opposite);
 # - what the dot product of two encodings measures, and how it falls with distance;
 # - build the matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for every $p$, and check it numerically;
 # - why the table is a non-persistent buffer and not a parameter, and what happens past `max_len`.
@@ -596,8 +596,9 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
-# at the end (their code is hidden in JupyterLab: click the cell to show it).
+# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
+# at the end (their code and output are hidden in JupyterLab: click the
+# cell's collapsed bars to show them).
 #
 # ### Exercise 1 · The concatenated table
 # Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
@@ -666,7 +667,7 @@ check_exercise_3(concat_shift)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 # Exercise 1
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
     freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
@@ -677,7 +678,7 @@ def concat_table(max_len: int, d_model: int) -> torch.Tensor:
 check_exercise_1(concat_table)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 # Exercise 2
 def full_turns(d_model: int, base: float, length: int) -> int:
     wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -688,7 +689,7 @@ print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 3
 check_exercise_2(full_turns)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 # Exercise 3
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
     half = d_model // 2

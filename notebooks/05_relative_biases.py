@@ -30,6 +30,7 @@
 # in eighteen small training runs of 150 steps.
 
 # %%
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -58,7 +59,7 @@ from posenc_lib.relative import (
 )
 from posenc_lib.rope import RotaryPE
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -412,10 +413,10 @@ plt.show()
 # %%
 chance_peg = 1 / G**2
 peg_probe = {}
-for padding, depth in [("zeros", 1), ("zeros", 3), ("circular", 3)]:
+for padding, depth in progress([("zeros", 1), ("zeros", 3), ("circular", 3)], desc="probes of 3 PEG stacks"):
     pegs = peg_stack(padding, depth)
     peg_probe[f"{depth} PEG, {padding}"] = position_probe_accuracy(
-        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2), desc=f"probe, {depth} PEG {padding}")
+        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2), desc=None)
 distinct_one = len(torch.unique(peg_features(peg_stack("zeros", 1), 1, 0.0, 0)[0], dim=0))
 print(pd.Series(peg_probe, name="probe accuracy").round(3).to_string())
 print(f"chance {chance_peg:.3f}; one zero-padded PEG gives {distinct_one} distinct vectors "
@@ -470,7 +471,7 @@ def run(name: str, seed: int) -> TinyTransformer:
         data_gen = seed_everything(seed)
         model = TinyTransformer(VOCAB, VOCAB, d_model=D_MODEL, n_heads=HEADS, n_layers=1, causal=True, pool="none",
                                 scheme=SCHEMES[name]())
-        train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=f"{name}, seed {seed}")
+        train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=None)
         trained[name, seed] = model
     return trained[name, seed]
 
@@ -479,12 +480,12 @@ nope = run("none", 0)
 probe_x = (lag_task(1024, SEQ, VOCAB, LAG, torch.Generator().manual_seed(102))[0],
            lag_task(512, SEQ, VOCAB, LAG, torch.Generator().manual_seed(103))[0])
 nope_probe = {}
-for causal in (True, False):
+for causal in progress((True, False), desc="probes of the NoPE decoder, with and without its mask"):
     nope.causal = causal
     with torch.no_grad():
         states = [nope.features(t) for t in probe_x]
     nope_probe["decoder (causal mask)" if causal else "same weights, no mask (encoder)"] = position_probe_accuracy(
-        *states, desc=f"probe, NoPE causal={causal}")
+        *states, desc=None)
 nope.causal = True
 chance = 1 / SEQ
 print(pd.Series(nope_probe, name="probe accuracy").round(3).to_string())
@@ -517,7 +518,7 @@ print(f"decoder / chance = {nope_probe['decoder (causal mask)'] / chance:.1f}")
 # %%
 SEEDS = (0, 1, 2)
 results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(name, seed), *test_data)}
-                        for name in SCHEMES for seed in SEEDS])
+                        for name, seed in progress(list(itertools.product(SCHEMES, SEEDS)), desc="scheme x seed")])
 summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
 summary["mean ± std"] = [f"{m:.3f} ± {s:.3f}" for m, s in zip(summary["mean"], summary["std"])]
 print(summary["mean ± std"].to_string())
@@ -677,7 +678,7 @@ plt.show()
 #
 # ## 8 · Which encoding when: the selection advice, with this series' evidence
 #
-# The source article ends with advice on which encoding to choose. Here it is as situations, each
+# The source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations, each
 # row backed by a result of this series (notebook and section; 04 and 07 by topic).
 
 # %%
@@ -789,7 +790,7 @@ check_exercise_3(first_shared_distance)
 #
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def my_alibi_slopes(n_heads: int) -> torch.Tensor:
     def power_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
@@ -800,7 +801,7 @@ def my_alibi_slopes(n_heads: int) -> torch.Tensor:
 
 check_exercise_1(my_alibi_slopes)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
     rows = torch.arange(window_h).repeat_interleave(window_w)  # row of each patch, row-major
     cols = torch.arange(window_w).repeat(window_h)
@@ -811,7 +812,7 @@ def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
 
 check_exercise_2(my_swin_index)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 # 16 buckets per direction, half of them (8) exact: distances 0-7 have their own bucket; 8 starts
 # the log-spaced part, where bucket 8 + floor(8 * log(d/8) / log(16)) is 8 for d = 8 and 9.
 first_shared_distance = 8

@@ -19,7 +19,7 @@
 #   (a masking control that separates the two, and attention entropy);
 # - which RoPE pairs turn fully within the training context, and how linear interpolation,
 #   NTK-aware scaling and YaRN move each pair's frequency;
-# - two corrections to the source article: NTK-aware scaling is an inference-time change of the
+# - two corrections to the source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*: NTK-aware scaling is an inference-time change of the
 #   base that keeps the high-frequency (small-index) pairs and stretches the low-frequency ones,
 #   and position interpolation works after a short fine-tune far better than without one.
 #
@@ -32,6 +32,7 @@
 # of it in 18 training runs of 250 steps (6 encodings × 3 seeds) and 6 short fine-tunes.
 
 # %%
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -58,7 +59,7 @@ from posenc_lib.relative import ALiBi, T5RelativeBias
 from posenc_lib.rope import RotaryPE
 from posenc_lib.rope_scaling import rope_frequencies, rope_inv_freq
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import setup_notebook
+from posenc_lib.training import progress, setup_notebook
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -131,8 +132,8 @@ SCHEMES = {
     "T5 bias": lambda: T5RelativeBias(4, num_buckets=32, max_distance=L, bidirectional=False),
     "NoPE": lambda: NoPosition(),
 }
-models = {(name, seed): train_char_lm(make(), corpus, L, STEPS, seed, desc=f"{name}, seed {seed}")
-          for name, make in SCHEMES.items() for seed in SEEDS}
+models = {(name, seed): train_char_lm(make(), corpus, L, STEPS, seed)
+          for (name, make), seed in progress(list(itertools.product(SCHEMES.items(), SEEDS)), desc="scheme x seed")}
 
 # %% [markdown]
 # Per-position losses on the 256-character windows, for every model but the learnable one:
@@ -241,7 +242,7 @@ print("RoPE + dynamic NTK:", np.round(ppl["RoPE + dynamic NTK"].mean(0), 2).toli
 # %%
 for name, config in {"RoPE + PI + fine-tune": SCALINGS["RoPE + PI"], "RoPE + fine-tune": None}.items():
     tuned = [finetune_char_lm(with_scheme(models["RoPE", s], RotaryPE(HEAD_DIM, scaling=config)), corpus, 8 * L,
-                              steps=60, seed=s, batch_size=4, lr=3e-3, desc=f"{name}, seed {s}") for s in SEEDS]
+                              steps=60, seed=s, batch_size=4, lr=3e-3) for s in progress(SEEDS, desc=f"{name}, one per seed")]
     evaluate(name, tuned)
 
 # %% [markdown]
@@ -712,7 +713,7 @@ check_exercise_3(sink_window_mask)
 #
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
     return [math.exp(losses[:n].double().mean().item()) for n in lengths]
 
@@ -720,7 +721,7 @@ def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
 check_exercise_1(perplexity_curve)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
     new_base = base * factor ** (head_dim / (head_dim - 2))
     return 1.0 / new_base ** (torch.arange(0, head_dim, 2).float() / head_dim)
@@ -729,7 +730,7 @@ def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
 check_exercise_2(ntk_inv_freq)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
     i, j = torch.arange(seq_len)[:, None], torch.arange(seq_len)[None, :]
     return (j <= i) & ((i - j < window) | (j < sink))

@@ -18,7 +18,7 @@
 # - how **attention maps** of a trained model look when position works, and when it is lost;
 # - **padding**: right padding with a mask is harmless; left padding shifts absolute positions
 #   unless the position ids come from the mask (`cumsum - 1`), while RoPE and relative biases are
-#   immune, up to float32 rounding that we measure (this corrects the source article);
+#   immune, up to float32 rounding that we measure (this corrects the source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*);
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
@@ -30,6 +30,7 @@
 
 # %%
 import copy
+import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -55,7 +56,7 @@ from posenc_lib.plotting import COLORS, heatmap
 from posenc_lib.relative import ALiBi, T5RelativeBias
 from posenc_lib.rope import RotaryPE, convert_qk_weight
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -108,15 +109,11 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # %%
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
 probe_rows = []
-for name in SCHEMES:
-    for causal in (False, True):
-        where = "decoder" if causal else "encoder"
-        for start_token in (False, True):
-            for seed in SEEDS:
-                label = f"{name}, {where}{', start token' if start_token else ''}, seed {seed}"
-                acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=label)
-                probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed,
-                                   "accuracy": acc})
+for name, causal, start_token, seed in progress(list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS)),
+                                               desc="scheme x encoder/decoder x start token x seed"):
+    where = "decoder" if causal else "encoder"
+    acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=None)
+    probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed, "accuracy": acc})
 probes = pd.DataFrame(probe_rows)
 
 # %%
@@ -863,7 +860,7 @@ check_exercise_3(rows_with_gradient)
 # %% [markdown]
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
     real = attn_mask.bool()
     return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
@@ -871,7 +868,7 @@ def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(my_position_ids)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     # The next position of each row is the number of its real tokens so far, whatever the padding.
     return attn_mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
@@ -879,7 +876,7 @@ def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
 
 check_exercise_2(decode_positions)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
     rows = torch.zeros(max_len, dtype=torch.bool)
     rows[positions[attn_mask.bool()]] = True      # only real tokens reach the loss
