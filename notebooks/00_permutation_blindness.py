@@ -491,8 +491,8 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` (or the
 # `...`) by your answer and run the cell. Until then the checker prints `[to do]`; a right
 # answer prints `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the
-# **Solutions** section at the end of the notebook (their code and output are hidden in
-# JupyterLab: click the cell's collapsed bars to show them).
+# **Solutions** section at the end of the notebook (folded in JupyterLab: the arrow beside
+# its heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Undo a shuffle
 # Write `inverse_permutation(perm)`, which returns the permutation `inv` (int64) with
@@ -550,12 +550,12 @@ check_exercise_3(answer)
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/attention.py` in this repository (the three hooks).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
     inv = torch.empty_like(perm)
@@ -565,7 +565,7 @@ def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(inverse_permutation)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
     with torch.no_grad():
@@ -577,10 +577,15 @@ def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.T
 # encoding (NoPE) can still learn positions; notebook 05 (relative biases) shows it.
 check_exercise_2(equivariance_gap)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3. Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
 #   (cat, dog), (dog, cat): same bag {cat, dog}, both agents equally likely -> best guess right 1/2
 #   (cat, mouse), (dog, mouse): the bag names the agent (whichever is not the mouse) -> right always
 # Verbs, voice and adjectives are drawn independently of who is who, so they do not help.
 answer = 0.5 * 0.5 + 0.5 * 1.0
 check_exercise_3(answer)
+
+# %% [markdown]
+# ## End of notebook 00
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

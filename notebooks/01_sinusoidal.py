@@ -597,8 +597,8 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
 # `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
-# at the end (their code and output are hidden in JupyterLab: click the
-# cell's collapsed bars to show them).
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · The concatenated table
 # Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
@@ -662,12 +662,12 @@ check_exercise_3(concat_shift)
 #   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
     freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
@@ -678,7 +678,7 @@ def concat_table(max_len: int, d_model: int) -> torch.Tensor:
 check_exercise_1(concat_table)
 
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def full_turns(d_model: int, base: float, length: int) -> int:
     wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -689,7 +689,7 @@ print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 3
 check_exercise_2(full_turns)
 
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
     half = d_model // 2
@@ -704,3 +704,8 @@ def concat_shift(k: int, d_model: int) -> torch.Tensor:
 
 
 check_exercise_3(concat_shift)
+
+# %% [markdown]
+# ## End of notebook 01
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -576,8 +576,8 @@ pros_cons
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
 # `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
-# at the end (their code and output are hidden in JupyterLab: click the
-# cell's collapsed bars to show them).
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Similarity as a function of distance
 # Section 4 compared neighbours with far pairs. Write `similarity_by_distance(table)` that takes a
@@ -642,12 +642,12 @@ check_exercise_3(matched_token_std)
 #   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *Using the
 #   Output Embedding to Improve Language Models* (2017): weight tying.
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
     unit = F.normalize(table, dim=-1)
@@ -659,7 +659,7 @@ check_exercise_1(similarity_by_distance)
 print("learnable (trained):", similarity_by_distance(table_after[:SEQ_LEN])[:6])
 print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D_MODEL))[:6])
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
     longer = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
@@ -670,10 +670,15 @@ def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
 
 check_exercise_2(extend_by_copying)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3: sigma^2 * d^2 = d / 2   =>   sigma = 1 / sqrt(2 d)
 def matched_token_std(d_model: int) -> float:
     return (2 * d_model) ** -0.5
 
 
 check_exercise_3(matched_token_std)
+
+# %% [markdown]
+# ## End of notebook 02
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -898,8 +898,8 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
 # `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
-# at the end (their code and output are hidden in JupyterLab: click the
-# cell's collapsed bars to show them).
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Write `rotate_half`
 #
@@ -974,12 +974,12 @@ check_exercise_4(safe_cos_sin)
 #   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 1
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
@@ -988,7 +988,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(rotate_half)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     head_dim = weight.shape[0] // n_heads
@@ -999,7 +999,7 @@ def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 check_exercise_2(interleaved_to_half)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     return torch.arange(cache_len, cache_len + n_new)[None]
@@ -1007,7 +1007,7 @@ def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
 
 check_exercise_3(decode_positions)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 4
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
     angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
@@ -1015,3 +1015,8 @@ def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.d
 
 
 check_exercise_4(safe_cos_sin)
+
+# %% [markdown]
+# ## End of notebook 03
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -623,10 +623,11 @@ check_exercise_3(my_ceiling)
 # - L. Beyer et al., *FlexiViT: One Model for All Patch Sizes*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
     return index // grid_w, index % grid_w
 
@@ -634,15 +635,20 @@ def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tenso
 check_exercise_1(row_col)
 
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     return torch.cat([cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1)
 
 
 check_exercise_2(axial_angles)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 _, labels = RelativeDirection(3, 6).pairs()
 my_ceiling = torch.bincount(labels).max().item() / len(labels)  # one bag for every image: best = commonest class
 
 check_exercise_3(my_ceiling)
+
+# %% [markdown]
+# ## End of notebook 04
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

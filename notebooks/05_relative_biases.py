@@ -787,10 +787,11 @@ check_exercise_3(first_shared_distance)
 # - Kazemnejad et al. (2023), *The Impact of Positional Encoding on Length Generalization in
 #   Transformers* (NoPE, and how the causal mask yields absolute position).
 # - PyTorch: `torch.nn.functional.scaled_dot_product_attention` (`is_causal`, `attn_mask`, `scale`).
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_alibi_slopes(n_heads: int) -> torch.Tensor:
     def power_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
@@ -801,7 +802,7 @@ def my_alibi_slopes(n_heads: int) -> torch.Tensor:
 
 check_exercise_1(my_alibi_slopes)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
     rows = torch.arange(window_h).repeat_interleave(window_w)  # row of each patch, row-major
     cols = torch.arange(window_w).repeat(window_h)
@@ -812,9 +813,14 @@ def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
 
 check_exercise_2(my_swin_index)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # 16 buckets per direction, half of them (8) exact: distances 0-7 have their own bucket; 8 starts
 # the log-spaced part, where bucket 8 + floor(8 * log(d/8) / log(16)) is 8 for d = 8 and 9.
 first_shared_distance = 8
 assert t5_relative_bucket(torch.tensor([-8])) == t5_relative_bucket(torch.tensor([-9]))
 check_exercise_3(first_shared_distance)
+
+# %% [markdown]
+# ## End of notebook 05
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -710,10 +710,11 @@ check_exercise_3(sink_window_mask)
 #   Attention Sinks* (2023): the window plus first tokens of section 6.
 # - This library: `posenc_lib/rope_scaling.py` (`rope_frequencies`), `posenc_lib/extrapolation.py`
 #   (the measurements), `posenc_lib/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
     return [math.exp(losses[:n].double().mean().item()) for n in lengths]
 
@@ -721,7 +722,7 @@ def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
 check_exercise_1(perplexity_curve)
 
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
     new_base = base * factor ** (head_dim / (head_dim - 2))
     return 1.0 / new_base ** (torch.arange(0, head_dim, 2).float() / head_dim)
@@ -730,10 +731,15 @@ def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
 check_exercise_2(ntk_inv_freq)
 
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
     i, j = torch.arange(seq_len)[:, None], torch.arange(seq_len)[None, :]
     return (j <= i) & ((i - j < window) | (j < sink))
 
 
 check_exercise_3(sink_window_mask)
+
+# %% [markdown]
+# ## End of notebook 06
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

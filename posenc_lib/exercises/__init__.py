@@ -101,8 +101,8 @@ def checker(title: str) -> Callable[[Callable[Concatenate[Exercise, P], None]], 
     The returned function prints "[to do]" for an untouched stub (an answer that is ``...``, or a
     function that raises ``NotImplementedError`` when called), "[not yet] title: hint" for a
     wrong answer (:class:`ExerciseFailure`, or any other exception an unforeseen answer causes
-    in the checker; both propagate inside :func:`strict`), and what ``check`` prints on success. It returns None, so a notebook cell ending in a checker call
-    shows only that line.
+    in the checker; both propagate inside :func:`strict`), and what ``check`` prints on success.
+    It returns None, so a notebook cell ending in a checker call shows only that line.
     """
 
     def wrap(check: Callable[Concatenate[Exercise, P], None]) -> Callable[P, None]:
@@ -129,7 +129,8 @@ def checker(title: str) -> Callable[[Callable[Concatenate[Exercise, P], None]], 
 
         # what help() and inspect.signature show: the learner's parameters, without the Exercise
         signature = inspect.signature(check)
-        run.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
+        learner_parameters = list(signature.parameters.values())[1:]
+        run.__signature__ = signature.replace(parameters=learner_parameters)  # type: ignore[attr-defined]
         return run
 
     return wrap
