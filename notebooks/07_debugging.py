@@ -857,10 +857,10 @@ check_exercise_3(rows_with_gradient)
 # - This library: `posenc_lib/diagnostics.py` (every check of this notebook), `posenc_lib/rope.py`
 #   (`rope_cos_sin` computes angles in float32), `posenc_lib/learnable.py` (the `max_len` error).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
     real = attn_mask.bool()
     return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
@@ -868,7 +868,7 @@ def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(my_position_ids)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     # The next position of each row is the number of its real tokens so far, whatever the padding.
     return attn_mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
@@ -876,7 +876,7 @@ def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
 
 check_exercise_2(decode_positions)
 
-# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
     rows = torch.zeros(max_len, dtype=torch.bool)
     rows[positions[attn_mask.bool()]] = True      # only real tokens reach the loss
@@ -884,3 +884,8 @@ def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len
 
 
 check_exercise_3(rows_with_gradient)
+
+# %% [markdown]
+# ## End of notebook 07
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->
