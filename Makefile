@@ -33,14 +33,14 @@ JOBS ?= 2
 .PHONY: help setup chromium test unit nbval numerics-matrix execute sync html student check-site lab bench clean
 
 help:
-	@echo "make test    - unit tests (the site checked in headless Chromium among them) + nbval"
+	@echo "make test    - unit tests (the site and JupyterLab checked in headless Chromium among them) + nbval"
 	@echo "               (strict where this machine reproduces the reference numerics, lax elsewhere)"
 	@echo "make numerics-matrix - execute every notebook under other CPU kernel settings and thread counts"
 	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html"
 	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
 	@echo "make student - the student edition (solutions removed) in build/student/"
 	@echo "make check-site - render the committed notebooks and check every page in headless Chromium"
-	@echo "make lab     - open the series in JupyterLab"
+	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up)"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
 	@echo "make execute - re-execute notebooks in place, deterministically"
 	@echo "make bench   - RoPE and position-scheme benchmarks"
@@ -124,8 +124,10 @@ check-site: $(STAMP) chromium
 	$(PY) tools/build_site.py --no-execute --out build/test-site
 	$(PY) tools/check_site.py build/test-site --shots build/site-check
 
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --allow-root --notebook-dir=notebooks
+# tools/lab.py: server rooted at notebooks/ (pairing: notebooks/jupytext.toml), no news pop-up
+# (tools/lab/overrides.json), and POSENC_DETERMINISTIC unset, so progress bars are live.
+lab: $(STAMP) $(KERNEL)
+	$(PY) tools/lab.py
 
 # glibc serves large blocks (above an adaptive threshold that stops growing at 32 MB) straight from the OS
 # and unmaps them when freed, so the next allocation page-faults fresh zeroed pages (~20 ms per 64 MB here):

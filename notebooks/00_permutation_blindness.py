@@ -36,7 +36,7 @@ from posenc_lib.models import TinyTransformer, TransformerBlock
 from posenc_lib.plotting import heatmap, line_plot, moving_average
 from posenc_lib.report import formatted, rounding
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds; gen draws this notebook's random data
 
@@ -251,11 +251,11 @@ test_x, test_y = task.sample(2000, torch.Generator().manual_seed(1), split="test
 train_x, train_y = task.sample(2000, torch.Generator().manual_seed(2), split="train")
 schemes = {"no position": NoPosition, "sinusoidal": lambda: SinusoidalPE(32)}
 models, losses = {}, {}
-for name, scheme in schemes.items():
+for name, scheme in progress(schemes.items(), total=len(schemes), desc="training both models"):
     torch.manual_seed(0)
     models[name] = TinyTransformer(len(task.vocab), task.n_classes, d_model=32, n_heads=4, n_layers=2, scheme=scheme())
     batches = torch.Generator().manual_seed(3)
-    losses[name] = train(models[name], lambda step: task.sample(64, batches, split="train"), steps=300, desc=name)
+    losses[name] = train(models[name], lambda step: task.sample(64, batches, split="train"), steps=300, desc=None)
 
 # %%
 def present_entities(inputs: torch.Tensor) -> torch.Tensor:
@@ -490,9 +490,9 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 # ## Exercises
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` (or the
 # `...`) by your answer and run the cell. Until then the checker prints `[to do]`; a right
-# answer prints `[passed]`, a wrong one stops with a hint. Worked solutions are in the
-# **Solutions** section at the end of the notebook (their code is hidden in JupyterLab: click
-# the cell to show it).
+# answer prints `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the
+# **Solutions** section at the end of the notebook (folded in JupyterLab: the arrow beside
+# its heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Undo a shuffle
 # Write `inverse_permutation(perm)`, which returns the permutation `inv` (int64) with
@@ -550,7 +550,7 @@ check_exercise_3(answer)
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/attention.py` in this repository (the three hooks).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
@@ -572,13 +572,10 @@ def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.T
         return (model.features(tokens[:, perm]) - model.features(tokens)[:, perm]).abs().max().item()
 
 
+# The decoder is *not* equivariant: after a shuffle, a token sees a different set of earlier
+# tokens. The causal mask itself carries order information, which is why decoders without any
+# encoding (NoPE) can still learn positions; notebook 05 (relative biases) shows it.
 check_exercise_2(equivariance_gap)
-
-# %% [markdown]
-# Exercise 2: the decoder is *not* equivariant: after a shuffle, a token sees a different set
-# of earlier tokens. The causal mask itself carries order information, which is why decoders
-# without any encoding (NoPE) can still learn positions;
-# [05 · Relative biases](05_relative_biases.ipynb) shows it.
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 3. Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
@@ -587,3 +584,8 @@ check_exercise_2(equivariance_gap)
 # Verbs, voice and adjectives are drawn independently of who is who, so they do not help.
 answer = 0.5 * 0.5 + 0.5 * 1.0
 check_exercise_3(answer)
+
+# %% [markdown]
+# ## End of notebook 00
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

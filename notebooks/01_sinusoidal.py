@@ -10,7 +10,8 @@
 # - compute the table from its formula (frequencies in log space, angles in float64), in both
 #   layouts found in real code: interleaved and concatenated;
 # - read the frequencies the right way round: small index = high frequency, large index = low
-#   frequency (the source article says the opposite: erratum E1);
+#   frequency (the source article, the Chinese-language tutorial
+#   *Transformer positional encoding: from sinusoidal to RoPE*, says the opposite: erratum E1);
 # - what the dot product of two encodings measures, and how it falls with distance;
 # - build the matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for every $p$, and check it numerically;
 # - why the table is a non-persistent buffer and not a parameter, and what happens past `max_len`.
@@ -597,8 +598,9 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
-# at the end (their code is hidden in JupyterLab: click the cell to show it).
+# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · The concatenated table
 # Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
@@ -662,7 +664,7 @@ check_exercise_3(concat_shift)
 #   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
@@ -704,3 +706,8 @@ def concat_shift(k: int, d_model: int) -> torch.Tensor:
 
 
 check_exercise_3(concat_shift)
+
+# %% [markdown]
+# ## End of notebook 01
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -24,6 +24,8 @@
 # **Run time:** about 55 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -39,7 +41,7 @@ from posenc_lib.models import TinyTransformer
 from posenc_lib.plotting import COLORS, heatmap, line_plot, moving_average
 from posenc_lib.report import mean_std
 from posenc_lib.sinusoidal import SinusoidalPE, sinusoidal_table
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 
@@ -137,13 +139,11 @@ torch.testing.assert_close(large_table, 50 * small_table)   # same seed: same ta
 
 INIT_STEPS = 150
 init_losses = {}  # (token std, table std, seed) -> the loss of every step
-for token_std in (0.02, 1.0):
-    for init_std in (0.02, 1.0):
-        for seed in SEEDS:
-            model = build(lambda: LearnablePE(D_MODEL, MAX_LEN, init_std=init_std), token_std, seed=seed)
-            init_losses[token_std, init_std, seed] = train(
-                model, (train_x, train_y), INIT_STEPS, generator=batches(seed),
-                desc=f"tokens {token_std}, table {init_std}, seed {seed}")
+for token_std, init_std, seed in progress(list(itertools.product((0.02, 1.0), (0.02, 1.0), SEEDS)),
+                                         desc="token std x table std x seed"):
+    model = build(lambda: LearnablePE(D_MODEL, MAX_LEN, init_std=init_std), token_std, seed=seed)
+    init_losses[token_std, init_std, seed] = train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed),
+                                                   desc=None)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, token_std in zip(axes, (0.02, 1.0)):
@@ -359,14 +359,14 @@ assert int((moved > 0).sum()) == SEQ_LEN
 SIZES = (64, 256, 2048)
 SCHEMES = {"learnable": lambda: LearnablePE(D_MODEL, MAX_LEN), "sinusoidal": lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN)}
 models, rows = {}, []
-for name, make_scheme in {**SCHEMES, "none": NoPosition}.items():
-    for n in SIZES if name != "none" else (2048,):
-        for seed in SEEDS:
-            model = models[name, n, seed] = build(make_scheme, token_std=None, seed=seed)
-            train(model, (train_x[:n], train_y[:n]), STEPS, generator=batches(seed), desc=f"{name}, {n} sequences, seed {seed}")
-            rows.append({"encoding": name, "training sequences": n, "seed": seed,
-                         "train accuracy": accuracy(model, train_x[:n], train_y[:n]),
-                         "test accuracy": accuracy(model, test_x, test_y)})
+setups = [(name, make_scheme, n, seed) for name, make_scheme in {**SCHEMES, "none": NoPosition}.items()
+          for n in (SIZES if name != "none" else (2048,)) for seed in SEEDS]
+for name, make_scheme, n, seed in progress(setups, desc="encoding x training sequences x seed"):
+    model = models[name, n, seed] = build(make_scheme, token_std=None, seed=seed)
+    train(model, (train_x[:n], train_y[:n]), STEPS, generator=batches(seed), desc=None)
+    rows.append({"encoding": name, "training sequences": n, "seed": seed,
+                 "train accuracy": accuracy(model, train_x[:n], train_y[:n]),
+                 "test accuracy": accuracy(model, test_x, test_y)})
 runs = pd.DataFrame(rows)
 runs["gap"] = runs["train accuracy"] - runs["test accuracy"]
 stats = runs.groupby(["encoding", "training sequences"], sort=False)[["train accuracy", "test accuracy", "gap"]]
@@ -454,16 +454,14 @@ sin_norm = SinusoidalPE(D_MODEL, max_len=MAX_LEN).table.norm(dim=1).mean().item(
 inits = {"N(0, 1) (PyTorch default)": None, "N(0, 1/d) (Vaswani et al.)": D_MODEL**-0.5,
          "N(0, 0.02²) (GPT-2)": 0.02}
 scale_rows = []
-for init_name, token_std in inits.items():
-    for embed_scale in (False, True):
-        for seed in SEEDS:
-            model = build(lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN), token_std, embed_scale, seed=seed)
-            token_norm = (model.embed.weight * model.embed_scale).norm(dim=1).mean().item()
-            losses = train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed),
-                           desc=f"{init_name}, embed_scale={embed_scale}, seed {seed}")
-            scale_rows.append({"token init": init_name, "embed_scale": embed_scale, "seed": seed,
-                               "token row norm": token_norm, "token / position norm": token_norm / sin_norm,
-                               "mean loss": np.mean(losses)})
+for (init_name, token_std), embed_scale, seed in progress(list(itertools.product(inits.items(), (False, True), SEEDS)),
+                                                        desc="token init x embed_scale x seed"):
+    model = build(lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN), token_std, embed_scale, seed=seed)
+    token_norm = (model.embed.weight * model.embed_scale).norm(dim=1).mean().item()
+    losses = train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed), desc=None)
+    scale_rows.append({"token init": init_name, "embed_scale": embed_scale, "seed": seed,
+                       "token row norm": token_norm, "token / position norm": token_norm / sin_norm,
+                       "mean loss": np.mean(losses)})
 scale_runs = pd.DataFrame(scale_rows)
 by_setup = scale_runs.groupby(["token init", "embed_scale"], sort=False)
 scales = by_setup[["token row norm", "token / position norm"]].mean()
@@ -518,9 +516,10 @@ print(f"mean loss (3 seeds): matched {loss[matched].min():.3f}-{loss[matched].ma
 # %% [markdown]
 # ## 8 · Pros and cons, measured
 #
-# The source article left this table empty (erratum E2). Here it is, filled with this notebook's
-# numbers (sorting 12 tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table;
-# section 6's models, three seeds each).
+# The source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*,
+# left this table empty (erratum E2). Here it is, filled with this notebook's numbers (sorting 12
+# tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table; section 6's models, three
+# seeds each).
 
 # %%
 def row(name: str) -> dict:
@@ -588,8 +587,9 @@ pros_cons
 #
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
-# at the end (their code is hidden in JupyterLab: click the cell to show it).
+# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Similarity as a function of distance
 # Section 4 compared neighbours with far pairs. Write `similarity_by_distance(table)` that takes a
@@ -654,7 +654,7 @@ check_exercise_3(matched_token_std)
 #   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *Using the
 #   Output Embedding to Improve Language Models* (2017): weight tying.
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
@@ -689,3 +689,8 @@ def matched_token_std(d_model: int) -> float:
 
 
 check_exercise_3(matched_token_std)
+
+# %% [markdown]
+# ## End of notebook 02
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

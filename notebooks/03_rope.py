@@ -19,8 +19,8 @@
 #   step must pass the new token's absolute position;
 # - why angles must be computed in float32 even in a bf16/fp16 model;
 # - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
-#   source article, erratum E3), and why: unseen relative distances, not attention spread over
-#   more keys;
+#   source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*;
+#   erratum E3), and why: unseen relative distances, not attention spread over more keys;
 # - partial rotary: rotating only part of each head, as GPT-NeoX and Phi do.
 #
 # **How to read it.** Sections 1-5 are the core: the idea, its two implementations and two
@@ -59,7 +59,7 @@ from posenc_lib.rope import (
     rotate_half_reference,
 )
 from posenc_lib.sinusoidal import shift_matrix
-from posenc_lib.training import accuracy, setup_notebook, train
+from posenc_lib.training import accuracy, progress, setup_notebook, train
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
@@ -711,12 +711,12 @@ def trained_decoder(seed: int) -> TinyTransformer:
     seeded = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     decoder = rope_decoder("interleaved")
-    train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=f"seed {seed}")
+    train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=None)
     return decoder
 
 
 SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
-decoders = {seed: trained_decoder(seed) for seed in SEEDS}
+decoders = {seed: trained_decoder(seed) for seed in progress(SEEDS, desc="RoPE decoders, one per seed")}
 long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100))
 per_position = {"full attention": [], "window of 32 keys": []}
 with torch.no_grad():
@@ -899,8 +899,9 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 #
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
 # code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one stops with a hint. Worked solutions are in the **Solutions** section
-# at the end (their code is hidden in JupyterLab: click the cell to show it).
+# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
+# at the end (folded in JupyterLab: the arrow beside its
+# heading opens it, and a cell's bar shows its code).
 #
 # ### Exercise 1 · Write `rotate_half`
 #
@@ -975,7 +976,7 @@ check_exercise_4(safe_cos_sin)
 #   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
@@ -1016,3 +1017,8 @@ def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.d
 
 
 check_exercise_4(safe_cos_sin)
+
+# %% [markdown]
+# ## End of notebook 03
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

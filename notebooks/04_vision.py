@@ -28,6 +28,7 @@
 
 # %%
 import copy
+import itertools
 import shutil
 import tempfile
 from pathlib import Path
@@ -44,7 +45,7 @@ from posenc_lib.exercises.nb04 import check_exercise_1, check_exercise_2, check_
 from posenc_lib.models import TinyTransformer
 from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap
 from posenc_lib.sinusoidal import sinusoidal_table
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
 from posenc_lib.vision import (
     VIT_SCHEMES,
     AxialRoPE2D,
@@ -228,16 +229,15 @@ def run(task_name: str, scheme_name: str, seed: int) -> tuple[TinyTransformer, f
     g = seed_everything(seed)
     model = make_vit(task_name, scheme_name)
     data = TASKS[task_name][4] or (lambda step: task.sample(64, g))  # fresh direction images every step
-    train(model, data, STEPS, lr=5e-3, generator=g, desc=f"{task_name} / {scheme_name} / seed {seed}")
+    train(model, data, STEPS, lr=5e-3, generator=g, desc=None)
     return model, accuracy(model, *TASKS[task_name][5:])
 
 
 models, results = {}, []
-for task_name in TASKS:
-    for scheme_name in VIT_SCHEMES:
-        for seed in SEEDS:
-            models[task_name, scheme_name, seed], acc = run(task_name, scheme_name, seed)
-            results.append({"task": task_name, "scheme": scheme_name, "seed": seed, "accuracy": acc})
+for task_name, scheme_name, seed in progress(list(itertools.product(TASKS, VIT_SCHEMES, SEEDS)),
+                                            desc="task x scheme x seed"):
+    models[task_name, scheme_name, seed], acc = run(task_name, scheme_name, seed)
+    results.append({"task": task_name, "scheme": scheme_name, "seed": seed, "accuracy": acc})
 results = pd.DataFrame(results)
 
 
@@ -419,18 +419,16 @@ MOVED = {  # task: test inputs and labels at the new size, and the fine-tuning d
 RESIZED = ["none", "1-D learnable", "2-D sin-cos", "axial RoPE", "mixed RoPE"]
 stages = [f"trained {G}x{G}", f"zero-shot {BIG}x{BIG}", f"fine-tuned {BIG}x{BIG}"]
 rows_out = []
-for task_name, (inputs, labels, fine_tune_data) in MOVED.items():
-    for scheme_name in RESIZED:
-        for seed in SEEDS:
-            model = copy.deepcopy(models[task_name, scheme_name, seed])
-            model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1))
-            zero_shot = accuracy(model, inputs, labels)
-            g = torch.Generator().manual_seed(100 + seed)
-            train(model, fine_tune_data(g), 40, lr=1e-3, generator=g,
-                  desc=f"fine-tune {task_name} {BIG}x{BIG} / {scheme_name} / seed {seed}")
-            trained = results.query("task == @task_name and scheme == @scheme_name and seed == @seed")["accuracy"].item()
-            rows_out.append({"task": task_name, "scheme": scheme_name, "seed": seed, stages[0]: trained,
-                             stages[1]: zero_shot, stages[2]: accuracy(model, inputs, labels)})
+for (task_name, (inputs, labels, fine_tune_data)), scheme_name, seed in progress(
+        list(itertools.product(MOVED.items(), RESIZED, SEEDS)), desc=f"fine-tune at {BIG}x{BIG}: task x scheme x seed"):
+    model = copy.deepcopy(models[task_name, scheme_name, seed])
+    model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1))
+    zero_shot = accuracy(model, inputs, labels)
+    g = torch.Generator().manual_seed(100 + seed)
+    train(model, fine_tune_data(g), 40, lr=1e-3, generator=g, desc=None)
+    trained = results.query("task == @task_name and scheme == @scheme_name and seed == @seed")["accuracy"].item()
+    rows_out.append({"task": task_name, "scheme": scheme_name, "seed": seed, stages[0]: trained,
+                     stages[1]: zero_shot, stages[2]: accuracy(model, inputs, labels)})
 resized = pd.DataFrame(rows_out)
 res_table = pd.concat({s: resized.groupby(["task", "scheme"], sort=False)[s].agg(["mean", "std"]) for s in stages}, axis=1)
 print(f"accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")
@@ -625,7 +623,8 @@ check_exercise_3(my_ceiling)
 # - L. Beyer et al., *FlexiViT: One Model for All Patch Sizes*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
@@ -648,3 +647,8 @@ _, labels = RelativeDirection(3, 6).pairs()
 my_ceiling = torch.bincount(labels).max().item() / len(labels)  # one bag for every image: best = commonest class
 
 check_exercise_3(my_ceiling)
+
+# %% [markdown]
+# ## End of notebook 04
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -30,6 +30,7 @@
 # in eighteen small training runs of 150 steps.
 
 # %%
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -58,7 +59,7 @@ from posenc_lib.relative import (
 )
 from posenc_lib.rope import RotaryPE
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -412,10 +413,10 @@ plt.show()
 # %%
 chance_peg = 1 / G**2
 peg_probe = {}
-for padding, depth in [("zeros", 1), ("zeros", 3), ("circular", 3)]:
+for padding, depth in progress([("zeros", 1), ("zeros", 3), ("circular", 3)], desc="probes of 3 PEG stacks"):
     pegs = peg_stack(padding, depth)
     peg_probe[f"{depth} PEG, {padding}"] = position_probe_accuracy(
-        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2), desc=f"probe, {depth} PEG {padding}")
+        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2), desc=None)
 distinct_one = len(torch.unique(peg_features(peg_stack("zeros", 1), 1, 0.0, 0)[0], dim=0))
 print(pd.Series(peg_probe, name="probe accuracy").round(3).to_string())
 print(f"chance {chance_peg:.3f}; one zero-padded PEG gives {distinct_one} distinct vectors "
@@ -470,7 +471,7 @@ def run(name: str, seed: int) -> TinyTransformer:
         data_gen = seed_everything(seed)
         model = TinyTransformer(VOCAB, VOCAB, d_model=D_MODEL, n_heads=HEADS, n_layers=1, causal=True, pool="none",
                                 scheme=SCHEMES[name]())
-        train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=f"{name}, seed {seed}")
+        train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=None)
         trained[name, seed] = model
     return trained[name, seed]
 
@@ -479,12 +480,12 @@ nope = run("none", 0)
 probe_x = (lag_task(1024, SEQ, VOCAB, LAG, torch.Generator().manual_seed(102))[0],
            lag_task(512, SEQ, VOCAB, LAG, torch.Generator().manual_seed(103))[0])
 nope_probe = {}
-for causal in (True, False):
+for causal in progress((True, False), desc="probes of the NoPE decoder, with and without its mask"):
     nope.causal = causal
     with torch.no_grad():
         states = [nope.features(t) for t in probe_x]
     nope_probe["decoder (causal mask)" if causal else "same weights, no mask (encoder)"] = position_probe_accuracy(
-        *states, desc=f"probe, NoPE causal={causal}")
+        *states, desc=None)
 nope.causal = True
 chance = 1 / SEQ
 print(pd.Series(nope_probe, name="probe accuracy").round(3).to_string())
@@ -517,7 +518,7 @@ print(f"decoder / chance = {nope_probe['decoder (causal mask)'] / chance:.1f}")
 # %%
 SEEDS = (0, 1, 2)
 results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(name, seed), *test_data)}
-                        for name in SCHEMES for seed in SEEDS])
+                        for name, seed in progress(list(itertools.product(SCHEMES, SEEDS)), desc="scheme x seed")])
 summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
 summary["mean ± std"] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["mean"], summary["std"])]  # 3 seeds
 print(summary["mean ± std"].to_string())
@@ -677,7 +678,7 @@ plt.show()
 #
 # ## 8 · Which encoding when: the selection advice, with this series' evidence
 #
-# The source article ends with advice on which encoding to choose. Here it is as situations, each
+# The source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations, each
 # row backed by a result of this series (notebook and section; 04 and 07 by topic).
 
 # %%
@@ -786,7 +787,8 @@ check_exercise_3(first_shared_distance)
 # - Kazemnejad et al. (2023), *The Impact of Positional Encoding on Length Generalization in
 #   Transformers* (NoPE, and how the causal mask yields absolute position).
 # - PyTorch: `torch.nn.functional.scaled_dot_product_attention` (`is_causal`, `attn_mask`, `scale`).
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
@@ -817,3 +819,8 @@ check_exercise_2(my_swin_index)
 first_shared_distance = 8
 assert t5_relative_bucket(torch.tensor([-8])) == t5_relative_bucket(torch.tensor([-9]))
 check_exercise_3(first_shared_distance)
+
+# %% [markdown]
+# ## End of notebook 05
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

@@ -19,7 +19,8 @@
 #   (a masking control that separates the two, and attention entropy);
 # - which RoPE pairs turn fully within the training context, and how linear interpolation,
 #   NTK-aware scaling and YaRN move each pair's frequency;
-# - two corrections to the source article (errata E4 and E5): NTK-aware scaling is an
+# - two corrections to the source article, the Chinese-language tutorial
+#   *Transformer positional encoding: from sinusoidal to RoPE* (errata E4 and E5): NTK-aware scaling is an
 #   inference-time change of the base that keeps the high-frequency (small-index) pairs and
 #   stretches the low-frequency ones, and position interpolation works after a short fine-tune
 #   far better than without one.
@@ -33,6 +34,7 @@
 # of it in 18 training runs of 250 steps (6 encodings × 3 seeds) and 6 short fine-tunes.
 
 # %%
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -59,7 +61,7 @@ from posenc_lib.relative import ALiBi, T5RelativeBias
 from posenc_lib.rope import RotaryPE
 from posenc_lib.rope_scaling import rope_frequencies, rope_inv_freq
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import setup_notebook
+from posenc_lib.training import progress, setup_notebook
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -132,8 +134,8 @@ SCHEMES = {
     "T5 bias": lambda: T5RelativeBias(4, num_buckets=32, max_distance=L, bidirectional=False),
     "NoPE": lambda: NoPosition(),
 }
-models = {(name, seed): train_char_lm(make(), corpus, L, STEPS, seed, desc=f"{name}, seed {seed}")
-          for name, make in SCHEMES.items() for seed in SEEDS}
+models = {(name, seed): train_char_lm(make(), corpus, L, STEPS, seed)
+          for (name, make), seed in progress(list(itertools.product(SCHEMES.items(), SEEDS)), desc="scheme x seed")}
 
 # %% [markdown]
 # Per-position losses on the 256-character windows, for every model but the learnable one:
@@ -242,7 +244,7 @@ print("RoPE + dynamic NTK:", np.round(ppl["RoPE + dynamic NTK"].mean(0), 2).toli
 # %%
 for name, config in {"RoPE + PI + fine-tune": SCALINGS["RoPE + PI"], "RoPE + fine-tune": None}.items():
     tuned = [finetune_char_lm(with_scheme(models["RoPE", s], RotaryPE(HEAD_DIM, scaling=config)), corpus, 8 * L,
-                              steps=60, seed=s, batch_size=4, lr=3e-3, desc=f"{name}, seed {s}") for s in SEEDS]
+                              steps=60, seed=s, batch_size=4, lr=3e-3) for s in progress(SEEDS, desc=f"{name}, one per seed")]
     evaluate(name, tuned)
 
 # %% [markdown]
@@ -726,7 +728,8 @@ check_exercise_3(sink_window_mask)
 #   Attention Sinks* (2023): the window plus first tokens of section 6.
 # - This library: `posenc_lib/rope_scaling.py` (`rope_frequencies`), `posenc_lib/extrapolation.py`
 #   (the measurements), `posenc_lib/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
@@ -753,3 +756,8 @@ def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
 
 
 check_exercise_3(sink_window_mask)
+
+# %% [markdown]
+# ## End of notebook 06
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

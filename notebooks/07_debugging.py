@@ -18,7 +18,8 @@
 # - how **attention maps** of a trained model look when position works, and when it is lost;
 # - **padding**: right padding with a mask is harmless; left padding shifts absolute positions
 #   unless the position ids come from the mask (`cumsum - 1`), while RoPE and relative biases are
-#   immune, up to float32 rounding that we measure (this corrects the source article: erratum E6);
+#   immune, up to float32 rounding that we measure (this corrects the source article, the
+#   Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*: erratum E6);
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
@@ -30,6 +31,7 @@
 
 # %%
 import copy
+import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -56,7 +58,7 @@ from posenc_lib.relative import ALiBi, T5RelativeBias
 from posenc_lib.report import mean_std
 from posenc_lib.rope import RotaryPE, convert_qk_weight
 from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
+from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -109,15 +111,11 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # %%
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
 probe_rows = []
-for name in SCHEMES:
-    for causal in (False, True):
-        where = "decoder" if causal else "encoder"
-        for start_token in (False, True):
-            for seed in SEEDS:
-                label = f"{name}, {where}{', start token' if start_token else ''}, seed {seed}"
-                acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=label)
-                probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed,
-                                   "accuracy": acc})
+for name, causal, start_token, seed in progress(list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS)),
+                                               desc="scheme x encoder/decoder x start token x seed"):
+    where = "decoder" if causal else "encoder"
+    acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=None)
+    probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed, "accuracy": acc})
 probes = pd.DataFrame(probe_rows)
 
 # %%
@@ -254,10 +252,10 @@ class DetachedPE(LearnablePE):
 
 
 detached_runs, moved = [], 0.0
-for seed in SEEDS:
+for seed in progress(SEEDS, desc="detached table, seeds"):
     buggy = make(DetachedPE(D_MODEL, 128), causal=False, seed=seed)
     before = buggy.scheme.weight.detach().clone()
-    detached_runs.append(position_probe(buggy, PROBE_LEN, desc=f"detached table, seed {seed}"))
+    detached_runs.append(position_probe(buggy, PROBE_LEN, desc=None))
     moved = max(moved, (buggy.scheme.weight.detach() - before).abs().max().item())
 detached_runs = pd.Series(detached_runs)
 print(f"probe accuracy {mean_std(detached_runs, digits=2)} over {len(SEEDS)} seeds (chance {1 / PROBE_LEN:.3f}); "
@@ -870,7 +868,7 @@ check_exercise_3(rows_with_gradient)
 # - This library: `posenc_lib/diagnostics.py` (every check of this notebook), `posenc_lib/rope.py`
 #   (`rope_cos_sin` computes angles in float32), `posenc_lib/learnable.py` (the `max_len` error).
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
@@ -897,3 +895,8 @@ def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len
 
 
 check_exercise_3(rows_with_gradient)
+
+# %% [markdown]
+# ## End of notebook 07
+# <!-- Keep this cell last. "Run All" ends on the last cell, and JupyterLab unfolds the section that
+#      holds it: outside "Solutions", this heading leaves the solutions folded. -->

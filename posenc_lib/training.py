@@ -6,10 +6,11 @@ series is seeded the same way and reports progress the same way.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import numpy as np
@@ -71,18 +72,42 @@ def setup_notebook(seed: int = 0) -> torch.Generator:
     return seed_everything(seed)
 
 
-def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> Iterator[T]:
-    """A text progress bar (tqdm) on stderr.
+class _FinalStateBar(tqdm):
+    """A text bar that prints only its final state, once, when it closes: ``delay=inf`` keeps every
+    earlier state off the output, and closing lifts the delay for the last display."""
 
-    With the environment variable ``POSENC_DETERMINISTIC`` set (the Makefile sets it), the bar
-    prints only its first and final state and leaves out time and rate, so an executed notebook
-    is identical from run to run. In JupyterLab it updates live as usual.
+    def close(self) -> None:
+        self.delay = 0
+        super().close()
+
+
+def _in_jupyter_kernel() -> bool:
+    """True when running in a Jupyter kernel (JupyterLab, nbclient), not in a terminal or a test."""
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and type(ipython.get_ipython()).__name__ == "ZMQInteractiveShell"
+
+
+def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> tqdm:
+    """A progress bar over ``iterable``, one per experiment (``train(..., desc=None)`` runs silently inside).
+
+    - With the environment variable ``POSENC_DETERMINISTIC`` set (``make execute`` and nbval
+      set it; ``make lab`` does not): one line of text on stdout, the final state, with no time
+      or rate, so an executed notebook is identical from run to run.
+    - In a Jupyter kernel: a live widget bar when ``ipywidgets`` is installed (JupyterLab
+      draws it), otherwise live text on stdout; stderr stays for warnings.
+    - Elsewhere (a terminal): tqdm's usual live text bar on stderr.
     """
     if os.environ.get("POSENC_DETERMINISTIC"):
-        return tqdm(
-            iterable, total=total, desc=desc, file=sys.stderr, mininterval=float("inf"), ascii=True,
-            bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
+        return _FinalStateBar(
+            iterable, total=total, desc=desc, file=sys.stdout, mininterval=float("inf"), delay=float("inf"),
+            ascii=True, bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
         )
+    if _in_jupyter_kernel():
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.notebook import tqdm as widget_bar
+
+            return widget_bar(iterable, total=total, desc=desc)
+        return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True)
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)
 
 
@@ -107,6 +132,8 @@ def train(
     data: either a fixed data set ``(inputs, targets)`` from which minibatches of ``batch_size``
     rows are drawn with ``generator``, or a function ``step -> (inputs, targets)`` that makes
     each batch. The learning rate decays linearly to 10% over the run.
+    desc: label of the run's progress bar (:func:`progress`); ``None`` trains silently, for runs
+    inside an experiment whose own bar counts them.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
@@ -125,8 +152,8 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - 0.9 * s / steps)
     model.train()
     losses: list[float] = []
-    bar = progress(range(steps), total=steps, desc=desc)
-    for step in bar:
+    bar = progress(range(steps), total=steps, desc=desc) if desc is not None else None
+    for step in bar if bar is not None else range(steps):
         x, y = batch(step)
         loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
@@ -134,9 +161,10 @@ def train(
         opt.step()
         sched.step()
         losses.append(loss.item())
-        if step == steps - 1:
+        if bar is not None and step == steps - 1:
             bar.set_postfix_str(f"loss={sum(losses[-20:]) / len(losses[-20:]):.4f}", refresh=False)
-    bar.close()
+    if bar is not None:
+        bar.close()
     model.eval()
     return losses
 

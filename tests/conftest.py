@@ -17,6 +17,7 @@ from hypothesis import settings
 from torch import Tensor, nn
 
 from posenc_lib.attention import NoPosition, PositionScheme
+from posenc_lib.exercises import strict
 
 # The project's scripts in tools/ (site build, browser check, student edition, run times) are
 # imported by their tests as plain modules.
@@ -79,6 +80,18 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def strict_checkers():
+    """Make the exercise checkers raise ExerciseFailure on a wrong answer instead of printing the hint.
+
+    In a notebook a wrong answer prints "[not yet] ..." and the notebook runs on; a test wants to
+    assert on the rejection and its hint. Opt in per module with
+    ``pytestmark = pytest.mark.usefixtures("strict_checkers")``.
+    """
+    with strict():
+        yield
 
 
 SchemeFactory = Callable[[str, int], PositionScheme]

@@ -8,6 +8,8 @@ import torch
 from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
 
+pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
+
 
 def inverse_permutation(perm):
     inv = torch.empty_like(perm)

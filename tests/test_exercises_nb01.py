@@ -11,6 +11,8 @@ from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.sinusoidal import shift_matrix, sinusoidal_layout_permutation, sinusoidal_table
 
+pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
+
 
 def concat_float32(max_len, d_model):
     pos = torch.arange(max_len, dtype=torch.float32)[:, None]

@@ -12,6 +12,8 @@ from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.learnable import LearnablePE
 
+pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
+
 
 # ----------------------------------------------------------------- exercise 1
 def profile(table):

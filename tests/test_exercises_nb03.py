@@ -9,6 +9,8 @@ from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.rope import convert_qk_weight
 
+pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
+
 # ---------------------------------------------------------------- exercise 1: rotate_half
 
 

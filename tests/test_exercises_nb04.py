@@ -8,6 +8,8 @@ import torch
 from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
 
+pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
+
 
 # ----------------------------------------------------------------- exercise 1
 def test_ex1_accepts_divmod(capsys):

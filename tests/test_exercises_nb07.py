@@ -8,7 +8,7 @@ import torch
 from posenc_lib.exercises import ExerciseFailure
 from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
 
-pytestmark = pytest.mark.usefixtures("single_thread")
+pytestmark = pytest.mark.usefixtures("single_thread", "strict_checkers")  # wrong answers raise ExerciseFailure
 
 
 # ----------------------------------------------------------------- exercise 1

@@ -6,13 +6,19 @@ With no notebook at all, test_there_are_notebooks fails rather than everything b
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
+from jupyter_server.services.contents.filemanager import FileContentsManager
+from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
+
+from execute import lab_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -134,3 +140,39 @@ def test_exercises_have_solutions_that_pass_their_checker(path, nb):
     assert solutions, f"{path.name} has no code cell tagged 'solution'"
     printed = "".join(o.get("text", "") for c in solutions for o in c.outputs if o.output_type == "stream")
     assert "[passed]" in printed, f"{path.name}: no solution cell printed a checker's '[passed]' line"
+
+
+def test_metadata_is_what_jupyterlab_writes(path, nb):
+    """Opening and saving in JupyterLab leaves it as committed: the kernelspec `make setup` installs, the
+    kernel's language_info, and the jupytext filters of notebooks/jupytext.toml (one filter everywhere)."""
+    assert nb.metadata == lab_metadata(path.parent, nb.metadata.get("language_info", {})), (
+        f"{path.name}: notebook metadata {dict(nb.metadata)} is not what JupyterLab writes; run `make execute`")
+
+
+def test_saving_from_a_server_rooted_at_notebooks_writes_the_paired_script(tmp_path):
+    """`make lab` roots the server at notebooks/: jupytext must find its pairing there, and a save must
+    write a .py that keeps the solution cells' `jupyter` metadata (tests/test_lab.py does it in a browser)."""
+    stem = NOTEBOOKS[0].stem
+    for name in (f"{stem}.ipynb", "jupytext.toml"):  # no .py: the save must write it
+        shutil.copy2(ROOT / "notebooks" / name, tmp_path / name)
+    manager = build_sync_jupytext_contents_manager_class(FileContentsManager)(root_dir=str(tmp_path))
+    manager.save(manager.get(f"{stem}.ipynb"), f"{stem}.ipynb")
+    written = (tmp_path / f"{stem}.py").read_text(encoding="utf-8")
+    assert written == (ROOT / "notebooks" / f"{stem}.py").read_text(encoding="utf-8")
+    solutions = [c for c in jupytext.reads(written, "py:percent").cells if "solution" in tags(c)]
+    assert solutions and all(c.metadata.get("jupyter") == {"source_hidden": True} for c in solutions)
+    saved = json.loads((tmp_path / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    assert saved["metadata"] == json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))["metadata"]
+
+
+def test_solutions_are_folded_under_their_heading(path, nb):
+    """Running a cell unfolds its output in JupyterLab, so the Solutions section itself is folded
+    (jp-MarkdownHeadingCollapsed); a heading after it keeps "Run All", which ends on the last cell,
+    from unfolding it."""
+    cells = nb.cells
+    heading = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Solutions"))
+    assert cells[heading].metadata.get("jp-MarkdownHeadingCollapsed") is True, f"{path.name}: Solutions is not folded"
+    solutions = [i for i, c in enumerate(cells) if "solution" in tags(c)]
+    assert solutions and min(solutions) > heading, f"{path.name}: a solution cell sits outside the Solutions section"
+    assert cells[-1].cell_type == "markdown" and re.match(r"## \S", cells[-1].source), (
+        f"{path.name}: the last cell must be a level-2 heading after the solutions")

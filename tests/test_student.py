@@ -32,15 +32,15 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     setup = (
-        "from posenc_lib.exercises import checker, expect, passed\n\n"
+        "from posenc_lib.exercises import checker\n\n"
         "@checker('Exercise 1 (double)')\n"
-        "def check_exercise_1(double):\n"
-        "    expect(double(2) == 4, 'Exercise 1 (double)', 'double(2) should be 4')\n"
-        "    passed('Exercise 1 (double)')\n\n"
+        "def check_exercise_1(ex, double):\n"
+        "    ex.expect(ex.call(double, 2) == 4, 'double(2) should be 4')\n"
+        "    ex.passed()\n\n"
         "@checker('Exercise 2 (a value)')\n"
-        "def check_exercise_2(value):\n"
-        "    expect(value == 3, 'Exercise 2 (a value)', 'the value is 1 + 2')\n"
-        "    passed('Exercise 2 (a value)')\n"
+        "def check_exercise_2(ex, value):\n"
+        "    ex.expect(value == 3, 'the value is 1 + 2')\n"
+        "    ex.passed()\n"
     )
     nb.cells = [
         new_markdown_cell("# 98 · Demo\n\nA notebook to the series' convention."),

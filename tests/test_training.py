@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
 import torch
 
+from posenc_lib import training
 from posenc_lib.models import TinyTransformer
 from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, train
 
@@ -63,23 +65,54 @@ def test_train_accepts_a_batch_function():
     assert seen == [0, 1, 2]
 
 
-def test_progress_bar_in_deterministic_mode_prints_no_time_or_rate(monkeypatch, capsys):
+def test_progress_bar_in_deterministic_mode_prints_its_final_state_on_stdout(monkeypatch, capsys):
     monkeypatch.setenv("POSENC_DETERMINISTIC", "1")
     net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
     train(net, sorting_data(seed_everything(0)), steps=30, batch_size=8, desc="demo")
-    err = capsys.readouterr().err
-    frames = [f for f in re.split(r"[\r\n]+", err) if f.strip()]
-    assert frames[0].startswith("demo:   0%|") and frames[0].endswith("| 0/30")
-    assert re.fullmatch(r"demo: 100%\|#{20}\| 30/30, loss=\d\.\d{4}", frames[-1])
-    assert len(frames) == 2  # only the first and the final state
-    assert not re.search(r"\d+:\d\d|it/s|s/it|\?", err)  # no elapsed/remaining time, no rate
+    captured = capsys.readouterr()
+    frames = [f for f in re.split(r"[\r\n]+", captured.out) if f.strip()]
+    assert len(frames) == 1  # only the final state: a loop that prints is not interleaved with bar states
+    assert re.fullmatch(r"demo: 100%\|#{20}\| 30/30, loss=\d\.\d{4}", frames[0])
+    assert not re.search(r"\d+:\d\d|it/s|s/it|\?", captured.out)  # no elapsed/remaining time, no rate
+    assert captured.err == ""  # stderr is for warnings (JupyterLab shows it in red)
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_train_without_desc_is_silent(deterministic, monkeypatch, capsys):
+    """An experiment's own bar counts its runs; the runs inside print nothing."""
+    if deterministic:
+        monkeypatch.setenv("POSENC_DETERMINISTIC", "1")
+    else:
+        monkeypatch.delenv("POSENC_DETERMINISTIC", raising=False)
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    train(net, sorting_data(seed_everything(0)), steps=5, batch_size=8, desc=None)
+    assert capsys.readouterr() == ("", "")
 
 
 def test_progress_bar_interactive_mode_does_show_a_rate(monkeypatch, capsys):
-    """The counter-case: without POSENC_DETERMINISTIC the bar is tqdm's usual one, with time and rate."""
+    """The counter-case: without POSENC_DETERMINISTIC, in a terminal, the bar is tqdm's usual one, with time and rate."""
     monkeypatch.delenv("POSENC_DETERMINISTIC", raising=False)
     assert list(progress(range(3), total=3, desc="demo")) == [0, 1, 2]
     assert re.search(r"\d+:\d\d.*it/s", capsys.readouterr().err)
+
+
+def test_progress_bar_in_a_jupyter_kernel_is_a_widget_or_live_text_on_stdout(monkeypatch, capsys):
+    from tqdm.notebook import tqdm as widget_bar
+
+    monkeypatch.delenv("POSENC_DETERMINISTIC", raising=False)
+    monkeypatch.setattr(training, "_in_jupyter_kernel", lambda: True)
+    assert isinstance(progress(range(3), desc="demo"), widget_bar)  # ipywidgets is pinned
+    capsys.readouterr()
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "ipywidgets" else real_find_spec(name))
+    bar = progress(range(3), desc="demo")
+    assert not isinstance(bar, widget_bar) and list(bar) == [0, 1, 2]
+    captured = capsys.readouterr()
+    assert "demo: 100%" in captured.out and captured.err == ""
+
+
+def test_not_in_a_jupyter_kernel_here():
+    assert not training._in_jupyter_kernel()
 
 
 @pytest.mark.parametrize("steps", [0, -3, 2.5, True])

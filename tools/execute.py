@@ -5,7 +5,8 @@
 
 nbclient with no timing metadata and merged stream outputs, run from the notebook's own
 folder, gives byte-identical files run after run (the Makefile also fixes the thread count
-and sets POSENC_DETERMINISTIC so progress bars print no rates). Prints each notebook's
+and sets POSENC_DETERMINISTIC so progress bars print no rates). The notebook metadata written is
+what JupyterLab writes on saving (lab_metadata), so opening a notebook does not change it. Prints each notebook's
 wall time and writes them to build/timings.json.
 
 Executed in place, the notebooks' outputs come from this machine's numerics, so the probe digest
@@ -26,10 +27,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupytext.config import load_jupytext_config
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMINGS = ROOT / "build" / "timings.json"
+KERNEL = "python3"  # the kernelspec `make setup` installs into .venv ("Python 3 (posenc)")
 
 
 def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> float:
@@ -38,7 +42,7 @@ def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> floa
     client = NotebookClient(
         nb,
         timeout=timeout,
-        kernel_name="python3",
+        kernel_name=KERNEL,
         record_timing=False,
         coalesce_streams=True,
         resources={"metadata": {"path": str(path.parent.resolve())}},
@@ -46,17 +50,31 @@ def execute(path: Path, out_dir: Path | None = None, timeout: int = 600) -> floa
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
-    # Keep the notebook-level metadata stable: only kernelspec and language_info name.
-    nb.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-        **({"jupytext": nb.metadata["jupytext"]} if "jupytext" in nb.metadata else {}),
-    }
+    nb.metadata = lab_metadata(path.parent, nb.metadata["language_info"])
     _relative_tracebacks(nb)
     target = (out_dir / path.name) if out_dir else path
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     return elapsed
+
+
+def lab_metadata(notebook_dir: Path, language_info: dict) -> dict:
+    """The notebook-level metadata JupyterLab writes when it saves a notebook of ``notebook_dir``.
+
+    Committing exactly this keeps a notebook unchanged when a student opens, runs and saves it:
+    the kernelspec ``make setup`` installs (name and display name), the ``language_info`` the kernel
+    reports (``language_info``, as nbclient recorded it), and, for a notebook paired by a jupytext
+    configuration (``notebooks/jupytext.toml``), the two metadata filters jupytext adds from it.
+    """
+    spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    config = load_jupytext_config(str(notebook_dir.resolve()))  # None outside notebooks/: no pairing there
+    paired = {} if config is None else {"jupytext": {"cell_metadata_filter": config.cell_metadata_filter,
+                                                     "notebook_metadata_filter": config.notebook_metadata_filter}}
+    return {
+        **paired,
+        "kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": KERNEL},
+        "language_info": dict(language_info),
+    }
 
 
 def _relative_tracebacks(nb: nbformat.NotebookNode) -> None:

@@ -18,7 +18,7 @@ from ..diagnostics import position_ids_from_mask, row_gradient_norms
 from ..learnable import LearnablePE
 from ..models import TinyTransformer
 from ..training import cross_entropy
-from . import checker, expect, passed
+from . import Exercise, checker
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
@@ -29,35 +29,34 @@ def _mask(lengths: list[int], seq: int, side: str) -> Tensor:
     return mask.flip(-1) if side == "left" else mask
 
 
-def _check_int_tensor(got: object, shape: tuple[int, ...], name: str, what: str) -> Tensor:
-    expect(isinstance(got, Tensor), name, f"return a torch.Tensor, got {type(got).__name__}")
-    expect(tuple(got.shape) == shape, name, f"expected shape {shape} ({what}), got {tuple(got.shape)}")
-    expect(not got.dtype.is_floating_point and got.dtype != torch.bool, name,
-           f"position ids must be integers (torch.long), got dtype {got.dtype}")
+def _check_int_tensor(ex: Exercise, got: object, shape: tuple[int, ...], what: str) -> Tensor:
+    ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
+    ex.expect(tuple(got.shape) == shape, f"expected shape {shape} ({what}), got {tuple(got.shape)}")
+    ex.expect(not got.dtype.is_floating_point and got.dtype != torch.bool,
+              f"position ids must be integers (torch.long), got dtype {got.dtype}")
     return got.long()
 
 
 @checker("Exercise 1 (position ids from the mask)")
-def check_exercise_1(fn: Callable[[Tensor], Tensor]) -> None:
+def check_exercise_1(ex: Exercise, fn: Callable[[Tensor], Tensor]) -> None:
     """fn(attn_mask) must equal position_ids_from_mask(attn_mask) on bool and 0/1 integer masks."""
-    name = "Exercise 1 (position ids from the mask)"
     masks = [_mask([3, 5, 2], 5, "left"), _mask([3, 5, 2], 5, "right"), _mask([4, 1], 6, "left").long(),
              torch.ones(2, 4, dtype=torch.bool), torch.tensor([[0, 1, 1, 0, 1, 1]])]
     for mask in masks:
-        got = _check_int_tensor(fn(mask.clone()), tuple(mask.shape), name, "one position per slot")
+        got = _check_int_tensor(ex, ex.call(fn, mask.clone()), tuple(mask.shape), "one position per slot")
         want = position_ids_from_mask(mask)
         if torch.equal(got, want):
             continue
         real = mask.bool()
         shown = f"for the mask {mask.long().tolist()} you returned {got.tolist()}, expected {want.tolist()}"
-        expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)), name,
-               f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
-        expect(not torch.equal(got[real], want[real] + 1), name,
-               f"off by one: the first real token has position 0 (cumulative sum minus one); {shown}")
-        expect(torch.equal(got[real], want[real]), name, f"the real tokens' positions are wrong; {shown}")
-        expect(False, name, f"the real tokens are right, but padded slots must get position 0 "
-               f"(a valid row of any table); {shown}")
-    passed(name, f"equals cumsum(mask) - 1 with pads at 0 on {len(masks)} masks (bool and 0/1 integers)")
+        ex.expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)),
+                  f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+        ex.expect(not torch.equal(got[real], want[real] + 1),
+                  f"off by one: the first real token has position 0 (cumulative sum minus one); {shown}")
+        ex.expect(torch.equal(got[real], want[real]), f"the real tokens' positions are wrong; {shown}")
+        ex.fail(f"the real tokens are right, but padded slots must get position 0 "
+                f"(a valid row of any table); {shown}")
+    ex.passed(f"equals cumsum(mask) - 1 with pads at 0 on {len(masks)} masks (bool and 0/1 integers)")
 
 
 def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
@@ -68,22 +67,21 @@ def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
 
 
 @checker("Exercise 2 (positions of a batched decode step)")
-def check_exercise_2(fn: Callable[[Tensor, int], Tensor]) -> None:
+def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, int], Tensor]) -> None:
     """fn(mask, n_new) must continue every left-padded row from its number of real tokens."""
-    name = "Exercise 2 (positions of a batched decode step)"
     model, gen = _tiny_decoder(), torch.Generator().manual_seed(3)
     lengths, prompt_len = [2, 6, 4], 6
     mask = _mask(lengths, prompt_len, "left")
     prompt = torch.randint(1, 12, (3, prompt_len), generator=gen).masked_fill(~mask, 0)
     for n_new in (1, 3):
         new = torch.randint(1, 12, (3, n_new), generator=gen)
-        got = _check_int_tensor(fn(mask.clone(), n_new), (3, n_new), name, "(batch, n_new)")
+        got = _check_int_tensor(ex, ex.call(fn, mask.clone(), n_new), (3, n_new), "(batch, n_new)")
         want = mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
         shown = f"for prompts of {lengths} real tokens left-padded to {prompt_len}, n_new={n_new}: got {got.tolist()}"
-        expect(not torch.equal(got, torch.arange(prompt_len, prompt_len + n_new).expand(3, -1)), name,
-               f"you counted the pad slots: the new tokens follow each row's real tokens, not the padded length; {shown}")
-        expect(not torch.equal(got, want - 1), name, f"off by one: with n real tokens at positions 0..n-1, the "
-               f"next one is at position n; {shown}")
+        ex.expect(not torch.equal(got, torch.arange(prompt_len, prompt_len + n_new).expand(3, -1)),
+                  f"you counted the pad slots: the new tokens follow each row's real tokens, not the padded length; {shown}")
+        ex.expect(not torch.equal(got, want - 1), f"off by one: with n real tokens at positions 0..n-1, the "
+                  f"next one is at position n; {shown}")
         with torch.no_grad():
             cache = model.new_cache()
             model(prompt, positions=position_ids_from_mask(mask), attn_mask=mask, cache=cache)
@@ -92,15 +90,14 @@ def check_exercise_2(fn: Callable[[Tensor, int], Tensor]) -> None:
             for row, n in enumerate(lengths):
                 alone = model(torch.cat([prompt[row, prompt_len - n:], new[row]])[None])[0, -n_new:]
                 gap = (cached[row] - alone).abs().max().item()
-                expect(gap < 1e-4, name, f"row {row} ({n} real tokens) differs from its unpadded recomputation by "
-                       f"{gap:.3f} logits; {shown}")
-    passed(name, "every row's new tokens match the unpadded recomputation (n_new = 1 and 3)")
+                ex.expect(gap < 1e-4, f"row {row} ({n} real tokens) differs from its unpadded recomputation by "
+                          f"{gap:.3f} logits; {shown}")
+    ex.passed("every row's new tokens match the unpadded recomputation (n_new = 1 and 3)")
 
 
 @checker("Exercise 3 (which rows will train)")
-def check_exercise_3(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
+def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     """fn(positions, mask, max_len) must predict which table rows get non-zero gradient."""
-    name = "Exercise 3 (which rows will train)"
     max_len, gen = 12, torch.Generator().manual_seed(4)
     left = _mask([3, 7, 5], 8, "left")
     right = _mask([2, 5], 8, "right")
@@ -116,17 +113,17 @@ def check_exercise_3(fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
         targets = torch.randint(0, 12, mask.shape, generator=gen).masked_fill(~mask, -100)
         cross_entropy(model(tokens, positions=positions.contiguous(), attn_mask=mask), targets).backward()
         truth = row_gradient_norms(model.scheme.weight) > 0
-        got = fn(positions.clone(), mask.clone(), max_len)
-        expect(isinstance(got, Tensor) and got.dtype == torch.bool and tuple(got.shape) == (max_len,), name,
-               f"return a ({max_len},) bool tensor, got "
-               + (f"{tuple(got.shape)} {got.dtype}" if isinstance(got, Tensor) else type(got).__name__))
+        got = ex.call(fn, positions.clone(), mask.clone(), max_len)
+        ex.expect(isinstance(got, Tensor) and got.dtype == torch.bool and tuple(got.shape) == (max_len,),
+                  f"return a ({max_len},) bool tensor, got "
+                  + (f"{tuple(got.shape)} {got.dtype}" if isinstance(got, Tensor) else type(got).__name__))
         if torch.equal(got, truth):
             continue
         shown = (f"{label}: positions {positions.tolist()}, mask {mask.long().tolist()}; you said rows "
                  f"{got.nonzero().flatten().tolist()}, the gradient reached rows {truth.nonzero().flatten().tolist()}")
         all_slots = torch.zeros(max_len, dtype=torch.bool)
         all_slots[positions.flatten()] = True
-        expect(not torch.equal(got, all_slots), name, f"padded slots train nothing: the mask hides them from the "
-               f"real tokens and the loss ignores their outputs; {shown}")
-        expect(False, name, shown)
-    passed(name, f"matches the measured gradient in {len(cases)} batches")
+        ex.expect(not torch.equal(got, all_slots), f"padded slots train nothing: the mask hides them from the "
+                  f"real tokens and the loss ignores their outputs; {shown}")
+        ex.fail(shown)
+    ex.passed(f"matches the measured gradient in {len(cases)} batches")
