@@ -33,7 +33,7 @@ from matplotlib.lines import Line2D
 from torch import Tensor
 
 from posenc_lib.attention import MultiHeadAttention, PositionScheme
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, use_style
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, use_style
 
 from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times
 
@@ -70,7 +70,7 @@ class SchemeSpec:
     """How to build one scheme for a length: ``build(length, causal, d_model, n_heads) -> PositionScheme``."""
 
     name: str
-    module: str  # where the class lives, e.g. "posenc_lib.relative"
+    module: str  # where the class lives, e.g. "posenc_lib.encodings.score_bias.relative"
     cls: str
     build: Callable[[type, int, bool, int, int], PositionScheme]
     settings: tuple[str, ...]
@@ -80,23 +80,23 @@ def _specs() -> list[SchemeSpec]:
     grid = grid_shape
     return [
         SchemeSpec("NoPosition", "posenc_lib.attention", "NoPosition", lambda c, L, causal, d, h: c(), BOTH),
-        SchemeSpec("SinusoidalPE", "posenc_lib.sinusoidal", "SinusoidalPE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
-        SchemeSpec("LearnablePE", "posenc_lib.learnable", "LearnablePE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
-        SchemeSpec("RotaryPE half", "posenc_lib.rope", "RotaryPE", lambda c, L, causal, d, h: c(d // h, layout="half"), BOTH),
-        SchemeSpec("RotaryPE interleaved", "posenc_lib.rope", "RotaryPE",
+        SchemeSpec("SinusoidalPE", "posenc_lib.encodings.absolute.sinusoidal", "SinusoidalPE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
+        SchemeSpec("LearnablePE", "posenc_lib.encodings.absolute.learnable", "LearnablePE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
+        SchemeSpec("RotaryPE half", "posenc_lib.encodings.rotary.rope", "RotaryPE", lambda c, L, causal, d, h: c(d // h, layout="half"), BOTH),
+        SchemeSpec("RotaryPE interleaved", "posenc_lib.encodings.rotary.rope", "RotaryPE",
                    lambda c, L, causal, d, h: c(d // h, layout="interleaved"), BOTH),
-        SchemeSpec("T5RelativeBias", "posenc_lib.relative", "T5RelativeBias",
+        SchemeSpec("T5RelativeBias", "posenc_lib.encodings.score_bias.relative", "T5RelativeBias",
                    lambda c, L, causal, d, h: c(h, bidirectional=not causal), BOTH),
-        SchemeSpec("ALiBi full (h, L, L)", "posenc_lib.relative", "ALiBi", lambda c, L, causal, d, h: c(h, causal=False), BOTH),
-        SchemeSpec("ALiBi compact (h, 1, L)", "posenc_lib.relative", "ALiBi",
+        SchemeSpec("ALiBi full (h, L, L)", "posenc_lib.encodings.score_bias.relative", "ALiBi", lambda c, L, causal, d, h: c(h, causal=False), BOTH),
+        SchemeSpec("ALiBi compact (h, 1, L)", "posenc_lib.encodings.score_bias.relative", "ALiBi",
                    lambda c, L, causal, d, h: c(h, causal=True), DECODER),
-        SchemeSpec("SwinRelativeBias", "posenc_lib.relative", "SwinRelativeBias",
+        SchemeSpec("SwinRelativeBias", "posenc_lib.encodings.score_bias.relative", "SwinRelativeBias",
                    lambda c, L, causal, d, h: c(h, *grid(L)), ENCODER),
-        SchemeSpec("PEG (conv)", "posenc_lib.conditional", "PEG", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("SinCos2DPE", "posenc_lib.vision", "SinCos2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("Learnable2DPE", "posenc_lib.vision", "Learnable2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("AxialRoPE2D", "posenc_lib.vision", "AxialRoPE2D", lambda c, L, causal, d, h: c(d // h, *grid(L)), ENCODER),
-        SchemeSpec("MixedRoPE2D", "posenc_lib.vision", "MixedRoPE2D",
+        SchemeSpec("PEG (conv)", "posenc_lib.encodings.conditional.peg", "PEG", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
+        SchemeSpec("SinCos2DPE", "posenc_lib.encodings.vision.vision", "SinCos2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
+        SchemeSpec("Learnable2DPE", "posenc_lib.encodings.vision.vision", "Learnable2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
+        SchemeSpec("AxialRoPE2D", "posenc_lib.encodings.vision.vision", "AxialRoPE2D", lambda c, L, causal, d, h: c(d // h, *grid(L)), ENCODER),
+        SchemeSpec("MixedRoPE2D", "posenc_lib.encodings.vision.vision", "MixedRoPE2D",
                    lambda c, L, causal, d, h: c(d // h, h, *grid(L)), ENCODER),
     ]
 

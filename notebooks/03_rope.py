@@ -43,11 +43,11 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from posenc_lib.data import lag_task
-from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.rope import (
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
     apply_rope_complex,
@@ -57,8 +57,8 @@ from posenc_lib.rope import (
     rope_layout_permutation,
     rotate_half_reference,
 )
-from posenc_lib.sinusoidal import shift_matrix
-from posenc_lib.training import accuracy, setup_notebook, train
+from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
+from posenc_lib.course.training import accuracy, setup_notebook, train
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)

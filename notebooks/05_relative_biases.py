@@ -39,15 +39,15 @@ import torch
 from torch.testing import assert_close
 
 from posenc_lib.attention import MultiHeadAttention, NoPosition
-from posenc_lib.conditional import PEG
-from posenc_lib.cost import allocated_bytes, best_time, loglog_slope, position_part
-from posenc_lib.data import lag_task
-from posenc_lib.diagnostics import position_probe_accuracy
-from posenc_lib.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.diagnostics import position_probe_accuracy
+from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.relative import (
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
@@ -56,9 +56,9 @@ from posenc_lib.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.rope import RotaryPE
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.course.training import accuracy, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -135,7 +135,7 @@ plt.show()
 # (clamped) offset. The result is the same table entries, bit for bit (the conformance tests in
 # `tests/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
-# `posenc_lib.cost.allocated_bytes`, temporaries included).
+# `posenc_lib.course.cost.allocated_bytes`, temporaries included).
 
 # %%
 t5 = T5RelativeBias(4, bidirectional=False)
@@ -578,7 +578,7 @@ assert (peak == -LAG).any()
 #
 # **Question.** How do time and memory of the position part grow with the sequence length $L$?
 #
-# The position part is the one hook each scheme uses (`posenc_lib.cost.position_part`): the
+# The position part is the one hook each scheme uses (`posenc_lib.course.cost.position_part`): the
 # added table, the rotation of q and k, or the bias. Bytes are counted exactly (every tensor the
 # hook creates); times are the fastest of 5 calls, so they vary from run to run. Model size:
 # d_model 128, 4 heads, one sequence. Lengths stop at 1024: beyond it a fresh (heads, L, L) bias

@@ -41,9 +41,9 @@ import torch
 from torch.testing import assert_close
 
 from posenc_lib.attention import NoPosition
-from posenc_lib.data import char_corpus, lm_eval_windows
-from posenc_lib.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.extrapolation import (
+from posenc_lib.course.data import char_corpus, lm_eval_windows
+from posenc_lib.course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.extrapolation import (
     attention_entropy,
     finetune_char_lm,
     per_position_loss,
@@ -52,13 +52,13 @@ from posenc_lib.extrapolation import (
     with_scheme,
     window_mask,
 )
-from posenc_lib.learnable import LearnablePE
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, moving_average
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.rope import RotaryPE
-from posenc_lib.rope_scaling import rope_frequencies, rope_inv_freq
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import setup_notebook
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, moving_average
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.rotary.scaling import rope_frequencies, rope_inv_freq
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.course.training import setup_notebook
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

@@ -5,7 +5,7 @@
 # accuracy is a little worse than it should be, or fine in training and wrong in batched
 # generation. This last notebook turns the series into habits: checks that tell whether position
 # reaches a model and arrives right, and a zoo of the bugs that break it, each reproduced,
-# measured, and caught. The checks live in `posenc_lib.diagnostics`, so you can run them on your
+# measured, and caught. The checks live in `posenc_lib.course.diagnostics`, so you can run them on your
 # own models.
 #
 # **What you will learn**
@@ -40,22 +40,22 @@ from torch import nn
 from torch.testing import assert_close
 
 from posenc_lib.attention import NoPosition
-from posenc_lib.data import lag_task
-from posenc_lib.diagnostics import (
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, heatmap
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.rope import RotaryPE, convert_qk_weight
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
+from posenc_lib.course.plotting import COLORS, heatmap
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.encodings.rotary.rope import RotaryPE, convert_qk_weight
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.course.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

@@ -10,7 +10,7 @@ Modules:
 
 from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme
 from .models import TinyTransformer
-from .training import accuracy, progress, seed_everything, train
+from .course.training import accuracy, progress, seed_everything, train
 
 __version__ = "0.1.0"
 __all__ = [

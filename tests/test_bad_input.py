@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.conditional import PEG, peg
-from posenc_lib.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.encodings.conditional.peg import PEG, peg
+from posenc_lib.course.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
-from posenc_lib.relative import (
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
@@ -28,7 +28,7 @@ from posenc_lib.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.rope import (
+from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
     apply_rope_qk,
@@ -36,12 +36,12 @@ from posenc_lib.rope import (
     rope_cos_sin,
     rope_inv_freq,
 )
-from posenc_lib.rope_scaling import rope_frequencies
-from posenc_lib.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
-from posenc_lib.training import accuracy, train
-from posenc_lib.data import char_corpus, lm_batch, lm_eval_windows
-from posenc_lib.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
-from posenc_lib.vision import (
+from posenc_lib.encodings.rotary.scaling import rope_frequencies
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
+from posenc_lib.course.training import accuracy, train
+from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
+from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
+from posenc_lib.encodings.vision.vision import (
     AxialRoPE2D,
     Learnable2DPE,
     MixedRoPE2D,

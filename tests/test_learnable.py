@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import PositionScheme
-from posenc_lib.data import sorting_task
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.course.data import sorting_task
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.models import TinyTransformer
 from posenc_lib.models import last_token_logits_two_ways
-from posenc_lib.relative import (
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,

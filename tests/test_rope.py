@@ -1,4 +1,4 @@
-"""posenc_lib.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
+"""posenc_lib.encodings.rotary.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib import rope_fast
+from posenc_lib.kernels import rope as rope_fast
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.rope import (
+from posenc_lib.encodings.rotary.rope import (
     LAYOUTS,
     RotaryPE,
     apply_rope,

@@ -1,4 +1,4 @@
-"""Tests of posenc_lib.sinusoidal: the formula, its layouts, the shift map, the module, reference code."""
+"""Tests of posenc_lib.encodings.absolute.sinusoidal: the formula, its layouts, the shift map, the module, reference code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.models import TinyTransformer
-from posenc_lib.sinusoidal import (
+from posenc_lib.encodings.absolute.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
     sinusoidal_frequencies,

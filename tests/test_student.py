@@ -32,7 +32,7 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     setup = (
-        "from posenc_lib.exercises import checker, expect, passed\n\n"
+        "from posenc_lib.course.exercises import checker, expect, passed\n\n"
         "@checker('Exercise 1 (double)')\n"
         "def check_exercise_1(double):\n"
         "    expect(double(2) == 4, 'Exercise 1 (double)', 'double(2) should be 4')\n"

@@ -6,7 +6,7 @@
 4. ``safe_cos_sin(positions, inv_freq, dtype)``: cos/sin tables accurate in bf16/fp16 at large positions.
 
 Each checker tests the answer on fresh random inputs (fixed seeds) against the library or a
-property, and raises :class:`~posenc_lib.exercises.ExerciseFailure` with a hint when it is wrong.
+property, and raises :class:`~posenc_lib.course.exercises.ExerciseFailure` with a hint when it is wrong.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..models import TinyTransformer
-from ..rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
+from ...models import TinyTransformer
+from ...encodings.rotary.rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
 from . import call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]

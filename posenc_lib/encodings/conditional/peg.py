@@ -22,7 +22,7 @@ from typing import Literal
 
 from torch import Tensor, nn
 
-from .attention import PositionScheme, check_int
+from ...attention import PositionScheme, check_int
 
 Padding = Literal["zeros", "circular"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..learnable import LearnablePE
-from ..sinusoidal import sinusoidal_table
+from ...encodings.absolute.learnable import LearnablePE
+from ...encodings.absolute.sinusoidal import sinusoidal_table
 from . import checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]

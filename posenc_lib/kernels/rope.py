@@ -1,6 +1,6 @@
-"""The speed machinery behind :func:`posenc_lib.rope.apply_rope`: the same rotation, arranged to be fast.
+"""The speed machinery behind :func:`posenc_lib.encodings.rotary.rope.apply_rope`: the same rotation, arranged to be fast.
 
-:mod:`posenc_lib.rope` holds the idea and the readable formulas; this module rotates with the
+:mod:`posenc_lib.encodings.rotary.rope` holds the idea and the readable formulas; this module rotates with the
 same arithmetic (tests compare the two: ``tests/test_rope.py``). Nothing here changes what is
 computed, only how memory is walked. Measured speeds: ``bench/results/rope.md`` (``make bench``).
 

@@ -32,7 +32,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from .attention import PositionScheme, check_int, check_integer_tensor
+from ...attention import PositionScheme, check_int, check_integer_tensor
 
 __all__ = [
     "LAYOUTS",

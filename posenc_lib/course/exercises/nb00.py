@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..data import WhoDidWhat
-from ..models import TinyTransformer
+from ...models import TinyTransformer
 from . import checker, expect, passed
 
 __all__ = ["EXERCISE_3_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]

@@ -42,7 +42,7 @@ __all__ = [
 PAD = "<pad>"
 
 #: The repository's ``data/`` folder: small data sets shipped with the course (see data/README.md).
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 Split = Literal["all", "train", "test"]
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import PositionScheme, check_integer_tensor
+from ...attention import PositionScheme, check_integer_tensor
 
 __all__ = ["LearnablePE"]
 

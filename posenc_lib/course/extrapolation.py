@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .attention import PositionScheme, check_int
+from ..attention import PositionScheme, check_int
 from .data import CharCorpus, lm_batch
-from .models import TinyTransformer
+from ..models import TinyTransformer
 from .training import seed_everything, train
 
 __all__ = [
@@ -60,7 +60,7 @@ def train_char_lm(
 
     Seeds everything with ``seed``, then builds the model (its weights come from that seed) and
     trains ``steps`` steps on windows of ``seq_len`` characters drawn from ``corpus.train`` by
-    :func:`posenc_lib.data.lm_batch` (offsets from the same seed). A scheme with parameters of
+    :func:`posenc_lib.course.data.lm_batch` (offsets from the same seed). A scheme with parameters of
     its own (T5 bias, a learnable table) was initialised when the caller built it, before this
     seeding. Returns the model in eval mode.
     """
@@ -86,7 +86,7 @@ def finetune_char_lm(model: TinyTransformer, corpus: CharCorpus, seq_len: int, s
 def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransformer:
     """A copy of ``model`` whose every layer uses ``scheme``; ``model`` itself is left as it is.
 
-    Meant for schemes without parameters, such as a :class:`~posenc_lib.rope.RotaryPE` with
+    Meant for schemes without parameters, such as a :class:`~posenc_lib.encodings.rotary.rope.RotaryPE` with
     another ``scaling`` dict: the trained weights are kept, only the frequencies change. The copy
     can be evaluated at once (zero-shot) or fine-tuned without touching the original.
     """

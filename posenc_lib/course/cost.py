@@ -27,7 +27,7 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .attention import PositionScheme, check_int, default_positions
+from ..attention import PositionScheme, check_int, default_positions
 
 __all__ = ["allocated_bytes", "position_part", "best_time", "loglog_slope"]
 

@@ -20,7 +20,7 @@ Both follow the official code of Heo et al. (naver-ai/rope-vit, ``models/vit_rop
 column) comes first, in the axial tables (first pairs turned by the column) and in the mixed
 frequencies (``freqs[0]`` multiplies the column). Their default pair layout is this library's
 "half" one; ``layout="interleaved"`` rotates exactly as the reference code does, so a RoPE-ViT
-checkpoint loads as it is (or convert its q/k weights with :func:`posenc_lib.rope.convert_qk_weight`).
+checkpoint loads as it is (or convert its q/k weights with :func:`posenc_lib.encodings.rotary.rope.convert_qk_weight`).
 
 And :func:`resample_grid` to carry a learned (n_prefix + H*W, d) table to another grid size,
 and :class:`PatchEmbed`, which turns images into that token sequence.
@@ -35,11 +35,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import NoPosition, PositionScheme, check_int, check_integer_tensor
-from .learnable import LearnablePE
-from .relative import _check_position_range
-from .rope import Layout, _check_layout, apply_rope, rope_cos_sin, rope_inv_freq
-from .sinusoidal import SinusoidalPE
+from ...attention import NoPosition, PositionScheme, check_int, check_integer_tensor
+from ..absolute.learnable import LearnablePE
+from ..score_bias.relative import _check_position_range
+from ..rotary.rope import Layout, _check_layout, apply_rope, rope_cos_sin, rope_inv_freq
+from ..absolute.sinusoidal import SinusoidalPE
 
 __all__ = [
     "grid_coordinates",
@@ -254,7 +254,7 @@ def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor,
     by ``col * inv_freq`` (the x axis), the next head_dim/4 by ``row * inv_freq`` (the y axis):
     the order of Heo et al.'s official code (``compute_axial_cis`` concatenates the x table,
     then the y table). Pair i is (x[i], x[i + head_dim/2]) in the "half" layout and
-    (x[2i], x[2i+1]) in the "interleaved" layout of :func:`posenc_lib.rope.apply_rope`; the
+    (x[2i], x[2i+1]) in the "interleaved" layout of :func:`posenc_lib.encodings.rotary.rope.apply_rope`; the
     reference code uses "interleaved". The score of a query at (r, c) and a key at (r', c')
     depends only on (r - r', c - c').
     """

@@ -1,7 +1,7 @@
 """RoPE frequencies for longer contexts: linear, NTK-aware, dynamic NTK, YaRN, Llama 3.
 
 One function, :func:`rope_frequencies`, turns a rope-parameter dict into the inverse
-frequencies ``theta_i`` of :mod:`posenc_lib.rope` and the *attention factor* that
+frequencies ``theta_i`` of :mod:`posenc_lib.encodings.rotary.rope` and the *attention factor* that
 multiplies cos and sin (so the attention logits scale by its square).
 
 The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
@@ -9,7 +9,7 @@ The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
 bit for bit in every configuration ``tests/test_rope_conformance.py`` tries. One key differs: Hugging Face's
 dynamic NTK reads the trained length from the model config's
 ``max_position_embeddings``; here it is ``original_max_position_embeddings`` in the
-same dict, like every other scaled type (and :class:`posenc_lib.rope.RotaryPE` computes it from
+same dict, like every other scaled type (and :class:`posenc_lib.encodings.rotary.rope.RotaryPE` computes it from
 the positions of each call, where Hugging Face's module keeps the largest length it has seen
 until a sequence shorter than L0 comes). "ntk" (the static NTK-aware rule,
 base' = base * s^(d/(d-2)), used without fine-tuning) has no Hugging Face type.
@@ -70,7 +70,7 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | s
 
     Pair i of a head turns by angle ``m * theta_i`` at position m: theta_0 = 1 rad per token
     (wavelength 2 pi), the last pair almost ``base`` times slower. Computed in float32 exactly
-    as Hugging Face does (so tables agree bit for bit). Also exported by :mod:`posenc_lib.rope`.
+    as Hugging Face does (so tables agree bit for bit). Also exported by :mod:`posenc_lib.encodings.rotary.rope`.
     """
     if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")

@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .attention import check_int, check_integer_tensor, default_positions
-from .models import TinyTransformer
+from ..attention import check_int, check_integer_tensor, default_positions
+from ..models import TinyTransformer
 from .training import accuracy, train
 
 __all__ = [

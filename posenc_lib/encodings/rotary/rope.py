@@ -20,7 +20,7 @@ float64) are computed in float64 throughout, frequencies included.
 
 Speed. This module holds the readable implementation: the tables, the textbook formulas and
 the layouts. :func:`apply_rope` and :func:`apply_rope_qk` validate their inputs here and hand
-the rotation to :mod:`posenc_lib.rope_fast`, which does the same arithmetic arranged for speed
+the rotation to :mod:`posenc_lib.kernels.rope`, which does the same arithmetic arranged for speed
 (cache blocking, one-pass complex multiplies, an optional compiled loop, a one-node backward);
 measured speeds are in ``bench/results/rope.md`` (``make bench``).
 
@@ -38,9 +38,9 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from .attention import PositionScheme, check_integer_tensor
-from .rope_fast import Rotate, pairs, rotate_many
-from .rope_scaling import rope_frequencies, rope_inv_freq
+from ...attention import PositionScheme, check_integer_tensor
+from ...kernels.rope import Rotate, pairs, rotate_many
+from .scaling import rope_frequencies, rope_inv_freq
 
 __all__ = [
     "LAYOUTS",
@@ -238,7 +238,7 @@ def apply_rope(
             instead of the eager ops, forward and backward. The first call per input signature
             compiles (seconds); if compiling fails (no C++ compiler), a warning is given once
             and the eager path is used. The interleaved layout stays eager. How each path
-            works: :mod:`posenc_lib.rope_fast`; measured speeds: ``bench/results/rope.md``.
+            works: :mod:`posenc_lib.kernels.rope`; measured speeds: ``bench/results/rope.md``.
 
     Returns:
         The rotated tensor, x's shape and dtype (``out`` itself when given).
@@ -367,7 +367,7 @@ class RotaryPE(PositionScheme):
             the rotated width ``int(head_dim * rotary_fraction)`` must be even.
         scaling: a Hugging Face style rope-parameter dict for longer contexts, e.g.
             ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
-            (see :func:`posenc_lib.rope_scaling.rope_frequencies`).
+            (see :func:`posenc_lib.encodings.rotary.scaling.rope_frequencies`).
         compiled: rotate through :func:`apply_rope_qk`'s ``compiled=True`` path (one inductor
             loop for q and k in the half layout; each new input shape compiles first, seconds).
 

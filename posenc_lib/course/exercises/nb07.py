@@ -15,8 +15,8 @@ import torch
 from torch import Tensor
 
 from ..diagnostics import position_ids_from_mask, row_gradient_norms
-from ..learnable import LearnablePE
-from ..models import TinyTransformer
+from ...encodings.absolute.learnable import LearnablePE
+from ...models import TinyTransformer
 from ..training import cross_entropy
 from . import checker, expect, passed
 

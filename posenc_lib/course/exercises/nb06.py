@@ -5,7 +5,7 @@
 3. ``sink_window_mask(seq_len, window, sink)``: the causal window + first tokens mask of section 6.
 
 Each checker tests the answer on fixed inputs against the library or a property, and raises
-:class:`~posenc_lib.exercises.ExerciseFailure` with a hint when it is wrong.
+:class:`~posenc_lib.course.exercises.ExerciseFailure` with a hint when it is wrong.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import torch
 from torch import Tensor
 
 from ..extrapolation import perplexity_at, window_mask
-from ..models import TinyTransformer
-from ..relative import ALiBi
-from ..rope_scaling import rope_frequencies
+from ...models import TinyTransformer
+from ...encodings.score_bias.relative import ALiBi
+from ...encodings.rotary.scaling import rope_frequencies
 from . import ExerciseFailure, call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]

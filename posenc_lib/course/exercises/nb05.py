@@ -6,7 +6,7 @@
    from its neighbour.
 
 Each checker compares the answer with the library (itself tested against Hugging Face
-``transformers``) and raises :class:`~posenc_lib.exercises.ExerciseFailure` with a hint.
+``transformers``) and raises :class:`~posenc_lib.course.exercises.ExerciseFailure` with a hint.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..relative import alibi_slopes, swin_relative_position_index, t5_relative_bucket
+from ...encodings.score_bias.relative import alibi_slopes, swin_relative_position_index, t5_relative_bucket
 from . import ExerciseFailure, call_answer, checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..sinusoidal import sinusoidal_frequencies, sinusoidal_table
+from ...encodings.absolute.sinusoidal import sinusoidal_frequencies, sinusoidal_table
 from . import checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
