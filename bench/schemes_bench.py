@@ -93,10 +93,10 @@ def _specs() -> list[SchemeSpec]:
         SchemeSpec("SwinRelativeBias", "posenc_lib.encodings.score_bias.relative", "SwinRelativeBias",
                    lambda c, L, causal, d, h: c(h, *grid(L)), ENCODER),
         SchemeSpec("PEG (conv)", "posenc_lib.encodings.conditional.peg", "PEG", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("SinCos2DPE", "posenc_lib.encodings.vision.vision", "SinCos2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("Learnable2DPE", "posenc_lib.encodings.vision.vision", "Learnable2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("AxialRoPE2D", "posenc_lib.encodings.vision.vision", "AxialRoPE2D", lambda c, L, causal, d, h: c(d // h, *grid(L)), ENCODER),
-        SchemeSpec("MixedRoPE2D", "posenc_lib.encodings.vision.vision", "MixedRoPE2D",
+        SchemeSpec("SinCos2DPE", "posenc_lib.encodings.vision.tables_2d", "SinCos2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
+        SchemeSpec("Learnable2DPE", "posenc_lib.encodings.vision.tables_2d", "Learnable2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
+        SchemeSpec("AxialRoPE2D", "posenc_lib.encodings.vision.rope_2d", "AxialRoPE2D", lambda c, L, causal, d, h: c(d // h, *grid(L)), ENCODER),
+        SchemeSpec("MixedRoPE2D", "posenc_lib.encodings.vision.rope_2d", "MixedRoPE2D",
                    lambda c, L, causal, d, h: c(d // h, h, *grid(L)), ENCODER),
     ]
 

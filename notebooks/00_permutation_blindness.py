@@ -390,7 +390,8 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.vision.vision import AxialRoPE2D, Learnable2DPE, MixedRoPE2D, SinCos2DPE
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 
 HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias")
 catalogue = {  # scheme class -> (family, notebook that teaches it)

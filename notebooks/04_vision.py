@@ -45,15 +45,9 @@ from posenc_lib.models import TinyTransformer
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap
 from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_table
 from posenc_lib.course.training import accuracy, seed_everything, setup_notebook, train
-from posenc_lib.encodings.vision.vision import (
-    VIT_SCHEMES,
-    AxialRoPE2D,
-    PatchEmbed,
-    grid_coordinates,
-    grid_similarity,
-    regrid_scheme,
-    vit_scheme,
-)
+from posenc_lib.course.vit import VIT_SCHEMES, grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.encodings.vision.grid import PatchEmbed, grid_coordinates
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

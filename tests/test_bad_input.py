@@ -41,18 +41,10 @@ from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix,
 from posenc_lib.course.training import accuracy, train
 from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
 from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
-from posenc_lib.encodings.vision.vision import (
-    AxialRoPE2D,
-    Learnable2DPE,
-    MixedRoPE2D,
-    SinCos2DPE,
-    PatchEmbed,
-    grid_similarity,
-    regrid_scheme,
-    resample_grid,
-    sincos_2d_table,
-    vit_scheme,
-)
+from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.encodings.vision.grid import PatchEmbed, resample_grid
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):

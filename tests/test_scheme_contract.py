@@ -31,7 +31,8 @@ from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.vision.vision import AxialRoPE2D, Learnable2DPE, MixedRoPE2D, SinCos2DPE
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 
 D_MODEL, N_HEADS, VOCAB, SEQ = 32, 4, 13, 10
 HEAD_DIM = D_MODEL // N_HEADS
@@ -110,10 +111,12 @@ def test_every_scheme_class_is_covered():
     import posenc_lib.encodings.score_bias.relative
     import posenc_lib.encodings.rotary.rope
     import posenc_lib.encodings.absolute.sinusoidal
-    import posenc_lib.encodings.vision.vision
+    import posenc_lib.encodings.vision.rope_2d
+    import posenc_lib.encodings.vision.tables_2d
 
     modules = [posenc_lib.encodings.conditional.peg, posenc_lib.encodings.absolute.learnable, posenc_lib.encodings.score_bias.relative, posenc_lib.encodings.rotary.rope,
-               posenc_lib.encodings.absolute.sinusoidal, posenc_lib.encodings.vision.vision]
+               posenc_lib.encodings.absolute.sinusoidal, posenc_lib.encodings.vision.rope_2d,
+               posenc_lib.encodings.vision.tables_2d]
     public = {
         obj for m in modules for name in m.__all__
         if isinstance(obj := getattr(m, name), type) and issubclass(obj, PositionScheme)

@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from ..data import RelativeDirection
-from ...encodings.vision.vision import AxialRoPE2D, grid_coordinates
+from ...encodings.vision.grid import grid_coordinates
+from ...encodings.vision.rope_2d import AxialRoPE2D
 from . import checker, expect, passed
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
