@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from posenc_lib.attention import MultiHeadAttention, NoPosition, PositionScheme
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.scheme import NoPosition, PositionScheme
 from posenc_lib.course.data import Vocab, WhoDidWhat
 from posenc_lib.course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.encodings.absolute.learnable import LearnablePE

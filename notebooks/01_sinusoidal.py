@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from posenc_lib import TinyTransformer
-from posenc_lib.attention import PositionScheme
+from posenc_lib.scheme import PositionScheme
 from posenc_lib.course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import heatmap, line_plot
 from posenc_lib.encodings.absolute.sinusoidal import (

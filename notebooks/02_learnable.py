@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posenc_lib.attention import NoPosition
+from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import sorting_task
 from posenc_lib.course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.encodings.absolute.learnable import LearnablePE

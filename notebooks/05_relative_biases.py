@@ -38,7 +38,8 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.attention import MultiHeadAttention, NoPosition
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.scheme import NoPosition
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
 from posenc_lib.course.data import lag_task

@@ -40,7 +40,7 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
+from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import char_corpus, lm_eval_windows
 from posenc_lib.course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.extrapolation import (

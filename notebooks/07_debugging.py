@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
+from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.diagnostics import (
     permutation_sensitivity,

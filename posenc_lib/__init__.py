@@ -8,7 +8,8 @@ Modules:
     data        - the small synthetic tasks and shipped data the notebooks train on
 """
 
-from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme
+from .attention import KVCache, MultiHeadAttention
+from .scheme import NoPosition, PositionScheme
 from .models import TinyTransformer
 from .course.training import accuracy, progress, seed_everything, train
 

@@ -12,7 +12,9 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme, check_positions, default_positions
+from .attention import KVCache, MultiHeadAttention
+from .checks import check_positions
+from .scheme import NoPosition, PositionScheme, default_positions
 
 __all__ = ["TransformerBlock", "TinyTransformer", "last_token_logits_two_ways"]
 

@@ -16,7 +16,7 @@ import torch
 from hypothesis import settings
 from torch import Tensor, nn
 
-from posenc_lib.attention import NoPosition, PositionScheme
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 # The project's scripts in tools/ (site build, browser check, student edition, run times) are
 # imported by their tests as plain modules.

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
+from posenc_lib.scheme import NoPosition
 from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
     position_ids_from_mask,

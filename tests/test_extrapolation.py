@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.attention import NoPosition
+from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import char_corpus
 from posenc_lib.course.extrapolation import (
     attention_entropy,

@@ -331,7 +331,7 @@ def test_swin_scheme_state_dict_and_prefix_and_range():
 @pytest.mark.parametrize("scheme", [T5RelativeBias(2, 8, 16), ALiBi(2, causal=False), ALiBi(2)], ids=["t5", "alibi", "alibi_compact"])
 def test_expanded_positions_give_one_bias_for_the_whole_batch(scheme):
     """default_positions expands one row over the batch: the bias is built once and broadcast."""
-    from posenc_lib.attention import default_positions
+    from posenc_lib.scheme import default_positions
 
     shared = scheme.score_bias(default_positions(5, 9), default_positions(5, 9))
     assert shared.shape[0] == 1

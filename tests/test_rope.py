@@ -556,8 +556,8 @@ def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
     monkeypatch.setattr(rope_fast, "_COMPILED", {})
     monkeypatch.setattr(rope_fast, "_MAX_SIGNATURES", 1)
     eager_calls = []
-    real = rope_fast._rotate_into
-    monkeypatch.setattr(rope_fast, "_rotate_into", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
+    real = rope_fast._rotate_eager
+    monkeypatch.setattr(rope_fast, "_rotate_eager", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
     for seq, expect_eager in ((5, 0), (6, 1), (5, 0)):  # the second length is a second signature
         x, positions, inv_freq = random_case((1, 2, seq, 8), seed=17)
         cos, sin = rope_cos_sin(positions, inv_freq)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from posenc_lib.attention import NoPosition, PositionScheme
+from posenc_lib.scheme import NoPosition, PositionScheme
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways

@@ -27,7 +27,8 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ..attention import PositionScheme, check_int, default_positions
+from ..checks import check_int
+from ..scheme import PositionScheme, default_positions
 
 __all__ = ["allocated_bytes", "position_part", "best_time", "loglog_slope"]
 

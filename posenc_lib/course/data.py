@@ -33,6 +33,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from ..checks import is_int
+
 __all__ = [
     "PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file",
     "DIGITS_FILE", "DIGITS_SHA256", "load_digits", "RelativeDirection",
@@ -267,7 +269,7 @@ def sorting_task(n: int, seq_len: int, vocab_size: int, generator: torch.Generat
     absolute position of each output to solve it.
     """
     for name, value, low in (("n", n, 1), ("seq_len", seq_len, 1), ("vocab_size", vocab_size, 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int(value) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
@@ -285,7 +287,7 @@ def lag_task(n: int, length: int, vocab_size: int, lag: int, generator: torch.Ge
     (RoPE) solves it at any position.
     """
     for name, value, low in (("n", n, 1), ("length", length, 2), ("vocab_size", vocab_size, 2), ("lag", lag, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if not is_int(value) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if lag >= length:
         raise ValueError(f"lag must be smaller than length={length}, got {lag}")
@@ -337,7 +339,7 @@ def load_digits(split: Split = "all", n_test: int = 497, data_dir: Path | None =
 
     if split not in ("all", "train", "test"):
         raise ValueError(f"split must be 'all', 'train' or 'test', got {split!r}")
-    if isinstance(n_test, bool) or not isinstance(n_test, int) or not 0 < n_test < 1797:
+    if not is_int(n_test) or not 0 < n_test < 1797:
         raise ValueError(f"n_test must be an int in [1, 1796], got {n_test!r}")
     path = shipped_file(DIGITS_FILE, DIGITS_SHA256, data_dir)
     table = torch.from_numpy(np.loadtxt(gzip.open(path, "rt"), delimiter=",", dtype=np.float32))
@@ -371,7 +373,7 @@ class RelativeDirection:
     def __post_init__(self) -> None:
         for name in ("grid_h", "grid_w"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            if not is_int(value) or value < 2:
                 raise ValueError(f"{name} must be an int >= 2, got {value!r}")
 
     @property
@@ -401,7 +403,7 @@ class RelativeDirection:
 
     def sample(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         """``n`` random images (n, 2, grid_h, grid_w) float32 and their labels (n,) int64."""
-        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        if not is_int(n) or n <= 0:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         if not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
@@ -484,7 +486,7 @@ def _check_windows(ids: Tensor, seq_len: int, count: int, count_name: str) -> No
         got = f"shape {tuple(ids.shape)}, dtype {ids.dtype}" if isinstance(ids, Tensor) else type(ids).__name__
         raise TypeError(f"ids must be a 1-D int64 tensor of token ids, got {got}")
     for arg, value in (("seq_len", seq_len), (count_name, count)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise ValueError(f"{arg} must be an int >= 1, got {value!r}")
     if ids.numel() < seq_len + 1:
         raise ValueError(f"seq_len + 1 = {seq_len + 1} must not exceed the {ids.numel()} ids given")

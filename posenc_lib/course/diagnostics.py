@@ -22,7 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ..attention import check_int, check_integer_tensor, default_positions
+from ..checks import check_int, check_integer_tensor, is_int
+from ..scheme import default_positions
 from ..models import TinyTransformer
 from .training import accuracy, train
 
@@ -224,7 +225,7 @@ def position_probe_accuracy(
             f"test_states must have the (seq, d) of train_states {tuple(train_states.shape[1:])}, "
             f"got {tuple(test_states.shape[1:])}"
         )
-    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 0:
+    if not is_int(hidden) or hidden < 0:
         raise ValueError(f"hidden must be an int >= 0 (0 = linear probe), got {hidden!r}")
     seq, d = train_states.shape[1:]
     torch.manual_seed(seed)

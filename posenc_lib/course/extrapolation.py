@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..attention import PositionScheme, check_int
+from ..checks import check_int, is_int
+from ..scheme import PositionScheme
 from .data import CharCorpus, lm_batch
 from ..models import TinyTransformer
 from .training import seed_everything, train
@@ -132,7 +133,7 @@ def perplexity_at(losses: Tensor, lengths: Sequence[int]) -> list[float]:
         raise ValueError(f"losses must be a 1-D tensor of per-position losses, got "
                          f"{tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__}")
     for n in lengths:
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= losses.numel():
+        if not is_int(n) or not 1 <= n <= losses.numel():
             raise ValueError(f"lengths must be ints in [1, {losses.numel()}], got {n!r}")
     return [math.exp(losses[:n].double().mean().item()) for n in lengths]
 

@@ -13,6 +13,8 @@ import numpy as np
 from cycler import cycler
 from matplotlib.axes import Axes
 
+from ..checks import is_int
+
 __all__ = ["use_style", "heatmap", "line_plot", "moving_average", "COLORS", "LINESTYLES", "MARKERS"]
 
 # Okabe-Ito colour-blind-safe palette, paired with distinct dash patterns and markers.
@@ -110,6 +112,6 @@ def line_plot(
 
 def moving_average(values: Sequence[float], window: int = 10) -> np.ndarray:
     """Mean of each run of ``window`` consecutive values (len(values) - window + 1 of them), for readable loss curves."""
-    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= len(values):
+    if not is_int(window) or not 1 <= window <= len(values):
         raise ValueError(f"window must be an int in [1, len(values)={len(values)}], got {window!r}")
     return np.convolve(np.asarray(values, dtype=float), np.ones(window) / window, mode="valid")

@@ -6,10 +6,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..attention import NoPosition, PositionScheme, check_int
+from ..checks import check_grid, check_int
+from ..scheme import NoPosition, PositionScheme
 from ..encodings.absolute.learnable import LearnablePE
 from ..encodings.absolute.sinusoidal import SinusoidalPE
-from ..encodings.vision.grid import _check_grid, resample_grid
+from ..encodings.vision.grid import resample_grid
 from ..encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D, _GridRoPE
 from ..encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, _GridTable
 
@@ -29,7 +30,7 @@ def vit_scheme(name: str, d_model: int, n_heads: int, grid_h: int, grid_w: int, 
     base 100) and "mixed RoPE" (:class:`MixedRoPE2D`, base 10), the last two with head_dim =
     d_model / n_heads.
     """
-    _check_grid(grid_h, grid_w, n_prefix)
+    check_grid(grid_h, grid_w, n_prefix)
     check_int("d_model", d_model)
     check_int("n_heads", n_heads)
     n = n_prefix + grid_h * grid_w
@@ -61,7 +62,7 @@ def regrid_scheme(scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple
     for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
         if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
             raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
-        _check_grid(hw[0], hw[1], n_prefix)
+        check_grid(hw[0], hw[1], n_prefix)
     (h, w), (new_h, new_w) = old_hw, new_hw
     if isinstance(scheme, (_GridTable, _GridRoPE)) and (scheme.grid_h, scheme.grid_w, scheme.n_prefix) != (h, w, n_prefix):
         raise ValueError(
@@ -102,7 +103,7 @@ def grid_similarity(table: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) 
     table: (n_prefix + grid_h*grid_w, d) with the patches row-major after the prefix rows.
     ``out[r, c]`` is the (grid_h, grid_w) map of patch (r, c): the panels of the familiar ViT figure.
     """
-    _check_grid(grid_h, grid_w, n_prefix)
+    check_grid(grid_h, grid_w, n_prefix)
     if not isinstance(table, Tensor) or table.dim() != 2 or table.shape[0] != n_prefix + grid_h * grid_w:
         raise ValueError(
             f"table must have shape (n_prefix + grid_h*grid_w, d) = ({n_prefix} + {grid_h}*{grid_w}, d), "

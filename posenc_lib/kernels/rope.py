@@ -1,5 +1,13 @@
 """The speed machinery behind :func:`posenc_lib.encodings.rotary.rope.apply_rope`: the same rotation, arranged to be fast.
 
+One entry point, :func:`rotate`; every other function here is one of its paths:
+
+    _rotate_interleaved_complex   interleaved pairs as complex numbers, one multiply (eager)
+    _rotate_half_blocked          half-layout pairs by four element-wise ops, cache-sized blocks (eager)
+    _rotate_members               those four ops on the two members of each pair
+    _fused_half_rotation(_qk)     half-layout pairs in one pass, the loop torch.compile builds
+    Rotate                        the autograd node: backward is the inverse rotation
+
 :mod:`posenc_lib.encodings.rotary.rope` holds the idea and the readable formulas; this module rotates with the
 same arithmetic (tests compare the two: ``tests/test_rope.py``). Nothing here changes what is
 computed, only how memory is walked. Measured speeds: ``bench/results/rope.md`` (``make bench``).
@@ -19,7 +27,7 @@ autograd node.
 ``compiled=True`` (opt-in) hands the half layout to inductor as one loop that reads x once
 and writes out once: x is viewed as (..., 2, c), two rows of pair members, and every output
 row is ``row * cos + other_row * (-sin | sin)``; ``flip`` reads the other row at the same
-columns, so all loads are contiguous and vectorised (see :func:`_turn_half`). q and k go
+columns, so all loads are contiguous and vectorised (see :func:`_fused_half_rotation`). q and k go
 through one compiled call. The first call per input signature compiles (seconds; at most 64
 signatures, then eager), and in place goes through a temporary, since one loop cannot
 overwrite a pair's first half before reading it for the second. The interleaved layout stays
@@ -35,7 +43,7 @@ rounds it back; PyTorch's CPU rounding (without AVX512-BF16 instructions) is its
 the copy, so bfloat16 is bound by arithmetic, not memory, wherever the data is in cache.
 
 Shapes: x, out (batch, heads, seq, head_dim); cos, sin (batch|1, 1, seq, c) inside the eager
-kernels (broadcast over heads), (batch|1, seq, c) at :func:`rotate_many`; c pairs rotated,
+kernels (broadcast over heads), (batch|1, seq, c) at :func:`rotate`; c pairs rotated,
 2c <= head_dim.
 """
 
@@ -47,7 +55,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["pairs", "rotate_many", "Rotate"]
+__all__ = ["rotate"]
 
 # Elements of x per block in the eager kernel: 2**20 (4 MiB of float32), so a block and its
 # temporary stay in the last-level cache between the ops while each op still has enough work
@@ -58,14 +66,14 @@ _BLOCK_ELEMENTS = 2**20
 _WHOLE_ELEMENTS = 2**21
 
 
-def pairs(x: Tensor, c: int, layout: str) -> tuple[Tensor, Tensor]:
+def _pair_views(x: Tensor, c: int, layout: str) -> tuple[Tensor, Tensor]:
     """Views (first, second) of the c rotated pairs of x: half = (x[:c], x[c:2c]), interleaved = (x[0::2], x[1::2])."""
     if layout == "half":
         return x[..., :c], x[..., c : 2 * c]
     return x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2]
 
 
-def _rotatepairs(
+def _rotate_members(
     x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, o1: Tensor, o2: Tensor, inverse: bool, inplace: bool
 ) -> None:
     """o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin (sin negated when ``inverse``), with o1, o2 preallocated.
@@ -110,18 +118,18 @@ def _complex_view(t: Tensor, c: int) -> Tensor | None:
     return torch.view_as_complex(pairs.view(*pairs.shape[:-1], c, 2))
 
 
-def _turn(cos: Tensor, sin: Tensor, dtype: torch.dtype, inverse: bool) -> Tensor:
+def _unit_complex(cos: Tensor, sin: Tensor, dtype: torch.dtype, inverse: bool) -> Tensor:
     """exp(i angle) (exp(-i angle) when ``inverse``) as a complex table, in float64 for float64 x, else float32."""
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     return torch.complex(cos.to(compute), (-sin if inverse else sin).to(compute))
 
 
-def _rotate_interleaved(x: Tensor, turn: Tensor, out: Tensor) -> None:
+def _rotate_interleaved_complex(x: Tensor, turn: Tensor, out: Tensor) -> None:
     """Interleaved pairs as complex numbers times ``turn``: one pass when x and out can be viewed as complex.
 
     Otherwise (bfloat16/float16, odd strides) each block is copied to a float32 (float64 for
     float64 x) buffer, turned there, and written back: three contiguous ops, one rounding.
-    turn: (batch|1, 1, seq, c) complex, from :func:`_turn`.
+    turn: (batch|1, 1, seq, c) complex, from :func:`_unit_complex`.
     """
     c = turn.shape[-1]
     z = _complex_view(x, c)
@@ -136,7 +144,7 @@ def _rotate_interleaved(x: Tensor, turn: Tensor, out: Tensor) -> None:
         out[b, :, s, : 2 * c].copy_(buffer)
 
 
-def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
+def _rotate_half_blocked(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool) -> None:
     """Half-layout pairs, block by block so the ops of a block stay in cache. cos, sin: (batch|1, 1, seq, c).
 
     bfloat16/float16 blocks are copied to float32, rotated there in place and rounded once on
@@ -153,32 +161,32 @@ def _rotate_half(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, inverse: bool
         tb = b if cos.shape[0] > 1 else slice(None)
         src = x[b, :, s, : 2 * c].float() if low_precision else x[b, :, s]
         dst = src if low_precision else out[b, :, s]
-        x1, x2 = pairs(src, c, "half")
-        o1, o2 = pairs(dst, c, "half")
-        _rotatepairs(x1, x2, cos[tb, :, s], sin[tb, :, s], o1, o2, inverse, inplace=low_precision or out is x)
+        x1, x2 = _pair_views(src, c, "half")
+        o1, o2 = _pair_views(dst, c, "half")
+        _rotate_members(x1, x2, cos[tb, :, s], sin[tb, :, s], o1, o2, inverse, inplace=low_precision or out is x)
         if low_precision:
             out[b, :, s, : 2 * c].copy_(src)
 
 
-def _rotate_into(
+def _rotate_eager(
     x: Tensor, cos: Tensor, sin: Tensor, layout: str, out: Tensor, inverse: bool, turn: Tensor | None
 ) -> Tensor:
     """Rotate x (batch, heads, seq, head_dim) into out (may be x), eagerly, without autograd.
 
-    cos, sin: (batch|1, 1, seq, c), broadcast over heads; turn: their :func:`_turn` table,
+    cos, sin: (batch|1, 1, seq, c), broadcast over heads; turn: their :func:`_unit_complex` table,
     used by the interleaved layout (None for the half layout).
     """
     c = cos.shape[-1]
     if out is not x and 2 * c < x.shape[-1]:
         out[..., 2 * c :].copy_(x[..., 2 * c :])
     if layout == "interleaved":
-        _rotate_interleaved(x, turn, out)
+        _rotate_interleaved_complex(x, turn, out)
     else:
-        _rotate_half(x, cos, sin, out, inverse)
+        _rotate_half_blocked(x, cos, sin, out, inverse)
     return out
 
 
-def _turn_half(x: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, out: Tensor) -> None:
+def _fused_half_rotation(x: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, out: Tensor) -> None:
     """Half-layout rotation written for inductor's one-pass loop: out = x turned (out may not be x).
 
     x, out: (batch, heads, seq, 2c), viewed as (..., 2, c): row 0 holds the first members of the
@@ -194,10 +202,10 @@ def _turn_half(x: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, out: Tensor) -
     out.unflatten(-1, (2, c)).copy_(pairs * cos + pairs.flip(-2) * (sign * sin))
 
 
-def _turn_half_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, q_out: Tensor, k_out: Tensor) -> None:
-    """:func:`_turn_half` on q and k in one compiled call: one call overhead (~25 us) instead of two."""
-    _turn_half(q, cos, sin, sign, q_out)
-    _turn_half(k, cos, sin, sign, k_out)
+def _fused_half_rotation_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, q_out: Tensor, k_out: Tensor) -> None:
+    """:func:`_fused_half_rotation` on q and k in one compiled call: one call overhead (~25 us) instead of two."""
+    _fused_half_rotation(q, cos, sin, sign, q_out)
+    _fused_half_rotation(k, cos, sin, sign, k_out)
 
 
 # The compiled kernels (built on first use), the (2, 1) sign tensors, and "error": why the
@@ -205,7 +213,7 @@ def _turn_half_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, sign: Tensor, 
 # (shapes, strides, dtypes; its own count, not dynamo's global default of 8); past that,
 # dynamo refuses (fullgraph=True) and the eager path is used.
 _COMPILED: dict[Any, Any] = {}
-_KERNELS = {1: _turn_half, 2: _turn_half_qk}
+_KERNELS = {1: _fused_half_rotation, 2: _fused_half_rotation_qk}
 _MAX_SIGNATURES = 64
 
 
@@ -216,7 +224,7 @@ def _sign(inverse: bool, dtype: torch.dtype, device: torch.device) -> Tensor:
     return _COMPILED[key]
 
 
-def _rotate_half_compiled(
+def _rotate_compiled(
     xs: tuple[Tensor, ...], cos: Tensor, sin: Tensor, outs: tuple[Tensor, ...], inverse: bool = False
 ) -> bool:
     """Turn each x of xs (half layout) into the matching out with inductor's fused loop.
@@ -273,23 +281,40 @@ class Rotate(torch.autograd.Function):
         ctx.save_for_backward(cos, sin)
         ctx.layout, ctx.compiled = layout, compiled
         xs = tuple(x.detach() for x in xs)
-        return rotate_many(xs, cos, sin, layout, tuple(torch.empty_like(x) for x in xs), compiled)
+        return _rotate_many(xs, cos, sin, layout, tuple(torch.empty_like(x) for x in xs), compiled)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, *grads: Tensor) -> tuple[Tensor | None, ...]:
         cos, sin = ctx.saved_tensors
         outs = tuple(torch.empty_like(g) for g in grads)
-        return (None, None, None, None, *rotate_many(grads, cos, sin, ctx.layout, outs, ctx.compiled, inverse=True))
+        return (None, None, None, None, *_rotate_many(grads, cos, sin, ctx.layout, outs, ctx.compiled, inverse=True))
 
 
-def rotate_many(
+def _rotate_many(
     xs: tuple[Tensor, ...], cos: Tensor, sin: Tensor, layout: str, outs: tuple[Tensor, ...], compiled: bool,
     inverse: bool = False,
 ) -> tuple[Tensor, ...]:
     """Rotate each x into its out: one inductor call for the half layout when ``compiled`` (and it works), else eager."""
-    if compiled and layout == "half" and _rotate_half_compiled(xs, cos, sin, outs, inverse):
+    if compiled and layout == "half" and _rotate_compiled(xs, cos, sin, outs, inverse):
         return outs
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (batch|1, 1, seq, c): broadcast over heads
-    turn = _turn(cos, sin, xs[0].dtype, inverse) if layout == "interleaved" else None  # one table for q and k
-    return tuple(_rotate_into(x, cos, sin, layout, out, inverse, turn) for x, out in zip(xs, outs))
+    turn = _unit_complex(cos, sin, xs[0].dtype, inverse) if layout == "interleaved" else None  # one table for q and k
+    return tuple(_rotate_eager(x, cos, sin, layout, out, inverse, turn) for x, out in zip(xs, outs))
+
+
+def rotate(
+    xs: tuple[Tensor, ...], cos: Tensor, sin: Tensor, layout: str, outs: tuple[Tensor | None, ...], compiled: bool
+) -> tuple[Tensor, ...]:
+    """Rotate each x of xs (q, or q and k) by the same half-width tables: the one call into this module.
+
+    xs: tensors (batch, heads, seq, head_dim) of one dtype; cos, sin: (batch|1, seq, c), checked
+    by the caller, with no gradient; outs: a tensor like each x to write into, or None for a new
+    one (out may be x: in place). Under autograd (some x requires grad) the rotation is one
+    :class:`Rotate` node and outs must be None. ``compiled``: the half layout through inductor's
+    fused loop, when torch.compile works here.
+    """
+    if torch.is_grad_enabled() and any(x.requires_grad for x in xs):
+        return Rotate.apply(cos, sin, layout, compiled, *xs)
+    outs = tuple(torch.empty_like(x) if out is None else out for x, out in zip(xs, outs))
+    return _rotate_many(xs, cos, sin, layout, outs, compiled)

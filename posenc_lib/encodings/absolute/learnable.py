@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...attention import PositionScheme, check_integer_tensor
+from ...checks import check_integer_tensor, is_int, is_number
+from ...scheme import PositionScheme
 
 __all__ = ["LearnablePE"]
 
@@ -36,11 +37,11 @@ class LearnablePE(PositionScheme):
     def __init__(self, d_model: int, max_len: int, init_std: float = 0.02):
         super().__init__()
         for name, value in (("d_model", d_model), ("max_len", max_len)):
-            if isinstance(value, bool) or not isinstance(value, int):
+            if not is_int(value):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
             if value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value}")
-        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)):
+        if not is_number(init_std):
             raise TypeError(f"init_std must be a float, got {type(init_std).__name__} {init_std!r}")
         if not (math.isfinite(init_std) and init_std > 0):
             raise ValueError(f"init_std must be a finite float > 0, got {init_std}")

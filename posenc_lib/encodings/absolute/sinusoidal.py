@@ -26,13 +26,13 @@ position 10^4 would already be off by up to ~3e-4 rad (d_model 64); with float64
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Literal
 
 import torch
 from torch import Tensor
 
-from ...attention import PositionScheme, check_int, check_integer_tensor
+from ...checks import check_choice, check_float_dtype, check_int, check_integer_tensor, check_number, is_int
+from ...scheme import PositionScheme
 
 __all__ = [
     "LAYOUTS",
@@ -47,22 +47,10 @@ Layout = Literal["interleaved", "concat"]
 LAYOUTS: tuple[str, ...] = ("interleaved", "concat")
 
 
-def _check_base(base: object) -> float:
-    if isinstance(base, bool) or not isinstance(base, Real) or not math.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
-    return float(base)
-
-
-def _check_layout(layout: object) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    return layout
-
-
-def _check_dtype(dtype: object) -> torch.dtype:
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return dtype
+def _check_table_args(base: object, layout: object, dtype: object) -> tuple[float, str, torch.dtype]:
+    """The base, layout and dtype shared by every table function, checked."""
+    base = check_number("base", base, above=1, finite=True)
+    return base, check_choice("layout", layout, LAYOUTS), check_float_dtype("dtype", dtype)
 
 
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
@@ -71,7 +59,7 @@ def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
     Computed in log space, ``exp(-(2i/d_model) * ln base)``. Wavelength of pair i: ``2*pi / w_i``.
     """
     d_model = check_int("d_model", d_model, 2, even=True)
-    base = _check_base(base)
+    base = check_number("base", base, above=1, finite=True)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
     return torch.exp(-(two_i / d_model) * math.log(base))
 
@@ -101,7 +89,7 @@ def sinusoidal_table(
     """
     max_len = check_int("max_len", max_len, 1)
     d_model = check_int("d_model", d_model, 2, even=True)
-    base, layout, dtype = _check_base(base), _check_layout(layout), _check_dtype(dtype)
+    base, layout, dtype = _check_table_args(base, layout, dtype)
     positions = torch.arange(max_len, dtype=torch.float64)
     return _sinusoids(positions, d_model, base, layout).to(device=device, dtype=dtype)
 
@@ -135,10 +123,10 @@ def shift_matrix(
     ``table[p + k] = table[p] @ M_k.T``. ``k`` may be negative (``M_{-k} = M_k.T``).
     In the "concat" layout the same map is the permuted matrix ``M[perm][:, perm]``.
     """
-    if isinstance(k, bool) or not isinstance(k, Integral):
+    if not is_int(k):
         raise TypeError(f"k must be an int (an offset in positions), got {k!r} of type {type(k).__name__}")
     d_model = check_int("d_model", d_model, 2, even=True)
-    base, layout, dtype = _check_base(base), _check_layout(layout), _check_dtype(dtype)
+    base, layout, dtype = _check_table_args(base, layout, dtype)
     angle = int(k) * sinusoidal_frequencies(d_model, base)  # (d_model/2,) float64
     cos, sin = angle.cos(), angle.sin()
     even = torch.arange(0, d_model, 2)
@@ -182,8 +170,8 @@ class SinusoidalPE(PositionScheme):
         super().__init__()
         self.d_model = check_int("d_model", d_model, 2, even=True)
         self.max_len = check_int("max_len", max_len, 1)
-        self.base = _check_base(base)
-        self.layout = _check_layout(layout)
+        self.base = check_number("base", base, above=1, finite=True)
+        self.layout = check_choice("layout", layout, LAYOUTS)
         self.table: Tensor
         self.register_buffer("table", sinusoidal_table(max_len, d_model, base, layout), persistent=False)
 

@@ -22,7 +22,8 @@ from typing import Literal
 
 from torch import Tensor, nn
 
-from ...attention import PositionScheme, check_int
+from ...checks import check_float_tensor, check_int
+from ...scheme import PositionScheme
 
 Padding = Literal["zeros", "circular"]
 
@@ -54,8 +55,7 @@ def peg(
     """
     if padding not in ("zeros", "circular"):
         raise ValueError(f"padding must be 'zeros' or 'circular', got {padding!r}")
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
+    check_float_tensor("x", x)
     n = n_prefix + grid_h * grid_w
     if x.dim() != 3 or x.shape[1] != n:
         raise ValueError(

@@ -18,9 +18,14 @@ and cast to the model dtype last: in bfloat16 a position like 3000 is not even r
 (spacing 16), so bf16 angles are wrong by whole radians. Float64 tables (a model moved to
 float64) are computed in float64 throughout, frequencies included.
 
-Speed. This module holds the readable implementation: the tables, the textbook formulas and
-the layouts. :func:`apply_rope` and :func:`apply_rope_qk` validate their inputs here and hand
-the rotation to :mod:`posenc_lib.kernels.rope`, which does the same arithmetic arranged for speed
+The module follows the idea: the frequencies theta_i (:func:`rope_inv_freq`), the angles and
+their cos/sin (:func:`rope_cos_sin`), the rotation formula (:func:`rotate_half_reference`,
+:func:`apply_rope_complex`), the rotation as called by models (:func:`apply_rope`,
+:func:`apply_rope_qk`), the position scheme (:class:`RotaryPE`), then the layouts and checkpoint
+conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling) change theta_i: :mod:`.scaling`.
+
+Speed. :func:`apply_rope` and :func:`apply_rope_qk` validate their inputs here and hand the
+rotation to :mod:`posenc_lib.kernels.rope` (one call), which does the same arithmetic arranged for speed
 (cache blocking, one-pass complex multiplies, an optional compiled loop, a one-node backward);
 measured speeds are in ``bench/results/rope.md`` (``make bench``).
 
@@ -38,85 +43,55 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from ...attention import PositionScheme, check_integer_tensor
-from ...kernels.rope import Rotate, pairs, rotate_many
-from .scaling import rope_frequencies, rope_inv_freq
+from ...checks import (
+    check_choice,
+    check_even_int,
+    check_float_dtype,
+    check_float_tensor,
+    check_integer_tensor,
+    check_number,
+    is_int,
+)
+from ...kernels import rope as kernels
+from ...scheme import PositionScheme
+from . import scaling as rope_scaling  # scaling builds on rope_inv_freq below; both import the other module, not names
 
 __all__ = [
     "LAYOUTS",
     "rope_inv_freq",
     "rope_cos_sin",
-    "apply_rope",
-    "apply_rope_qk",
-    "apply_rope_complex",
     "rotate_half",
     "rotate_half_reference",
+    "apply_rope_complex",
+    "apply_rope",
+    "apply_rope_qk",
+    "RotaryPE",
     "rope_layout_permutation",
     "convert_qk_weight",
-    "RotaryPE",
 ]
 
 Layout = Literal["half", "interleaved"]
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 
-# ----------------------------------------------------------------------------- validation
+# ----------------------------------------------------------------------------- the frequencies theta_i
 
 
-def _check_layout(layout: str, name: str = "layout") -> None:
-    if layout not in LAYOUTS:
-        raise ValueError(f"{name} must be one of {list(LAYOUTS)}, got {layout!r}")
+def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | str | None = None) -> Tensor:
+    """RoPE inverse frequencies theta_i = base^(-2i/head_dim), i = 0 .. head_dim/2 - 1: (head_dim // 2,) float32.
+
+    Pair i of a head turns by angle ``m * theta_i`` at position m: theta_0 = 1 rad per token
+    (wavelength 2 pi), the last pair almost ``base`` times slower. Computed in float32 exactly
+    as Hugging Face does (so tables agree bit for bit).
+    Scaled variants for longer contexts: :func:`posenc_lib.encodings.rotary.scaling.rope_frequencies`.
+    """
+    check_even_int("head_dim", head_dim)
+    base = check_number("base", base, above=1)
+    exponent = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
+    return 1.0 / (base**exponent)
 
 
-def _check_float(name: str, t: Any) -> None:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point tensor (float16/bfloat16/float32/float64), got {t.dtype}")
-
-
-def _check_positions(positions: Any) -> None:
-    check_integer_tensor("positions", positions)
-    if positions.dim() not in (1, 2):
-        raise ValueError(f"positions must have shape (seq,) or (batch, seq), got {tuple(positions.shape)}")
-
-
-def _check_x(name: str, x: Any) -> None:
-    _check_float(name, x)
-    if x.dim() != 4:
-        raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim), got {tuple(x.shape)}")
-    if x.shape[-1] % 2:
-        raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
-
-
-def _check_out(name: str, out: Any, x: Tensor) -> None:
-    """out (if given) must be a tensor with x's shape, dtype and device."""
-    if out is not None and (
-        not isinstance(out, Tensor) or out.shape != x.shape or out.dtype != x.dtype or out.device != x.device
-    ):
-        got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(f"{name} must be a tensor of the shape, dtype and device {tuple(x.shape), x.dtype, x.device}, "
-                         f"got {got}")
-
-
-def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-    """Check half-width cos/sin against x (batch, heads, seq, head_dim); return them as (batch|1, seq, c)."""
-    _check_float("cos", cos)
-    _check_float("sin", sin)
-    if cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
-    if cos.dim() == 2:
-        cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
-    batch, _, seq, head_dim = x.shape
-    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq or not 1 <= cos.shape[2] <= head_dim // 2:
-        raise ValueError(
-            f"cos and sin must have shape (batch|1, seq, rot_dim // 2) = ({batch}|1, {seq}, 1..{head_dim // 2}) "
-            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}"
-        )
-    return cos, sin
-
-
-# ----------------------------------------------------------------------------- tables
+# ----------------------------------------------------------------------------- the angles m * theta_i, as cos and sin tables
 
 
 def rope_cos_sin(
@@ -145,11 +120,10 @@ def rope_cos_sin(
     spacing of bfloat16 numbers there is 256): the rotation becomes noise.
     """
     _check_positions(positions)
-    _check_float("inv_freq", inv_freq)
+    check_float_tensor("inv_freq", inv_freq)
     if inv_freq.dim() != 1:
         raise ValueError(f"inv_freq must have shape (rot_dim // 2,), got {tuple(inv_freq.shape)}")
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    check_float_dtype("dtype", dtype)
     compute = torch.float64 if dtype == torch.float64 else torch.float32
     angles = positions.to(compute).unsqueeze(-1) * inv_freq.to(device=positions.device, dtype=compute)
     cos, sin = angles.cos(), angles.sin()
@@ -158,7 +132,7 @@ def rope_cos_sin(
     return cos.to(dtype), sin.to(dtype)
 
 
-# ----------------------------------------------------------------------------- readable references
+# ----------------------------------------------------------------------------- the rotation formula (readable references)
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -211,13 +185,13 @@ def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     """The same rotation as plain differentiable tensor ops (for torch.compile and learnable frequencies)."""
     c = cos.shape[-1]
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    x1, x2 = pairs(x, c, layout)
+    x1, x2 = (x[..., :c], x[..., c : 2 * c]) if layout == "half" else (x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2])
     r1, r2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
     rotated = torch.cat((r1, r2), dim=-1) if layout == "half" else torch.stack((r1, r2), dim=-1).flatten(-2)
     return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
 
 
-# ----------------------------------------------------------------------------- the rotation (done by rope_fast)
+# ----------------------------------------------------------------------------- the rotation (validated here, computed by posenc_lib.kernels.rope)
 
 
 def apply_rope(
@@ -253,7 +227,7 @@ def apply_rope(
     (0.023 |pair| in bfloat16, 0.0029 |pair| in float16) element by element. For long
     positions see :func:`rope_cos_sin`.
     """
-    _check_layout(layout)
+    check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
     cos, sin = _table_3d(cos, sin, x)
     _check_out("out", out, x)
@@ -263,9 +237,7 @@ def apply_rope(
     if torch.compiler.is_compiling() or (grad and (cos.requires_grad or sin.requires_grad)):
         rotated = _rotate_formula(x, cos, sin, layout)
         return rotated if out is None else out.copy_(rotated)
-    if grad:
-        return Rotate.apply(cos, sin, layout, compiled, x)[0]
-    return rotate_many((x,), cos, sin, layout, (torch.empty_like(x) if out is None else out,), compiled)[0]
+    return kernels.rotate((x,), cos, sin, layout, (out,), compiled)[0]
 
 
 def apply_rope_qk(
@@ -293,7 +265,7 @@ def apply_rope_qk(
     q_out, k_out = (q, k) if inplace else (None, None) if out is None else out
     for name, x, o in (("q_out", q, q_out), ("k_out", k, k_out)):
         _check_out(name, o, x)
-    _check_layout(layout)
+    check_choice("layout", layout, LAYOUTS)
     cos3, sin3 = _table_3d(cos, sin, q)
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos3, sin3))
     if torch.compiler.is_compiling() or (grad and (cos3.requires_grad or sin3.requires_grad or q_out is not None)):
@@ -301,56 +273,7 @@ def apply_rope_qk(
             apply_rope(q, cos, sin, layout, out=q_out, compiled=compiled),
             apply_rope(k, cos, sin, layout, out=k_out, compiled=compiled),
         )
-    if grad:
-        return Rotate.apply(cos3, sin3, layout, compiled, q, k)
-    outs = (torch.empty_like(q) if q_out is None else q_out, torch.empty_like(k) if k_out is None else k_out)
-    return rotate_many((q, k), cos3, sin3, layout, outs, compiled)
-
-
-# ----------------------------------------------------------------------------- layouts and checkpoints
-
-
-def rope_layout_permutation(head_dim: int) -> Tensor:
-    """perm = cat(arange(0, d, 2), arange(1, d, 2)): evens then odds.
-
-    With it, ``half(x[..., perm]) == interleaved(x)[..., perm]``: the interleaved pair
-    (x[2i], x[2i+1]) lands at (i, i + d/2), where the half layout looks for it.
-    """
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
-        raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")
-    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
-
-
-def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_dim: int | None = None) -> Tensor:
-    """Reorder the rows of W_q or W_k (or their bias) within each head for the other RoPE layout.
-
-    A model trained with one layout gives the same attention scores with the other layout
-    once its query and key projections are converted (values and output projection stay).
-    to="half" converts an interleaved checkpoint (Meta) for the half layout (Hugging Face);
-    to="interleaved" is the inverse.
-
-    Args:
-        weight: (n_heads * head_dim, in_features) projection weight, or (n_heads * head_dim,) bias.
-        n_heads: number of heads the rows are split into.
-        to: the layout the result is for.
-        rotary_dim: rotated width per head (default head_dim); rows after it are left in place.
-    """
-    _check_layout(to, "to")
-    _check_float("weight", weight)
-    if weight.dim() not in (1, 2):
-        raise ValueError(f"weight must be (out_features, in_features) or a (out_features,) bias, got {tuple(weight.shape)}")
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 or weight.shape[0] % n_heads:
-        raise ValueError(f"n_heads must be a positive int dividing out_features={weight.shape[0]}, got {n_heads!r}")
-    head_dim = weight.shape[0] // n_heads
-    rotary_dim = head_dim if rotary_dim is None else rotary_dim
-    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int) or not 2 <= rotary_dim <= head_dim or rotary_dim % 2:
-        raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
-    perm = rope_layout_permutation(rotary_dim)
-    if to == "interleaved":
-        perm = torch.argsort(perm)
-    perm = torch.cat((perm, torch.arange(rotary_dim, head_dim))).to(weight.device)
-    per_head = weight.unflatten(0, (n_heads, head_dim))
-    return per_head[:, perm].flatten(0, 1)
+    return kernels.rotate((q, k), cos3, sin3, layout, (q_out, k_out), compiled)
 
 
 # ----------------------------------------------------------------------------- the position scheme
@@ -394,9 +317,8 @@ class RotaryPE(PositionScheme):
         compiled: bool = False,
     ):
         super().__init__()
-        _check_layout(layout)
-        if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
-            raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")
+        check_choice("layout", layout, LAYOUTS)
+        check_even_int("head_dim", head_dim)
         if scaling is not None and not isinstance(scaling, dict):
             raise TypeError(f"scaling must be a dict of rope parameters or None, got {type(scaling).__name__}")
         config = dict(scaling or {})
@@ -409,7 +331,7 @@ class RotaryPE(PositionScheme):
         self.dynamic = config.get("rope_type") == "dynamic"
         # validates the config; for "dynamic" this is the unscaled set (lengths <= L0)
         length = config.get("original_max_position_embeddings") if self.dynamic else None
-        inv_freq, self.attention_factor = rope_frequencies(head_dim, config, seq_len=length)
+        inv_freq, self.attention_factor = rope_scaling.rope_frequencies(head_dim, config, seq_len=length)
         self.inv_freq = inv_freq  # plain attribute: a table of constants, not model state
         self.rotary_dim = 2 * inv_freq.numel()
         # float64 frequencies for a model moved to float64 (default RoPE: base^(-2i/rotary_dim)
@@ -446,7 +368,7 @@ class RotaryPE(PositionScheme):
         _check_positions(positions)
         if self.dynamic:
             seq_len = int(positions.max()) + 1
-            inv_freq, factor = rope_frequencies(self.head_dim, self.config, seq_len=seq_len)
+            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=seq_len)
             return rope_cos_sin(positions, inv_freq, factor, dtype)
         if torch.compiler.is_compiling():
             return rope_cos_sin(positions, self._frequencies(dtype), self.attention_factor, dtype)
@@ -462,3 +384,92 @@ class RotaryPE(PositionScheme):
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype)
         return apply_rope_qk(q, k, cos, sin, self.layout, compiled=self.compiled)
+
+
+# ----------------------------------------------------------------------------- layouts and checkpoints
+
+
+def rope_layout_permutation(head_dim: int) -> Tensor:
+    """perm = cat(arange(0, d, 2), arange(1, d, 2)): evens then odds.
+
+    With it, ``half(x[..., perm]) == interleaved(x)[..., perm]``: the interleaved pair
+    (x[2i], x[2i+1]) lands at (i, i + d/2), where the half layout looks for it.
+    """
+    check_even_int("head_dim", head_dim)
+    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
+
+
+def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_dim: int | None = None) -> Tensor:
+    """Reorder the rows of W_q or W_k (or their bias) within each head for the other RoPE layout.
+
+    A model trained with one layout gives the same attention scores with the other layout
+    once its query and key projections are converted (values and output projection stay).
+    to="half" converts an interleaved checkpoint (Meta) for the half layout (Hugging Face);
+    to="interleaved" is the inverse.
+
+    Args:
+        weight: (n_heads * head_dim, in_features) projection weight, or (n_heads * head_dim,) bias.
+        n_heads: number of heads the rows are split into.
+        to: the layout the result is for.
+        rotary_dim: rotated width per head (default head_dim); rows after it are left in place.
+    """
+    check_choice("to", to, LAYOUTS)
+    check_float_tensor("weight", weight)
+    if weight.dim() not in (1, 2):
+        raise ValueError(f"weight must be (out_features, in_features) or a (out_features,) bias, got {tuple(weight.shape)}")
+    if not is_int(n_heads) or n_heads < 1 or weight.shape[0] % n_heads:
+        raise ValueError(f"n_heads must be a positive int dividing out_features={weight.shape[0]}, got {n_heads!r}")
+    head_dim = weight.shape[0] // n_heads
+    rotary_dim = head_dim if rotary_dim is None else rotary_dim
+    if not is_int(rotary_dim) or not 2 <= rotary_dim <= head_dim or rotary_dim % 2:
+        raise ValueError(f"rotary_dim must be an even int in [2, head_dim={head_dim}], got {rotary_dim!r}")
+    perm = rope_layout_permutation(rotary_dim)
+    if to == "interleaved":
+        perm = torch.argsort(perm)
+    perm = torch.cat((perm, torch.arange(rotary_dim, head_dim))).to(weight.device)
+    per_head = weight.unflatten(0, (n_heads, head_dim))
+    return per_head[:, perm].flatten(0, 1)
+
+
+# ----------------------------------------------------------------------------- argument checks of this module
+
+
+def _check_positions(positions: Any) -> None:
+    check_integer_tensor("positions", positions)
+    if positions.dim() not in (1, 2):
+        raise ValueError(f"positions must have shape (seq,) or (batch, seq), got {tuple(positions.shape)}")
+
+
+def _check_x(name: str, x: Any) -> None:
+    check_float_tensor(name, x)
+    if x.dim() != 4:
+        raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim), got {tuple(x.shape)}")
+    if x.shape[-1] % 2:
+        raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
+
+
+def _check_out(name: str, out: Any, x: Tensor) -> None:
+    """out (if given) must be a tensor with x's shape, dtype and device."""
+    if out is not None and (
+        not isinstance(out, Tensor) or out.shape != x.shape or out.dtype != x.dtype or out.device != x.device
+    ):
+        got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, Tensor) else type(out).__name__
+        raise ValueError(f"{name} must be a tensor of the shape, dtype and device {tuple(x.shape), x.dtype, x.device}, "
+                         f"got {got}")
+
+
+def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+    """Check half-width cos/sin against x (batch, heads, seq, head_dim); return them as (batch|1, seq, c)."""
+    check_float_tensor("cos", cos)
+    check_float_tensor("sin", sin)
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    if cos.dim() == 2:
+        cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
+    batch, _, seq, head_dim = x.shape
+    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq or not 1 <= cos.shape[2] <= head_dim // 2:
+        raise ValueError(
+            f"cos and sin must have shape (batch|1, seq, rot_dim // 2) = ({batch}|1, {seq}, 1..{head_dim // 2}) "
+            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}"
+        )
+    return cos, sin

@@ -1,7 +1,7 @@
 """RoPE frequencies for longer contexts: linear, NTK-aware, dynamic NTK, YaRN, Llama 3.
 
 One function, :func:`rope_frequencies`, turns a rope-parameter dict into the inverse
-frequencies ``theta_i`` of :mod:`posenc_lib.encodings.rotary.rope` and the *attention factor* that
+frequencies ``theta_i`` (:func:`~posenc_lib.encodings.rotary.rope.rope_inv_freq` for plain RoPE) of :mod:`posenc_lib.encodings.rotary.rope` and the *attention factor* that
 multiplies cos and sin (so the attention logits scale by its square).
 
 The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
@@ -13,6 +13,10 @@ same dict, like every other scaled type (and :class:`posenc_lib.encodings.rotary
 the positions of each call, where Hugging Face's module keeps the largest length it has seen
 until a sequence shorter than L0 comes). "ntk" (the static NTK-aware rule,
 base' = base * s^(d/(d-2)), used without fine-tuning) has no Hugging Face type.
+
+Each type is one entry of :data:`ROPE_SCALINGS` (as Hugging Face's ``ROPE_INIT_FUNCTIONS``):
+the keys it reads and the function that computes its frequencies. Adding a type is adding
+an entry.
 
 =========  ====================================================================
 rope_type  what changes (s = factor, L0 = original_max_position_embeddings)
@@ -31,96 +35,28 @@ llama3     wavelengths above L0/low_freq_factor / s, below L0/high_freq_factor k
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-__all__ = ["ROPE_TYPES", "rope_inv_freq", "rope_frequencies"]
+from ...checks import check_number
+from . import rope  # rope_inv_freq, theta_i; rope imports this module for RotaryPE (modules, not names)
 
-_COMMON = {"rope_type": False, "rope_theta": False, "partial_rotary_factor": False}
-# For each rope_type: key -> required?
-_KEYS: dict[str, dict[str, bool]] = {
-    "default": {},
-    "linear": {"factor": True},
-    "ntk": {"factor": True},
-    "dynamic": {"factor": True, "original_max_position_embeddings": True},
-    "yarn": {
-        "factor": True,
-        "original_max_position_embeddings": True,
-        "attention_factor": False,
-        "beta_fast": False,
-        "beta_slow": False,
-        "mscale": False,
-        "mscale_all_dim": False,
-        "truncate": False,
-    },
-    "llama3": {
-        "factor": True,
-        "original_max_position_embeddings": True,
-        "low_freq_factor": True,
-        "high_freq_factor": True,
-    },
-}
-ROPE_TYPES: tuple[str, ...] = tuple(_KEYS)
+__all__ = ["RopeScaling", "ROPE_SCALINGS", "ROPE_TYPES", "rope_frequencies"]
+
+#: computes (inv_freq (dim // 2,) float32, attention_factor) from (base, rotary dim, config, seq_len)
+Frequencies = Callable[[float, int, dict[str, Any], "int | None"], tuple[Tensor, float]]
 
 
-def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | str | None = None) -> Tensor:
-    """RoPE inverse frequencies theta_i = base^(-2i/head_dim), i = 0 .. head_dim/2 - 1: (head_dim // 2,) float32.
+@dataclass(frozen=True)
+class RopeScaling:
+    """One rope_type: the config keys it reads (key -> required?) and the function computing its frequencies."""
 
-    Pair i of a head turns by angle ``m * theta_i`` at position m: theta_0 = 1 rad per token
-    (wavelength 2 pi), the last pair almost ``base`` times slower. Computed in float32 exactly
-    as Hugging Face does (so tables agree bit for bit). Also exported by :mod:`posenc_lib.encodings.rotary.rope`.
-    """
-    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
-        raise ValueError(f"head_dim must be an even int >= 2, got {head_dim!r}")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
-        raise ValueError(f"base must be a number > 1, got {base!r}")
-    exponent = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
-    return 1.0 / (float(base) ** exponent)
-
-
-def _check_config(config: dict[str, Any]) -> str:
-    """Validate keys and values of a rope-parameter dict; return its rope_type."""
-    if not isinstance(config, dict):
-        raise TypeError(f"config must be a dict of rope parameters or None, got {type(config).__name__}")
-    rope_type = config.get("rope_type", "default")
-    if rope_type not in _KEYS:
-        raise ValueError(f"config['rope_type'] must be one of {list(ROPE_TYPES)}, got {rope_type!r}")
-    allowed = {**_COMMON, **_KEYS[rope_type]}
-    unknown = sorted(set(config) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"config has key(s) {unknown} that rope_type {rope_type!r} does not use; allowed keys: {sorted(allowed)}"
-        )
-    missing = sorted(key for key, required in allowed.items() if required and config.get(key) is None)
-    if missing:
-        raise ValueError(f"rope_type {rope_type!r} needs config key(s) {missing}; got keys {sorted(config)}")
-    if "factor" in allowed and not config["factor"] > 0:
-        raise ValueError(f"config['factor'] must be > 0, got {config['factor']!r}")
-    theta = config.get("rope_theta", 10000.0)
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 1:
-        raise ValueError(f"config['rope_theta'] must be a number > 1, got {theta!r}")
-    if rope_type == "llama3" and not config["low_freq_factor"] < config["high_freq_factor"]:
-        raise ValueError(
-            f"config['low_freq_factor'] must be < config['high_freq_factor'], got "
-            f"{config['low_freq_factor']!r} and {config['high_freq_factor']!r}"
-        )
-    return rope_type
-
-
-def _rotary_dim(head_dim: int, config: dict[str, Any]) -> int:
-    """Rotated width: int(head_dim * partial_rotary_factor), as Hugging Face truncates it; must be even."""
-    fraction = config.get("partial_rotary_factor", 1.0)
-    if not 0 < fraction <= 1:
-        raise ValueError(f"config['partial_rotary_factor'] must be in (0, 1], got {fraction!r}")
-    dim = int(head_dim * fraction)
-    if dim < 2 or dim % 2:
-        raise ValueError(
-            f"head_dim * partial_rotary_factor must give an even rotary width >= 2, "
-            f"got int({head_dim} * {fraction}) = {dim}"
-        )
-    return dim
+    keys: dict[str, bool]
+    frequencies: Frequencies
 
 
 def _ntk_base(base: float, scale: float, dim: int) -> float:
@@ -128,7 +64,32 @@ def _ntk_base(base: float, scale: float, dim: int) -> float:
     return base * scale ** (dim / (dim - 2))
 
 
-def _yarn(base: float, dim: int, config: dict[str, Any]) -> tuple[Tensor, float]:
+def _default(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
+    """Plain RoPE: theta_i = base^(-2i/d)."""
+    return rope.rope_inv_freq(dim, base), 1.0
+
+
+def _linear(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
+    """Position interpolation (Chen et al. 2023): every theta_i / s."""
+    return rope.rope_inv_freq(dim, base) / config["factor"], 1.0
+
+
+def _ntk(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
+    """Static NTK-aware scaling: a larger base, base * s^(d/(d-2))."""
+    return rope.rope_inv_freq(dim, _ntk_base(base, config["factor"], dim)), 1.0
+
+
+def _dynamic(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
+    """Dynamic NTK: the NTK base for the current length L, s' = s*L/L0 - (s-1) (default RoPE up to L0)."""
+    if seq_len is None or int(seq_len) < 1:
+        raise ValueError(f"rope_type 'dynamic' needs seq_len, a positive int (the current length), got {seq_len!r}")
+    original = config["original_max_position_embeddings"]
+    factor = config["factor"]
+    length = max(int(seq_len), original)
+    return rope.rope_inv_freq(dim, _ntk_base(base, factor * length / original - (factor - 1), dim)), 1.0
+
+
+def _yarn(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """YaRN (Peng et al. 2023): ramp between interpolation and extrapolation, plus attention temperature."""
     factor = config["factor"]
     original = config["original_max_position_embeddings"]
@@ -160,16 +121,47 @@ def _yarn(base: float, dim: int, config: dict[str, Any]) -> tuple[Tensor, float]
     return inv_freq, float(attention_factor)
 
 
-def _llama3(theta: Tensor, config: dict[str, Any]) -> Tensor:
+def _llama3(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Llama 3.1: divide long wavelengths by factor, keep short ones, blend in between."""
     factor, low, high = config["factor"], config["low_freq_factor"], config["high_freq_factor"]
+    if not low < high:
+        raise ValueError(f"config['low_freq_factor'] must be < config['high_freq_factor'], got {low!r} and {high!r}")
+    theta = rope.rope_inv_freq(dim, base)
     original = config["original_max_position_embeddings"]
     wavelength = 2 * math.pi / theta
     scaled = torch.where(wavelength > original / low, theta / factor, theta)
     smooth = (original / wavelength - low) / (high - low)  # 0 at L0/low, 1 at L0/high
     blended = (1 - smooth) * scaled / factor + smooth * scaled
     medium = (wavelength >= original / high) & (wavelength <= original / low)
-    return torch.where(medium, blended, scaled)
+    return torch.where(medium, blended, scaled), 1.0
+
+
+#: Every rope_type, in the order of the table above.
+ROPE_SCALINGS: dict[str, RopeScaling] = {
+    "default": RopeScaling({}, _default),
+    "linear": RopeScaling({"factor": True}, _linear),
+    "ntk": RopeScaling({"factor": True}, _ntk),
+    "dynamic": RopeScaling({"factor": True, "original_max_position_embeddings": True}, _dynamic),
+    "yarn": RopeScaling(
+        {
+            "factor": True,
+            "original_max_position_embeddings": True,
+            "attention_factor": False,
+            "beta_fast": False,
+            "beta_slow": False,
+            "mscale": False,
+            "mscale_all_dim": False,
+            "truncate": False,
+        },
+        _yarn,
+    ),
+    "llama3": RopeScaling(
+        {"factor": True, "original_max_position_embeddings": True, "low_freq_factor": True, "high_freq_factor": True},
+        _llama3,
+    ),
+}
+ROPE_TYPES: tuple[str, ...] = tuple(ROPE_SCALINGS)
+_COMMON = {"rope_type": False, "rope_theta": False, "partial_rotary_factor": False}
 
 
 def rope_frequencies(head_dim: int, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Tensor, float]:
@@ -195,20 +187,40 @@ def rope_frequencies(head_dim: int, config: dict[str, Any] | None, seq_len: int 
     rope_type = _check_config(config)
     dim = _rotary_dim(head_dim, config)
     base = float(config.get("rope_theta", 10000.0))
-    if rope_type == "yarn":
-        return _yarn(base, dim, config)
-    if rope_type == "ntk":
-        base = _ntk_base(base, config["factor"], dim)
-    elif rope_type == "dynamic":
-        if seq_len is None or int(seq_len) < 1:
-            raise ValueError(f"rope_type 'dynamic' needs seq_len, a positive int (the current length), got {seq_len!r}")
-        original = config["original_max_position_embeddings"]
-        factor = config["factor"]
-        length = max(int(seq_len), original)
-        base = _ntk_base(base, factor * length / original - (factor - 1), dim)
-    theta = rope_inv_freq(dim, base)
-    if rope_type == "linear":
-        theta = theta / config["factor"]
-    elif rope_type == "llama3":
-        theta = _llama3(theta, config)
-    return theta, 1.0
+    return ROPE_SCALINGS[rope_type].frequencies(base, dim, config, seq_len)
+
+
+def _check_config(config: dict[str, Any]) -> str:
+    """Validate keys and values of a rope-parameter dict; return its rope_type."""
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict of rope parameters or None, got {type(config).__name__}")
+    rope_type = config.get("rope_type", "default")
+    if rope_type not in ROPE_SCALINGS:
+        raise ValueError(f"config['rope_type'] must be one of {list(ROPE_TYPES)}, got {rope_type!r}")
+    allowed = {**_COMMON, **ROPE_SCALINGS[rope_type].keys}
+    unknown = sorted(set(config) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"config has key(s) {unknown} that rope_type {rope_type!r} does not use; allowed keys: {sorted(allowed)}"
+        )
+    missing = sorted(key for key, required in allowed.items() if required and config.get(key) is None)
+    if missing:
+        raise ValueError(f"rope_type {rope_type!r} needs config key(s) {missing}; got keys {sorted(config)}")
+    if "factor" in allowed and not config["factor"] > 0:
+        raise ValueError(f"config['factor'] must be > 0, got {config['factor']!r}")
+    check_number("config['rope_theta']", config.get("rope_theta", 10000.0), above=1)
+    return rope_type
+
+
+def _rotary_dim(head_dim: int, config: dict[str, Any]) -> int:
+    """Rotated width: int(head_dim * partial_rotary_factor), as Hugging Face truncates it; must be even."""
+    fraction = config.get("partial_rotary_factor", 1.0)
+    if not 0 < fraction <= 1:
+        raise ValueError(f"config['partial_rotary_factor'] must be in (0, 1], got {fraction!r}")
+    dim = int(head_dim * fraction)
+    if dim < 2 or dim % 2:
+        raise ValueError(
+            f"head_dim * partial_rotary_factor must give an even rotary width >= 2, "
+            f"got int({head_dim} * {fraction}) = {dim}"
+        )
+    return dim

@@ -35,7 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...attention import PositionScheme, check_int, check_integer_tensor
+from ...checks import check_float_tensor, check_int, check_integer_tensor, check_position_range
+from ...scheme import PositionScheme
 
 __all__ = [
     "t5_relative_bucket",
@@ -71,15 +72,6 @@ def _shared_rows(q_positions: Tensor, k_positions: Tensor) -> tuple[Tensor, Tens
     if q_positions.stride(0) == 0 and k_positions.stride(0) == 0:
         return q_positions[:1], k_positions[:1]
     return q_positions, k_positions
-
-
-def _check_position_range(name: str, positions: Tensor, size: int, what: str) -> None:
-    """Eager-mode range check (skipped under torch.compile, where it would break the graph)."""
-    if torch.compiler.is_compiling() or positions.numel() == 0:
-        return
-    lo, hi = int(positions.min()), int(positions.max())
-    if lo < 0 or hi >= size:
-        raise ValueError(f"{name} must lie in [0, {size - 1}] ({what}), got values in [{lo}, {hi}]")
 
 
 # --------------------------------------------------------------------------- T5
@@ -224,9 +216,7 @@ def alibi_bias(slopes: Tensor, q_positions: Tensor, k_positions: Tensor, compact
     positions in low precision the compact form loses digits that the full one keeps; the
     bias is computed in at least float32 (the attention casts it to the model dtype).
     """
-    if not isinstance(slopes, Tensor) or not slopes.dtype.is_floating_point:
-        got = slopes.dtype if isinstance(slopes, Tensor) else type(slopes).__name__
-        raise TypeError(f"slopes must be a floating-point tensor of shape (heads,), got {got}")
+    check_float_tensor("slopes", slopes)
     if slopes.dim() != 1:
         raise ValueError(f"slopes must have shape (heads,), got {tuple(slopes.shape)}")
     _check_qk_positions(q_positions, k_positions)
@@ -333,8 +323,8 @@ class SwinRelativeBias(PositionScheme):
         _check_qk_positions(q_positions, k_positions)
         n = self.index.shape[0]
         what = f"{self.n_prefix} prefix tokens + a {self.window_h}x{self.window_w} window"
-        _check_position_range("q_positions", q_positions, n, what)
-        _check_position_range("k_positions", k_positions, n, what)
+        check_position_range("q_positions", q_positions, n, what)
+        check_position_range("k_positions", k_positions, n, what)
         pair_index = self.index[q_positions[:, :, None], k_positions[:, None, :]]
         return self.table[pair_index].permute(0, 3, 1, 2)
 

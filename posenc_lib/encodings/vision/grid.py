@@ -17,16 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...attention import check_int, check_integer_tensor
-from ..score_bias.relative import _check_position_range
+from ...checks import check_float_tensor, check_grid, check_int, check_integer_tensor, check_position_range
 
 __all__ = ["grid_coordinates", "resample_grid", "PatchEmbed"]
-
-
-def _check_grid(grid_h: int, grid_w: int, n_prefix: int) -> None:
-    check_int("grid_h", grid_h)
-    check_int("grid_w", grid_w)
-    check_int("n_prefix", n_prefix, minimum=0)
 
 
 def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> tuple[Tensor, Tensor]:
@@ -36,9 +29,9 @@ def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int 
     row = column = 0, which a 2-D RoPE turns into "no rotation" (as Heo et al. treat the class token).
     """
     check_integer_tensor("positions", positions)
-    _check_grid(grid_h, grid_w, n_prefix)
+    check_grid(grid_h, grid_w, n_prefix)
     what = f"{n_prefix} prefix tokens + a {grid_h}x{grid_w} grid"
-    _check_position_range("positions", positions, n_prefix + grid_h * grid_w, what)
+    check_position_range("positions", positions, n_prefix + grid_h * grid_w, what)
     patch = positions.long() - n_prefix
     is_patch = patch >= 0
     # torch.where rather than patch.clamp_min(0): in torch 2.13, inductor fails on
@@ -59,8 +52,7 @@ def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int
     size is passed, never a scale factor, which can round to the wrong size), and the result
     is cast back to the table's dtype. Returns (n_prefix + H'*W', d).
     """
-    if not isinstance(table, Tensor) or not table.dtype.is_floating_point:
-        raise TypeError(f"table must be a floating-point tensor, got {getattr(table, 'dtype', type(table).__name__)}")
+    check_float_tensor("table", table)
     for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
         if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
             raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
@@ -120,8 +112,7 @@ class PatchEmbed(nn.Module):
         return height // p, width // p
 
     def forward(self, images: Tensor) -> Tensor:
-        if not isinstance(images, Tensor) or not images.dtype.is_floating_point:
-            raise TypeError(f"images must be a floating-point tensor, got {getattr(images, 'dtype', type(images).__name__)}")
+        check_float_tensor("images", images)
         if images.dim() == 3 and self.in_channels == 1:
             images = images[:, None]
         if images.dim() != 4 or images.shape[1] != self.in_channels:

@@ -17,17 +17,17 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ...attention import PositionScheme, check_int, check_integer_tensor
-from ..rotary.rope import Layout, _check_layout, apply_rope, rope_cos_sin, rope_inv_freq
-from .grid import _check_grid, grid_coordinates
+from ...checks import check_choice, check_float_tensor, check_grid, check_int, check_integer_tensor
+from ...scheme import PositionScheme
+from ..rotary.rope import LAYOUTS, Layout, apply_rope, rope_cos_sin, rope_inv_freq
+from .grid import grid_coordinates
 
 __all__ = ["apply_axial_rope_2d", "apply_mixed_rope_2d", "mixed_rope_init", "AxialRoPE2D", "MixedRoPE2D"]
 
 
 def _check_qk(q: Tensor, k: Tensor, head_dim: int, positions: Tensor) -> None:
     for name, t in (("q", q), ("k", k)):
-        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
-            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+        check_float_tensor(name, t)
         if t.dim() != 4 or t.shape[-1] != head_dim:
             raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim={head_dim}), got {tuple(t.shape)}")
     if q.shape != k.shape:
@@ -134,8 +134,8 @@ class AxialRoPE2D(_GridRoPE):
         self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0, layout: Layout = "half"
     ):
         super().__init__()
-        _check_grid(grid_h, grid_w, n_prefix)
-        _check_layout(layout)
+        check_grid(grid_h, grid_w, n_prefix)
+        check_choice("layout", layout, LAYOUTS)
         self.layout = layout
         check_int("head_dim", head_dim, minimum=4)
         if head_dim % 4:
@@ -168,8 +168,8 @@ class MixedRoPE2D(_GridRoPE):
         layout: Layout = "half",
     ):
         super().__init__()
-        _check_grid(grid_h, grid_w, n_prefix)
-        _check_layout(layout)
+        check_grid(grid_h, grid_w, n_prefix)
+        check_choice("layout", layout, LAYOUTS)
         self.layout = layout
         self.freqs = nn.Parameter(mixed_rope_init(head_dim, n_heads, base))
         self.head_dim, self.n_heads = head_dim, n_heads

@@ -15,9 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...attention import PositionScheme, check_int, check_integer_tensor
-from ..score_bias.relative import _check_position_range
-from .grid import _check_grid
+from ...checks import check_grid, check_int, check_integer_tensor, check_number, check_position_range
+from ...scheme import PositionScheme
 
 __all__ = ["sincos_2d_table", "learnable_2d_table", "SinCos2DPE", "Learnable2DPE"]
 
@@ -42,12 +41,11 @@ def sincos_2d_table(
     ``mae = ours[:, cat(arange(d/2, d), arange(0, d/2))]`` (Hugging Face's ``ViTMAEEmbeddings``
     swaps them too, to load MAE checkpoints). The two orders carry the same information.
     """
-    _check_grid(grid_h, grid_w, n_prefix)
+    check_grid(grid_h, grid_w, n_prefix)
     check_int("d_model", d_model, minimum=4)
     if d_model % 4:
         raise ValueError(f"d_model must be divisible by 4 (sin and cos for two axes), got {d_model}")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    check_number("base", base, above=1, finite=True)
     k = torch.arange(d_model // 4, dtype=torch.float64)
     omega = torch.exp(-k / (d_model // 4) * math.log(base))
     rows = torch.arange(grid_h, dtype=torch.float64).repeat_interleave(grid_w)[:, None] * omega
@@ -95,7 +93,7 @@ class _GridTable(PositionScheme):
         """Encodings of integer ``positions`` (batch, seq): (batch, seq, d_model)."""
         check_integer_tensor("positions", positions)
         what = f"{self.n_prefix} prefix tokens + a {self.grid_h}x{self.grid_w} grid"
-        _check_position_range("positions", positions, self.n_prefix + self.grid_h * self.grid_w, what)
+        check_position_range("positions", positions, self.n_prefix + self.grid_h * self.grid_w, what)
         return F.embedding(positions.long(), self.table())
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
@@ -143,14 +141,13 @@ class Learnable2DPE(_GridTable):
         self, d_model: int, grid_h: int, grid_w: int, mode: Mode = "add", n_prefix: int = 0, init_std: float = 0.02
     ):
         super().__init__()
-        _check_grid(grid_h, grid_w, n_prefix)
+        check_grid(grid_h, grid_w, n_prefix)
         check_int("d_model", d_model)
         if mode not in ("add", "concat"):
             raise ValueError(f"mode must be 'add' or 'concat', got {mode!r}")
         if mode == "concat" and d_model % 2:
             raise ValueError(f"d_model must be even for mode='concat' (half row, half column), got {d_model}")
-        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
-            raise ValueError(f"init_std must be a number > 0, got {init_std!r}")
+        check_number("init_std", init_std, above=0)
         self.grid_h, self.grid_w, self.n_prefix, self.mode = grid_h, grid_w, n_prefix, mode
         dim = d_model if mode == "add" else d_model // 2
         self.row = nn.Parameter(torch.randn(grid_h, dim) * init_std)
