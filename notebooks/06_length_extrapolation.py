@@ -55,8 +55,8 @@ from posenc_lib.course.extrapolation import (
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, moving_average
 from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.rotary.scaling import rope_frequencies, rope_inv_freq
+from posenc_lib.encodings.rotary.rope import RotaryPE, rope_inv_freq
+from posenc_lib.encodings.rotary.scaling import rope_frequencies
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.course.training import setup_notebook
 

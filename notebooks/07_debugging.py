@@ -50,10 +50,10 @@ from posenc_lib.course.diagnostics import (
 )
 from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 from posenc_lib.course.plotting import COLORS, heatmap
 from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
-from posenc_lib.encodings.rotary.rope import RotaryPE, convert_qk_weight
+from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.course.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
 
@@ -547,12 +547,7 @@ except AssertionError as err:
     print("golden-output test:", str(err).splitlines()[0])
     assert "not close" in str(err)
 
-state = {k: v.clone() for k, v in rope_model.state_dict().items()}
-for param in ("weight", "bias"):
-    q_part, k_part, _ = state[f"blocks.0.attn.qkv.{param}"].chunk(3)   # views into the copy; v stays
-    for part in (q_part, k_part):
-        part.copy_(convert_qk_weight(part, N_HEADS, to="half"))
-half_model.load_state_dict(state)
+half_model.load_state_dict(convert_rope_checkpoint(rope_model.state_dict(), N_HEADS, to="half"))  # q, k rows per head
 with torch.no_grad():
     assert_close(half_model(golden_batch), golden)
 print("after convert_qk_weight: golden-output test passes")
@@ -581,7 +576,7 @@ def shifted_accuracy(model: TinyTransformer, shift: int) -> float:
 
 bf16_library = copy.deepcopy(rope_model).to(torch.bfloat16)
 bf16_buggy = copy.deepcopy(bf16_library)
-bf16_buggy.scheme = bf16_buggy.blocks[0].attn.scheme = Bf16AnglesRoPE(HEAD_DIM, layout="interleaved")  # same weights
+bf16_buggy.set_scheme(Bf16AnglesRoPE(HEAD_DIM, layout="interleaved"))  # same weights
 precision = pd.DataFrame({f"positions + {s}": {"float32 angles (library)": shifted_accuracy(bf16_library, s),
                                                "bf16 angles (bug)": shifted_accuracy(bf16_buggy, s)}
                           for s in (0, 1000, 4000)})

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from ...checks import check_integer_tensor, is_int, is_number
 from ...scheme import PositionScheme
+from ..vision.grid import resample_grid
 
 __all__ = ["LearnablePE"]
 
@@ -74,6 +75,18 @@ class LearnablePE(PositionScheme):
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
         return x + self.forward(positions).to(x.dtype)
+
+    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> LearnablePE:
+        """A table over ``n_prefix`` + a ``new_hw`` grid of patches (ViT at a new resolution).
+
+        This table's rows are read as ``n_prefix`` prefix rows and an ``old_hw`` grid, row-major;
+        the grid is resampled bicubically (:func:`~posenc_lib.encodings.vision.grid.resample_grid`),
+        the prefix rows kept as they are.
+        """
+        new = LearnablePE(self.d_model, n_prefix + new_hw[0] * new_hw[1], self.init_std)
+        with torch.no_grad():
+            new.weight.copy_(resample_grid(self.weight.detach(), old_hw, new_hw, n_prefix))
+        return new
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, d_model={self.d_model}, init_std={self.init_std}"

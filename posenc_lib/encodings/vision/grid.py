@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from ...checks import check_float_tensor, check_grid, check_int, check_integer_tensor, check_position_range
 
-__all__ = ["grid_coordinates", "resample_grid", "PatchEmbed"]
+__all__ = ["grid_coordinates", "check_same_grid", "resample_grid", "PatchEmbed"]
 
 
 def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> tuple[Tensor, Tensor]:
@@ -41,6 +41,16 @@ def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int 
 
 
 # --------------------------------------------------------------------------- resizing
+
+
+def check_same_grid(scheme: object, old_hw: tuple[int, int], n_prefix: int) -> None:
+    """Raise ValueError unless a grid scheme (grid_h, grid_w, n_prefix attributes) is on ``old_hw`` with ``n_prefix``."""
+    grid = (scheme.grid_h, scheme.grid_w, scheme.n_prefix)
+    if grid != (old_hw[0], old_hw[1], n_prefix):
+        raise ValueError(
+            f"old_hw={tuple(old_hw)}, n_prefix={n_prefix} must match the scheme's grid "
+            f"({scheme.grid_h}, {scheme.grid_w}), n_prefix={scheme.n_prefix}"
+        )
 
 
 def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> Tensor:

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from ...checks import check_choice, check_float_tensor, check_grid, check_int, check_integer_tensor
 from ...scheme import PositionScheme
 from ..rotary.rope import LAYOUTS, Layout, apply_rope, rope_cos_sin, rope_inv_freq
-from .grid import grid_coordinates
+from .grid import check_same_grid, grid_coordinates
 
 __all__ = ["apply_axial_rope_2d", "apply_mixed_rope_2d", "mixed_rope_init", "AxialRoPE2D", "MixedRoPE2D"]
 
@@ -146,6 +146,13 @@ class AxialRoPE2D(_GridRoPE):
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
         return apply_axial_rope_2d(x, rows, cols, self.inv_freq, self.layout)
 
+    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> AxialRoPE2D:
+        """The same frequencies on a ``new_hw`` grid, whose row and column indices run further."""
+        check_same_grid(self, old_hw, n_prefix)
+        new = AxialRoPE2D(self.head_dim, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout)
+        new.inv_freq.copy_(self.inv_freq)
+        return new
+
 
 class MixedRoPE2D(_GridRoPE):
     """Mixed-frequency 2-D RoPE (:func:`apply_mixed_rope_2d`) with learned per-head frequencies.
@@ -179,3 +186,11 @@ class MixedRoPE2D(_GridRoPE):
         if x.shape[1] != self.n_heads:
             raise ValueError(f"q and k must have n_heads={self.n_heads} heads, got {x.shape[1]}")
         return apply_mixed_rope_2d(x, rows, cols, self.freqs, self.layout)
+
+    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> MixedRoPE2D:
+        """The same learned frequencies on a ``new_hw`` grid, as Heo et al. do at a new resolution."""
+        check_same_grid(self, old_hw, n_prefix)
+        new = MixedRoPE2D(self.head_dim, self.n_heads, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout)
+        with torch.no_grad():
+            new.freqs.copy_(self.freqs)
+        return new

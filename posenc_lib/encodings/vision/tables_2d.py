@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from ...checks import check_grid, check_int, check_integer_tensor, check_number, check_position_range
 from ...scheme import PositionScheme
+from .grid import check_same_grid, resample_grid
 
 __all__ = ["sincos_2d_table", "learnable_2d_table", "SinCos2DPE", "Learnable2DPE"]
 
@@ -122,6 +123,11 @@ class SinCos2DPE(_GridTable):
     def table(self) -> Tensor:
         return self._table
 
+    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> SinCos2DPE:
+        """The table recomputed for a ``new_hw`` grid (same base); nothing was learned."""
+        check_same_grid(self, old_hw, n_prefix)
+        return SinCos2DPE(self.d_model, new_hw[0], new_hw[1], n_prefix, self.base)
+
 
 class Learnable2DPE(_GridTable):
     """Learned row and column tables (:func:`learnable_2d_table`) as a scheme.
@@ -156,6 +162,17 @@ class Learnable2DPE(_GridTable):
 
     def table(self) -> Tensor:
         return learnable_2d_table(self.row, self.col, self.prefix, self.mode)
+
+    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> Learnable2DPE:
+        """For a ``new_hw`` grid: the row table and the column table each resampled along their axis."""
+        check_same_grid(self, old_hw, n_prefix)
+        (h, w), (new_h, new_w) = old_hw, new_hw
+        new = Learnable2DPE(self.prefix.shape[1], new_h, new_w, self.mode, n_prefix)
+        with torch.no_grad():
+            new.row.copy_(resample_grid(self.row.detach(), (h, 1), (new_h, 1), n_prefix=0))
+            new.col.copy_(resample_grid(self.col.detach(), (w, 1), (new_w, 1), n_prefix=0))
+            new.prefix.copy_(self.prefix)
+        return new
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, mode={self.mode!r}"
