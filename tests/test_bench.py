@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench import rope_bench  # noqa: E402
-from bench.common import (  # noqa: E402
+from bench import rope_bench
+from bench.common import (
     allocation_profile,
     format_bytes,
     format_seconds,
     interleaved_times,
 )
-from bench.run import main  # noqa: E402
-from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory  # noqa: E402
+from bench.run import main
+from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory
 
 # ----------------------------------------------------------------------------- measuring tools
 

@@ -20,10 +20,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import build_site  # tools/ is on sys.path (tests/conftest.py)
-import catalog
-import check_site
-import record_run_times
+from tools import build_site, catalog, check_site, record_run_times
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANNED = [

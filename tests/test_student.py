@@ -16,9 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import catalog  # tools/ is on sys.path (tests/conftest.py)
-import execute
-import student
+from tools import catalog, execute, student
 
 ROOT = Path(__file__).resolve().parent.parent
 
