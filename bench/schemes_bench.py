@@ -33,9 +33,9 @@ from matplotlib.lines import Line2D
 from torch import Tensor
 
 from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, use_style
 from posenc_lib.encodings.factory import SCHEMES, build_scheme
 from posenc_lib.scheme import PositionScheme
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, use_style
 
 from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times
 

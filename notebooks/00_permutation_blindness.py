@@ -29,15 +29,15 @@ import pandas as pd
 import torch
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.scheme import NoPosition, PositionScheme
 from posenc_lib.course.data import Vocab, WhoDidWhat
 from posenc_lib.course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer, TransformerBlock
 from posenc_lib.course.plotting import heatmap, line_plot, moving_average
 from posenc_lib.course.report import formatted, rounding
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.course.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.models import TinyTransformer, TransformerBlock
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds; gen draws this notebook's random data
 
@@ -389,8 +389,8 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 
 # %%
 from posenc_lib.encodings.conditional.peg import PEG
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 
@@ -550,7 +550,7 @@ check_exercise_3(answer)
 #   Positional Information* (the causal mask as a source of order, see exercise 2).
 # - Reference code: Hugging Face transformers, `modeling_bert.py` (learned position embeddings
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
-#   queries and keys); `posenc_lib/attention.py` in this repository (the three hooks).
+#   queries and keys); `posenc_lib/scheme.py` in this repository (the three hooks).
 
 # %% [markdown]
 # ## Solutions

@@ -45,8 +45,9 @@ from torch.testing import assert_close
 
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.training import accuracy, setup_notebook, train
+from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
 from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
@@ -56,8 +57,7 @@ from posenc_lib.encodings.rotary.rope import (
     rope_layout_permutation,
     rotate_half_reference,
 )
-from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
-from posenc_lib.course.training import accuracy, setup_notebook, train
+from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
@@ -955,8 +955,8 @@ check_exercise_4(safe_cos_sin)
 # - Hugging Face transformers, `models/llama/modeling_llama.py`: `LlamaRotaryEmbedding`,
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
 #   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
-# - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
-#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
+# - This library: `posenc_lib/encodings/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
+#   `convert_qk_weight`) and `posenc_lib/encodings/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
 # %% [markdown]

@@ -39,15 +39,16 @@ import torch
 from torch.testing import assert_close
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.scheme import NoPosition
-from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.diagnostics import position_probe_accuracy
 from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
@@ -57,9 +58,8 @@ from posenc_lib.encodings.score_bias.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.course.training import accuracy, seed_everything, setup_notebook, train
+from posenc_lib.models import TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

@@ -39,7 +39,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
@@ -49,13 +48,14 @@ from posenc_lib.course.diagnostics import (
     shift_sensitivity,
 )
 from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 from posenc_lib.course.plotting import COLORS, heatmap
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.course.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -852,8 +852,8 @@ check_exercise_3(rows_with_gradient)
 #   (2023): NoPE, relative and absolute schemes compared.
 # - Su et al., *RoFormer* (2021); Raffel et al., *T5* (2020); Press et al., *ALiBi* (2022); Vaswani
 #   et al., *Attention Is All You Need* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
-# - This library: `posenc_lib/diagnostics.py` (every check of this notebook), `posenc_lib/rope.py`
-#   (`rope_cos_sin` computes angles in float32), `posenc_lib/learnable.py` (the `max_len` error).
+# - This library: `posenc_lib/course/diagnostics.py` (every check of this notebook), `posenc_lib/encodings/rotary/rope.py`
+#   (`rope_cos_sin` computes angles in float32), `posenc_lib/encodings/absolute/learnable.py` (the `max_len` error).
 
 # %% [markdown]
 # ## Solutions

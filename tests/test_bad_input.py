@@ -15,19 +15,14 @@ import pytest
 import torch
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.encodings.conditional.peg import PEG, peg
 from posenc_lib.course.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
+from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
+from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
+from posenc_lib.course.training import accuracy, train
+from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
 from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
-from posenc_lib.encodings.score_bias.relative import (
-    ALiBi,
-    SwinRelativeBias,
-    T5RelativeBias,
-    alibi_bias,
-    alibi_slopes,
-    swin_relative_position_index,
-    t5_relative_bucket,
-)
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
+from posenc_lib.encodings.conditional.peg import PEG, peg
 from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
@@ -37,14 +32,19 @@ from posenc_lib.encodings.rotary.rope import (
     rope_inv_freq,
 )
 from posenc_lib.encodings.rotary.scaling import rope_frequencies
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
-from posenc_lib.course.training import accuracy, train
-from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
-from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
-from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.encodings.score_bias.relative import (
+    ALiBi,
+    SwinRelativeBias,
+    T5RelativeBias,
+    alibi_bias,
+    alibi_slopes,
+    swin_relative_position_index,
+    t5_relative_bucket,
+)
 from posenc_lib.encodings.vision.grid import PatchEmbed, resample_grid
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
+from posenc_lib.models import TinyTransformer
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):

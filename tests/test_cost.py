@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from posenc_lib.scheme import NoPosition
 from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.scheme import NoPosition
 
 
 def test_allocated_bytes_counts_new_storages_only():

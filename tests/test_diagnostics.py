@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.scheme import NoPosition
 from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
     position_ids_from_mask,
@@ -16,12 +15,13 @@ from posenc_lib.course.diagnostics import (
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.course.training import cross_entropy
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.models import TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -10,7 +10,6 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.scheme import NoPosition
 from posenc_lib.course.data import char_corpus
 from posenc_lib.course.extrapolation import (
     attention_entropy,
@@ -21,10 +20,11 @@ from posenc_lib.course.extrapolation import (
     window_mask,
     with_scheme,
 )
-from posenc_lib.models import TinyTransformer
-from posenc_lib.encodings.score_bias.relative import ALiBi
-from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi
+from posenc_lib.models import TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 
 def lm(scheme, seed=0):

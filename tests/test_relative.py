@@ -12,8 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.models import TinyTransformer
-from posenc_lib.models import last_token_logits_two_ways
 from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
@@ -23,6 +21,8 @@ from posenc_lib.encodings.score_bias.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
+from posenc_lib.models import TinyTransformer
+from posenc_lib.models import last_token_logits_two_ways
 
 T5_CONFIGS = [(32, 128), (8, 20), (16, 64), (64, 1000), (4, 3), (6, 7), (33, 50)]
 

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from posenc_lib.scheme import NoPosition, PositionScheme
-from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
-from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 D_MODEL, N_HEADS, VOCAB, SEQ = 32, 4, 13, 10
 HEAD_DIM = D_MODEL // N_HEADS

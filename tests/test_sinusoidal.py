@@ -10,7 +10,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.models import TinyTransformer
 from posenc_lib.encodings.absolute.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
@@ -18,6 +17,7 @@ from posenc_lib.encodings.absolute.sinusoidal import (
     sinusoidal_layout_permutation,
     sinusoidal_table,
 )
+from posenc_lib.models import TinyTransformer
 
 even_dims = st.integers(1, 24).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])

@@ -7,8 +7,8 @@ import re
 import pytest
 import torch
 
-from posenc_lib.models import TinyTransformer
 from posenc_lib.course.training import accuracy, cross_entropy, progress, seed_everything, train
+from posenc_lib.models import TinyTransformer
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -11,7 +11,6 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.models import TinyTransformer
 from posenc_lib.encodings.rotary.rope import rope_inv_freq
 from posenc_lib.encodings.vision.grid import grid_coordinates, resample_grid
 from posenc_lib.encodings.vision.rope_2d import (
@@ -27,6 +26,7 @@ from posenc_lib.encodings.vision.tables_2d import (
     learnable_2d_table,
     sincos_2d_table,
 )
+from posenc_lib.models import TinyTransformer
 
 
 def _arange(n: int, offset: int = 0) -> torch.Tensor:
