@@ -82,34 +82,6 @@ def fold_key_bias(q: Tensor, k: Tensor, v: Tensor, key_bias: Tensor, scale: floa
     return q, k, v
 
 
-def fold_key_bias(q: Tensor, k: Tensor, v: Tensor, key_bias: Tensor, scale: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Turn a per-key score bias into one more head dimension, so that SDPA needs no float mask.
-
-    A bias that depends on the key only, ``b[h, j]`` (compact ALiBi's ``m_h * j``), is a dot
-    product with a constant: append 1 to every query and ``b[h, j] / scale`` to key ``j``, and
-    ``scale * q'.k' = scale * q.k + b[h, j]``. ``v`` gets a zero column so that all three share one
-    head size (the fast SDPA kernels need that); drop it from the output with ``y[..., :head_dim]``.
-    Under ``is_causal=True`` this reaches SDPA with no (heads, q_len, k_len) tensor at all: the
-    extra memory is one column of q, k and v, O(L) instead of O(heads * L^2).
-
-    Args:
-        q, k, v: (batch, heads, q_len|k_len, head_dim).
-        key_bias: (batch|1, heads, 1, k_len), added to the scaled scores.
-        scale: the score scale SDPA must then be called with (``scale=``), usually head_dim ** -0.5.
-
-    Returns (q', k', v'), each with head_dim + 1 columns.
-    """
-    if key_bias.dim() != 4 or key_bias.shape[-2] != 1 or key_bias.shape[-1] != k.shape[-2]:
-        raise ValueError(
-            f"key_bias must have shape (batch|1, heads, 1, k_len={k.shape[-2]}), got {tuple(key_bias.shape)}"
-        )
-    column = (key_bias.to(torch.promote_types(key_bias.dtype, torch.float32)) / scale).transpose(-1, -2)
-    q = torch.cat([q, q.new_ones(*q.shape[:-1], 1)], dim=-1)
-    k = torch.cat([k, column.to(k.dtype).expand(*k.shape[:-1], 1)], dim=-1)
-    v = torch.cat([v, v.new_zeros(*v.shape[:-1], 1)], dim=-1)
-    return q, k, v
-
-
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention with a pluggable position scheme.
 
