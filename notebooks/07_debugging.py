@@ -52,22 +52,22 @@ from posenc_lib.course.plotting import COLORS, heatmap
 from posenc_lib.course.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.factory import build_scheme
 from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
 from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
-from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
 
 D_MODEL, N_HEADS, HEAD_DIM = 32, 2, 16
+SIZES = {"d_model": D_MODEL, "n_heads": N_HEADS, "max_len": 128}
 SCHEMES = {  # every 1-D scheme of the library, built for an encoder (causal=False) or a decoder
-    "NoPosition": lambda causal: NoPosition(),
-    "SinusoidalPE": lambda causal: SinusoidalPE(D_MODEL, max_len=128),
-    "LearnablePE": lambda causal: LearnablePE(D_MODEL, max_len=128),
-    "RotaryPE": lambda causal: RotaryPE(HEAD_DIM),
-    "T5RelativeBias": lambda causal: T5RelativeBias(N_HEADS, bidirectional=not causal),
-    "ALiBi": lambda causal: ALiBi(N_HEADS, causal=causal),
+    "NoPosition": lambda causal: build_scheme("none", **SIZES),
+    "SinusoidalPE": lambda causal: build_scheme("sinusoidal", **SIZES),
+    "LearnablePE": lambda causal: build_scheme("learnable", **SIZES),
+    "RotaryPE": lambda causal: build_scheme("rope", **SIZES),
+    "T5RelativeBias": lambda causal: build_scheme("t5", **SIZES, bidirectional=not causal),
+    "ALiBi": lambda causal: build_scheme("alibi", **SIZES, causal=causal),
 }
 
 
