@@ -533,8 +533,19 @@ def row(name: str) -> dict:
     }
 
 
+def past_max_len(name: str) -> str:
+    """What the trained model does with a sequence longer than its table: the error it raises, or
+    "computed" when the encoding extends."""
+    model = models[name, 2048, 0]
+    try:
+        model(torch.zeros(1, model.scheme.max_len + 1, dtype=torch.long))
+    except ValueError as err:
+        return f"{type(err).__name__} (no row)"
+    return "computed (table extends)"
+
+
 pros_cons = pd.DataFrame({"learnable": row("learnable"), "sinusoidal": row("sinusoidal")}).T
-pros_cons["position >= max_len"] = ["ValueError (no row)", "computed (table extends)"]
+pros_cons["position >= max_len"] = [past_max_len(name) for name in pros_cons.index]
 pros_cons
 
 # %% [markdown]

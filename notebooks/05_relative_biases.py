@@ -520,7 +520,7 @@ SEEDS = (0, 1, 2)
 results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(name, seed), *test_data)}
                         for name in SCHEMES for seed in SEEDS])
 summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
-summary["mean ± std"] = [f"{m:.3f} ± {s:.3f}" for m, s in zip(summary["mean"], summary["std"])]
+summary["mean ± std"] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["mean"], summary["std"])]  # 3 seeds
 print(summary["mean ± std"].to_string())
 
 # %% [markdown]
@@ -694,7 +694,7 @@ advice = pd.DataFrame([
      "03 §5 (cache decode = recomputation); 03 §8 (bf16 angles are wrong)"),
     ("train short, run long",
      "ALiBi; for RoPE, a short fine-tune at the long length, else NTK-aware or YaRN (softer, not flat)",
-     "03 §9 (plain RoPE degrades past its length); 06 §4 (ALiBi flat to 8L, RoPE ×1.85; NTK-aware and YaRN "
+     "03 §9 (plain RoPE degrades past its length); 06 §4 (ALiBi flat to 8L, RoPE's perplexity rises; NTK-aware and YaRN "
      "lower RoPE's 8L perplexity with no training but stay far above ALiBi); 06 §8 (PI is worst zero-shot and "
      "needs its fine-tune; at this scale the same fine-tune without PI did better)"),
     ("long context, memory bound", "no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask",

@@ -49,6 +49,7 @@ from posenc_lib.course.diagnostics import (
 )
 from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import COLORS, heatmap
+from posenc_lib.course.report import mean_std
 from posenc_lib.course.training import accuracy, cross_entropy, seed_everything, setup_notebook, train
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
@@ -132,10 +133,6 @@ for name in SCHEMES:
         }
 
 # %%
-def mean_std(x: pd.Series) -> str:
-    return f"{x.mean():.3f} ± {x.std(ddof=1):.3f}"
-
-
 def verdict(row: pd.Series) -> str:
     if row["probe"] > 0.9:
         return "absolute"
@@ -150,8 +147,8 @@ summary["probe"] = means[False]
 summary["probe, start token"] = means[True]
 summary["verdict"] = summary.apply(verdict, axis=1)
 shown = summary.copy()
-shown["probe"] = stats.agg(mean_std).unstack("start token")[False]
-shown["probe, start token"] = stats.agg(mean_std).unstack("start token")[True]
+spread = stats.agg(lambda runs: mean_std(runs, digits=2)).unstack("start token")  # 3 seeds: 2 decimals
+shown["probe"], shown["probe, start token"] = spread[False], spread[True]
 for column in ("order matters", "shift by 50 matters"):
     shown[column] = [f"{v:.1e}" if v > 1e-4 else "< 1e-4" for v in summary[column]]
 print(f"probe accuracy, mean ± std over {len(SEEDS)} seeds; chance = 1/{PROBE_LEN} = {1 / PROBE_LEN:.4f} "
@@ -255,17 +252,25 @@ class DetachedPE(LearnablePE):
         return x + self.weight.detach()[positions]
 
 
-buggy = make(DetachedPE(D_MODEL, 128), causal=False)
-before = buggy.scheme.weight.detach().clone()
-probe_acc = position_probe(buggy, PROBE_LEN, desc="detached table")
-moved = (buggy.scheme.weight.detach() - before).abs().max().item()
-print(f"probe accuracy {probe_acc:.3f}; largest change of any table entry in training: {moved}")
-assert moved == 0.0 and 4 / PROBE_LEN < probe_acc < 1.0
+detached_runs, moved = [], 0.0
+for seed in SEEDS:
+    buggy = make(DetachedPE(D_MODEL, 128), causal=False, seed=seed)
+    before = buggy.scheme.weight.detach().clone()
+    detached_runs.append(position_probe(buggy, PROBE_LEN, desc=f"detached table, seed {seed}"))
+    moved = max(moved, (buggy.scheme.weight.detach() - before).abs().max().item())
+detached_runs = pd.Series(detached_runs)
+print(f"probe accuracy {mean_std(detached_runs, digits=2)} over {len(SEEDS)} seeds (chance {1 / PROBE_LEN:.3f}); "
+      f"largest change of any table entry in training: {moved}")
+assert moved == 0.0 and detached_runs.min() > 4 / PROBE_LEN                 # on every seed
+assert detached_runs.mean() - 2 * detached_runs.std() > 4 / PROBE_LEN     # the series' 2-sigma rule
 
 # %% [markdown]
-# The probe does not even fail outright (0.500, where chance is 0.062): the table's random rows
-# still differ from each other, and the layers above learn to read them. The one clear symptom is
-# that the table never moved, and the gradient check says so:
+# The probe does not catch this bug: the accuracy stays far above chance, on every seed. The
+# table's random rows still differ from each other, so they are a fixed position code (as the
+# sinusoidal table is a fixed one), and the layers above learn to read them. How far the probe
+# gets in 100 steps depends on the seed and even on the CPU's rounding, which is why the check
+# asserts only "far above chance". The one clear symptom is that the table never moved, and the
+# gradient check says so:
 
 # %%
 for label, weight in [("detached", buggy.scheme.weight),

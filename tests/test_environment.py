@@ -41,7 +41,6 @@ CODE = ("posenc_lib", "bench", "tools", "tests", "notebooks")
 # imported: the file and the text that uses each one.
 RUN_NOT_IMPORTED = {
     "jupyterlab": ("Makefile", "/bin/jupyter lab"),
-    "ipykernel": ("Makefile", "-m ipykernel install"),
     "nbval": ("Makefile", "pytest --nbval"),
     "pytest-xdist": ("Makefile", "--dist loadfile"),
     "myst-nb": ("tools/site/conf.py", '"myst_nb"'),

@@ -7,6 +7,12 @@ nbclient with no timing metadata and merged stream outputs, run from the noteboo
 folder, gives byte-identical files run after run (the Makefile also fixes the thread count
 and sets POSENC_DETERMINISTIC so progress bars print no rates). Prints each notebook's
 wall time and writes them to build/timings.json.
+
+Executed in place, the notebooks' outputs come from this machine's numerics, so the probe digest
+of those numerics is recorded, before the first notebook runs, as the reference
+(posenc_lib/course/reference_numerics.json), which tells `make test` where it can compare outputs
+strictly. It is recorded only when every numbered notebook is executed in the run, so the record
+never mixes two machines.
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ def execute_all(paths: list[Path], out_dir: Path | None = None) -> dict[str, flo
     Returns every recorded time, by notebook stem (earlier runs of other notebooks included).
     """
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    if out_dir is None:  # before executing: each notebook's first cell reports against the record
+        _record_numerics(paths)
     for path in paths:
         seconds = execute(path, out_dir)
         timings[path.stem] = round(seconds, 1)
@@ -74,6 +82,21 @@ def execute_all(paths: list[Path], out_dir: Path | None = None) -> dict[str, flo
         TIMINGS.parent.mkdir(parents=True, exist_ok=True)
         TIMINGS.write_text(json.dumps(timings, indent=2, sort_keys=True) + "\n")
     return timings
+
+
+def _record_numerics(paths: list[Path]) -> None:
+    """Record this machine's probe digest as the reference, if ``paths`` were all the notebooks."""
+    from posenc_lib.course import numerics
+
+    digest = numerics.probe_digest()
+    if digest == numerics.reference()["digest"]:
+        return
+    every = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if sorted(p.resolve() for p in paths) == every:
+        print(numerics.record_reference(digest))
+    else:
+        print("warning: these notebooks were executed under numerics other than the reference the rest were "
+              "executed under (probe digest differs); run `make execute` to execute them all", file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:

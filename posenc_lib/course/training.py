@@ -46,19 +46,26 @@ def seed_everything(seed: int = 0) -> torch.Generator:
 
 #: Intra-op threads every notebook runs with, wherever it runs (JupyterLab, ``make execute``, nbval):
 #: the course's models are tiny, and one thread is both faster and repeatable (see the Makefile).
+#: The environment variable ``POSENC_NUM_THREADS`` overrides it (``make numerics-matrix`` tries 2).
 NOTEBOOK_THREADS = 1
 
 
 def setup_notebook(seed: int = 0) -> torch.Generator:
-    """First call of every notebook: fixed thread count, the series' figure style, seeds, print options.
+    """First call of every notebook: thread count, the series' figure style, seeds, print options.
 
     Fixing the threads here (not only in the Makefile) makes a notebook opened in JupyterLab run
-    as it was measured, and print the same numbers. Returns the seeded data generator of
-    :func:`seed_everything`.
+    as it was measured. Prints one line naming the numerics in force and whether they reproduce
+    the reference the text quotes (:mod:`posenc_lib.numerics`). Returns the seeded data generator
+    of :func:`seed_everything`.
     """
+    from .numerics import describe
     from .plotting import use_style  # plotting imports matplotlib; keep it out of library-only imports
 
-    torch.set_num_threads(NOTEBOOK_THREADS)
+    threads = os.environ.get("POSENC_NUM_THREADS", str(NOTEBOOK_THREADS))
+    if not threads.isdigit() or int(threads) < 1:
+        raise ValueError(f"POSENC_NUM_THREADS must be a positive integer, got {threads!r}")
+    torch.set_num_threads(int(threads))
+    print(describe())
     use_style()
     torch.set_printoptions(precision=4, sci_mode=False)
     return seed_everything(seed)
