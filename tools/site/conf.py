@@ -21,7 +21,7 @@ exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
 
 # --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---
 nb_execution_mode = "off"
-nb_custom_formats = {".ipynb": ["posenc_site.read_notebook", {}, False]}
+nb_custom_formats = {".ipynb": ["tools.site.posenc_site.read_notebook", {}, False]}
 nb_merge_streams = True
 nb_output_stderr = "show"
 myst_enable_extensions = ["dollarmath", "amsmath"]
