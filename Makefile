@@ -9,10 +9,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := $(VENV)/.kernel
 
-# The reference numerics (posenc_lib/numerics.py): one intra-op thread, and on x86-64 with AVX2 the
+# The reference numerics (posenc_lib/course/numerics.py): one intra-op thread, and on x86-64 with AVX2 the
 # kernel settings under which every such CPU, Intel or AMD, rounds alike (ATEN_CPU_CAPABILITY=avx2,
 # ONEDNN_MAX_CPU_ISA=AVX2, MKL_CBWR=COMPATIBLE). tools/numerics_env.py reads them from
-# posenc_lib/reference_numerics.json; every target below runs with them, the project's Jupyter
+# posenc_lib/course/reference_numerics.json; every target below runs with them, the project's Jupyter
 # kernel starts with them, and `make numerics-matrix` runs the notebooks under other settings.
 # One thread: the course's models are tiny, and a second OpenMP thread only adds synchronisation
 # (measured here: 200 training steps took 1.7 s on one thread, 17-30 s on two while another
@@ -64,7 +64,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $@
 
 # The project kernel ("Python 3 (posenc)") starts with the reference numerics (tools/numerics_env.py).
-$(KERNEL): $(STAMP) posenc_lib/reference_numerics.json tools/numerics_env.py
+$(KERNEL): $(STAMP) posenc_lib/course/reference_numerics.json tools/numerics_env.py
 	$(PY) tools/numerics_env.py --install-kernel >/dev/null
 	@touch $@
 
@@ -86,7 +86,7 @@ unit: $(STAMP)
 # `make numerics-matrix` found identical under every setting (tag nbval-check-output) are compared.
 nbval: $(STAMP) $(KERNEL)
 	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
-	@if $(PY) -m posenc_lib.numerics --check; then \
+	@if $(PY) -m posenc_lib.course.numerics --check; then \
 		echo "make nbval: strict comparison: this machine reproduces the reference numerics (probe digest)"; flags=""; \
 	else \
 		echo "make nbval: lax comparison: the probe digest differs from the reference, so every cell runs with its" \

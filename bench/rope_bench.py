@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from posenc_lib.rope import apply_rope, apply_rope_qk, rope_cos_sin
+from posenc_lib.encodings.rotary.rope import apply_rope, apply_rope_qk, rope_cos_sin
 
 from .common import Timing, format_seconds, interleaved_times
 

@@ -20,19 +20,18 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/run.py` puts bench/ first
 
-import torch  # noqa: E402
+import torch
 
-from bench.common import machine_info, machine_markdown  # noqa: E402
-from bench.rope_bench import (  # noqa: E402
+from bench.common import machine_info, machine_markdown
+from bench.rope_bench import (
     SHAPES,
     evaluate_targets,
     rope_tables_markdown,
     run_rope_bench,
     targets_markdown,
 )
-from bench.schemes_bench import LENGTHS, run_schemes_bench, schemes_figure, schemes_markdown  # noqa: E402
+from bench.schemes_bench import LENGTHS, run_schemes_bench, schemes_figure, schemes_markdown
 
 QUICK_SHAPES = ((2, 4, 64, 32),)
 QUICK_LENGTHS = (64, 128)

@@ -20,11 +20,11 @@ as L^2 is a (heads, L, L) bias or an (L, L) mask materialised in memory.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 import torch
@@ -32,8 +32,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from torch import Tensor
 
-from posenc_lib.attention import MultiHeadAttention, PositionScheme
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, use_style
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, use_style
+from posenc_lib.encodings.factory import SCHEMES, build_scheme
+from posenc_lib.scheme import PositionScheme
 
 from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times
 
@@ -41,6 +43,7 @@ __all__ = [
     "LENGTHS",
     "SETTINGS",
     "SchemeSpec",
+    "SPECS",
     "grid_shape",
     "discover_schemes",
     "SchemeResult",
@@ -67,50 +70,42 @@ def grid_shape(length: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SchemeSpec:
-    """How to build one scheme for a length: ``build(length, causal, d_model, n_heads) -> PositionScheme``."""
+    """One benchmarked scheme: a name of :func:`~posenc_lib.encodings.factory.build_scheme` and its options."""
 
     name: str
-    module: str  # where the class lives, e.g. "posenc_lib.relative"
-    cls: str
-    build: Callable[[type, int, bool, int, int], PositionScheme]
+    scheme: str  # the factory's name, e.g. "alibi"
     settings: tuple[str, ...]
+    options: Callable[[bool], dict[str, Any]] = lambda causal: {}  # constructor keywords for causal or not
+    on_grid: bool = False  # built on the most square patch grid of the length (grid_shape)
+
+    def build(self, length: int, causal: bool, d_model: int, n_heads: int) -> PositionScheme:
+        """The scheme for a sequence of ``length`` tokens (a table of that length, or its grid)."""
+        grid = grid_shape(length) if self.on_grid else None
+        return build_scheme(self.scheme, d_model, n_heads, max_len=length, grid=grid, **self.options(causal))
 
 
-def _specs() -> list[SchemeSpec]:
-    grid = grid_shape
-    return [
-        SchemeSpec("NoPosition", "posenc_lib.attention", "NoPosition", lambda c, L, causal, d, h: c(), BOTH),
-        SchemeSpec("SinusoidalPE", "posenc_lib.sinusoidal", "SinusoidalPE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
-        SchemeSpec("LearnablePE", "posenc_lib.learnable", "LearnablePE", lambda c, L, causal, d, h: c(d, max_len=L), BOTH),
-        SchemeSpec("RotaryPE half", "posenc_lib.rope", "RotaryPE", lambda c, L, causal, d, h: c(d // h, layout="half"), BOTH),
-        SchemeSpec("RotaryPE interleaved", "posenc_lib.rope", "RotaryPE",
-                   lambda c, L, causal, d, h: c(d // h, layout="interleaved"), BOTH),
-        SchemeSpec("T5RelativeBias", "posenc_lib.relative", "T5RelativeBias",
-                   lambda c, L, causal, d, h: c(h, bidirectional=not causal), BOTH),
-        SchemeSpec("ALiBi full (h, L, L)", "posenc_lib.relative", "ALiBi", lambda c, L, causal, d, h: c(h, causal=False), BOTH),
-        SchemeSpec("ALiBi compact (h, 1, L)", "posenc_lib.relative", "ALiBi",
-                   lambda c, L, causal, d, h: c(h, causal=True), DECODER),
-        SchemeSpec("SwinRelativeBias", "posenc_lib.relative", "SwinRelativeBias",
-                   lambda c, L, causal, d, h: c(h, *grid(L)), ENCODER),
-        SchemeSpec("PEG (conv)", "posenc_lib.conditional", "PEG", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("SinCos2DPE", "posenc_lib.vision", "SinCos2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("Learnable2DPE", "posenc_lib.vision", "Learnable2DPE", lambda c, L, causal, d, h: c(d, *grid(L)), ENCODER),
-        SchemeSpec("AxialRoPE2D", "posenc_lib.vision", "AxialRoPE2D", lambda c, L, causal, d, h: c(d // h, *grid(L)), ENCODER),
-        SchemeSpec("MixedRoPE2D", "posenc_lib.vision", "MixedRoPE2D",
-                   lambda c, L, causal, d, h: c(d // h, h, *grid(L)), ENCODER),
-    ]
+SPECS: tuple[SchemeSpec, ...] = (
+    SchemeSpec("NoPosition", "none", BOTH),
+    SchemeSpec("SinusoidalPE", "sinusoidal", BOTH),
+    SchemeSpec("LearnablePE", "learnable", BOTH),
+    SchemeSpec("RotaryPE half", "rope", BOTH, lambda causal: {"layout": "half"}),
+    SchemeSpec("RotaryPE interleaved", "rope", BOTH, lambda causal: {"layout": "interleaved"}),
+    SchemeSpec("T5RelativeBias", "t5", BOTH, lambda causal: {"bidirectional": not causal}),
+    SchemeSpec("ALiBi full (h, L, L)", "alibi", BOTH, lambda causal: {"causal": False}),
+    SchemeSpec("ALiBi compact (h, 1, L)", "alibi", DECODER, lambda causal: {"causal": True}),
+    SchemeSpec("SwinRelativeBias", "swin", ENCODER, on_grid=True),
+    SchemeSpec("PEG (conv)", "peg", ENCODER, on_grid=True),
+    SchemeSpec("SinCos2DPE", "sincos-2d", ENCODER, on_grid=True),
+    SchemeSpec("Learnable2DPE", "learnable-2d", ENCODER, on_grid=True),
+    SchemeSpec("AxialRoPE2D", "axial-rope-2d", ENCODER, on_grid=True),
+    SchemeSpec("MixedRoPE2D", "mixed-rope-2d", ENCODER, on_grid=True),
+)
 
 
-def discover_schemes() -> tuple[list[tuple[SchemeSpec, type]], list[str]]:
-    """The schemes the library provides now, with their classes, and a note for each one it lacks."""
-    found, missing = [], []
-    for spec in _specs():
-        try:
-            cls = getattr(importlib.import_module(spec.module), spec.cls)
-        except (ImportError, AttributeError) as err:
-            missing.append(f"{spec.name}: {spec.module}.{spec.cls} not available ({type(err).__name__})")
-            continue
-        found.append((spec, cls))
+def discover_schemes() -> tuple[list[SchemeSpec], list[str]]:
+    """The benchmarked schemes the library's factory provides now, and a note for each one it lacks."""
+    found = [spec for spec in SPECS if spec.scheme in SCHEMES]
+    missing = [f"{spec.name}: build_scheme({spec.scheme!r}) not available" for spec in SPECS if spec.scheme not in SCHEMES]
     return found, missing
 
 
@@ -132,7 +127,7 @@ class SchemeResult:
 
 
 def prepare(
-    spec: SchemeSpec, cls: type, length: int, setting: str, d_model: int, n_heads: int
+    spec: SchemeSpec, length: int, setting: str, d_model: int, n_heads: int
 ) -> tuple[Callable[[], Tensor], str, int]:
     """Build one scheme into an attention layer and run it once.
 
@@ -152,16 +147,16 @@ def prepare(
             return mha(mha.scheme.add_to_embeddings(x, positions), positions, causal=causal)
 
     def build_and_run() -> None:
-        mha.scheme = spec.build(cls, length, causal, d_model, n_heads)
+        mha.scheme = spec.build(length, causal, d_model, n_heads)
         forward()
 
     resident = allocation_profile(build_and_run)[1]
     return forward, mha.scheme.kind, resident
 
 
-def scheme_memory(spec: SchemeSpec, cls: type, length: int, setting: str, d_model: int, n_heads: int) -> tuple[int, int]:
+def scheme_memory(spec: SchemeSpec, length: int, setting: str, d_model: int, n_heads: int) -> tuple[int, int]:
     """(resident, forward peak) bytes of one scheme at one length and setting."""
-    forward, _, resident = prepare(spec, cls, length, setting, d_model, n_heads)
+    forward, _, resident = prepare(spec, length, setting, d_model, n_heads)
     return resident, allocation_profile(forward)[0]  # prepare() already ran the warm-up forward
 
 
@@ -180,9 +175,9 @@ def run_schemes_bench(
     for setting in SETTINGS:
         for length in lengths:
             calls, memory, kinds = {}, {}, {}
-            for spec, cls in found:
+            for spec in found:
                 if setting in spec.settings:
-                    forward, kinds[spec.name], resident = prepare(spec, cls, length, setting, d_model, n_heads)
+                    forward, kinds[spec.name], resident = prepare(spec, length, setting, d_model, n_heads)
                     calls[spec.name], memory[spec.name] = forward, (resident, allocation_profile(forward)[0])
             times = interleaved_times(calls, rounds, threads, min_block_s)
             for name, t in times.items():

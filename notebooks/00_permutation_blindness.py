@@ -28,15 +28,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from posenc_lib.attention import MultiHeadAttention, NoPosition, PositionScheme
-from posenc_lib.data import Vocab, WhoDidWhat
-from posenc_lib.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.course.data import Vocab, WhoDidWhat
+from posenc_lib.course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import heatmap, line_plot, moving_average
+from posenc_lib.course.report import formatted, rounding
+from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.models import TinyTransformer, TransformerBlock
-from posenc_lib.plotting import heatmap, line_plot, moving_average
-from posenc_lib.report import formatted, rounding
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds; gen draws this notebook's random data
 
@@ -211,7 +212,7 @@ print(f"'cat' as agent vs as patient: max |diff| {rounding((cat_as_agent - cat_a
 # %% [markdown]
 # ## 3. A task that needs word order: who did what to whom?
 #
-# `posenc_lib.data.WhoDidWhat` writes short sentences and asks for the **agent** (the one who
+# `posenc_lib.course.data.WhoDidWhat` writes short sentences and asks for the **agent** (the one who
 # acts). Sentences come in the active voice ("the cat chases the small mouse") and in the
 # passive ("the mouse was chased by the cat"), with optional adjectives, so the agent is not
 # always at the same position. Both entities are always present, and the sentence with agent
@@ -387,10 +388,11 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 # code: for each scheme class, which hooks it overrides.
 
 # %%
-from posenc_lib.conditional import PEG
-from posenc_lib.relative import ALiBi, SwinRelativeBias, T5RelativeBias
-from posenc_lib.rope import RotaryPE
-from posenc_lib.vision import AxialRoPE2D, Learnable2DPE, MixedRoPE2D, SinCos2DPE
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 
 HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias")
 catalogue = {  # scheme class -> (family, notebook that teaches it)
@@ -548,7 +550,7 @@ check_exercise_3(answer)
 #   Positional Information* (the causal mask as a source of order, see exercise 2).
 # - Reference code: Hugging Face transformers, `modeling_bert.py` (learned position embeddings
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
-#   queries and keys); `posenc_lib/attention.py` in this repository (the three hooks).
+#   queries and keys); `posenc_lib/scheme.py` in this repository (the three hooks).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

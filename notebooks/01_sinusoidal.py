@@ -32,17 +32,17 @@ import torch
 from torch import nn
 
 from posenc_lib import TinyTransformer
-from posenc_lib.attention import PositionScheme
-from posenc_lib.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.plotting import heatmap, line_plot
-from posenc_lib.sinusoidal import (
+from posenc_lib.course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import heatmap, line_plot
+from posenc_lib.course.training import setup_notebook
+from posenc_lib.encodings.absolute.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
     sinusoidal_frequencies,
     sinusoidal_layout_permutation,
     sinusoidal_table,
 )
-from posenc_lib.training import setup_notebook
+from posenc_lib.scheme import PositionScheme
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 

@@ -33,15 +33,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.data import sorting_task
-from posenc_lib.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.course.data import sorting_task
+from posenc_lib.course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import COLORS, heatmap, line_plot, moving_average
+from posenc_lib.course.report import mean_std
+from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, sinusoidal_table
 from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import COLORS, heatmap, line_plot, moving_average
-from posenc_lib.report import mean_std
-from posenc_lib.sinusoidal import SinusoidalPE, sinusoidal_table
-from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 

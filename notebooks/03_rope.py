@@ -44,22 +44,21 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from posenc_lib.data import lag_task
-from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.rope import (
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.training import accuracy, progress, setup_notebook, train
+from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
+from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
     apply_rope_complex,
-    convert_qk_weight,
     rope_cos_sin,
     rope_inv_freq,
     rope_layout_permutation,
     rotate_half_reference,
 )
-from posenc_lib.sinusoidal import shift_matrix
-from posenc_lib.training import accuracy, progress, setup_notebook, train
+from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
@@ -345,15 +344,12 @@ assert test_acc > 0.99
 
 # %% [markdown]
 # The model solves the task. Where does it look? Its attention weights on one test sequence
-# (`return_weights=True` gives them, shape (batch, heads, queries, keys)):
+# (`attention_weights` gives them for every layer, each of shape (batch, heads, queries, keys)):
 
 # %%
 seq_map = 16
 tokens_map = test_data[0][:1, :seq_map]
-block = model.blocks[0]
-with torch.no_grad():
-    x_map = block.ln1(model.embed(tokens_map) * model.embed_scale)          # what the attention layer reads
-    _, weights = block.attn(x_map, torch.arange(seq_map)[None], causal=True, return_weights=True)
+weights = model.attention_weights(tokens_map)[0]                            # layer 0: (batch, heads, q, k)
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 for head, ax in enumerate(axes):
     heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}", "key position n",
@@ -494,28 +490,18 @@ assert acc_as_is < 0.5
 # $(i, i + d/2)$. $W_v$ and $W_o$ are left alone: values are not rotated, and the scores
 # $\langle R_m P q, R_n P k\rangle$ are the same as before. `convert_qk_weight(weight, n_heads,
 # to="half")` does this on a (n_heads·head_dim, d_in) weight. In this library q, k and v share one
-# fused `qkv` projection, so we convert its first two thirds.
+# fused `qkv` projection, so `convert_rope_checkpoint(state, n_heads, to)` converts its first two
+# thirds (the q and k rows) in every layer of a state_dict.
 
 # %%
-def convert_checkpoint(state: dict, n_heads: int, to: str) -> dict:
-    """Copy of a TinyTransformer state_dict with the q and k rows of every qkv layer re-laid-out."""
-    state = {name: t.clone() for name, t in state.items()}
-    for name, t in state.items():
-        if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
-            q_rows, k_rows, _ = t.chunk(3, dim=0)                 # views into the copy; v rows stay
-            q_rows.copy_(convert_qk_weight(q_rows, n_heads, to=to))
-            k_rows.copy_(convert_qk_weight(k_rows, n_heads, to=to))
-    return state
-
-
 converted = rope_decoder("half")
-converted.load_state_dict(convert_checkpoint(model.state_dict(), n_heads=2, to="half"))
+converted.load_state_dict(convert_rope_checkpoint(model.state_dict(), n_heads=2, to="half"))
 with torch.no_grad():
     assert_close(converted.blocks[0].attn(h, causal=True), model.blocks[0].attn(h, causal=True))
     assert_close(converted(test_data[0]), model(test_data[0]))
 acc_converted = accuracy(converted, *test_data)
 assert acc_converted == test_acc
-back = convert_checkpoint(convert_checkpoint(model.state_dict(), 2, "half"), 2, "interleaved")
+back = convert_rope_checkpoint(convert_rope_checkpoint(model.state_dict(), 2, "half"), 2, "interleaved")
 assert all(torch.equal(back[name], t) for name, t in model.state_dict().items())
 print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.3f}; "
       "converting back restores the checkpoint exactly")
@@ -972,8 +958,8 @@ check_exercise_4(safe_cos_sin)
 # - Hugging Face transformers, `models/llama/modeling_llama.py`: `LlamaRotaryEmbedding`,
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
 #   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
-# - This library: `posenc_lib/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
-#   `convert_qk_weight`) and `posenc_lib/rope_scaling.py` (used in
+# - This library: `posenc_lib/encodings/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
+#   `convert_qk_weight`) and `posenc_lib/encodings/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

@@ -40,21 +40,15 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc_lib.data import DIGITS_FILE, DIGITS_SHA256, RelativeDirection, load_digits, shipped_file
-from posenc_lib.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.data import DIGITS_FILE, DIGITS_SHA256, RelativeDirection, load_digits, shipped_file
+from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap
+from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.vit import VIT_SCHEMES, grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_table
+from posenc_lib.encodings.vision.grid import PatchEmbed, grid_coordinates
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D
 from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap
-from posenc_lib.sinusoidal import sinusoidal_table
-from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
-from posenc_lib.vision import (
-    VIT_SCHEMES,
-    AxialRoPE2D,
-    PatchEmbed,
-    grid_coordinates,
-    grid_similarity,
-    regrid_scheme,
-    vit_scheme,
-)
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

@@ -32,6 +32,7 @@
 # %%
 import itertools
 import math
+from functools import partial
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -39,16 +40,16 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.attention import MultiHeadAttention, NoPosition
-from posenc_lib.conditional import PEG
-from posenc_lib.cost import allocated_bytes, best_time, loglog_slope, position_part
-from posenc_lib.data import lag_task
-from posenc_lib.diagnostics import position_probe_accuracy
-from posenc_lib.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.relative import (
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.diagnostics import position_probe_accuracy
+from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.factory import build_scheme
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
@@ -57,9 +58,8 @@ from posenc_lib.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.rope import RotaryPE
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.models import TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -136,7 +136,7 @@ plt.show()
 # (clamped) offset. The result is the same table entries, bit for bit (the conformance tests in
 # `tests/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
-# `posenc_lib.cost.allocated_bytes`, temporaries included).
+# `posenc_lib.course.cost.allocated_bytes`, temporaries included).
 
 # %%
 t5 = T5RelativeBias(4, bidirectional=False)
@@ -454,13 +454,14 @@ assert peg_probe["3 PEG, circular"] < 2 * chance_peg
 VOCAB, SEQ, LAG, D_MODEL, HEADS, STEPS = 16, 24, 3, 32, 4, 150
 train_data = lag_task(4096, SEQ, VOCAB, LAG, torch.Generator().manual_seed(100))
 test_data = lag_task(512, SEQ, VOCAB, LAG, torch.Generator().manual_seed(101))
+sizes = {"d_model": D_MODEL, "n_heads": HEADS, "max_len": SEQ}  # each scheme below is built for these
 SCHEMES = {
-    "none": lambda: NoPosition(),
-    "sinusoidal": lambda: SinusoidalPE(D_MODEL, SEQ),
-    "learnable": lambda: LearnablePE(D_MODEL, SEQ, init_std=1.0),  # at the tokens' scale, N(0, 1): 02 §3
-    "RoPE": lambda: RotaryPE(D_MODEL // HEADS),
-    "T5 bias": lambda: T5RelativeBias(HEADS, bidirectional=False),
-    "ALiBi": lambda: ALiBi(HEADS),
+    "none": partial(build_scheme, "none", **sizes),
+    "sinusoidal": partial(build_scheme, "sinusoidal", **sizes),
+    "learnable": partial(build_scheme, "learnable", **sizes, init_std=1.0),  # at the tokens' scale, N(0, 1): 02 §3
+    "RoPE": partial(build_scheme, "rope", **sizes),
+    "T5 bias": partial(build_scheme, "t5", **sizes, bidirectional=False),
+    "ALiBi": partial(build_scheme, "alibi", **sizes),
 }
 trained: dict[tuple[str, int], TinyTransformer] = {}
 
@@ -579,7 +580,7 @@ assert (peak == -LAG).any()
 #
 # **Question.** How do time and memory of the position part grow with the sequence length $L$?
 #
-# The position part is the one hook each scheme uses (`posenc_lib.cost.position_part`): the
+# The position part is the one hook each scheme uses (`posenc_lib.course.cost.position_part`): the
 # added table, the rotation of q and k, or the bias. Bytes are counted exactly (every tensor the
 # hook creates); times are the fastest of 5 calls, so they vary from run to run. Model size:
 # d_model 128, 4 heads, one sequence. Lengths stop at 1024: beyond it a fresh (heads, L, L) bias
@@ -589,13 +590,14 @@ assert (peak == -LAG).any()
 
 # %%
 LENGTHS = (128, 256, 512, 1024)
+cost_sizes = {"d_model": 128, "n_heads": 4, "max_len": max(LENGTHS)}
 COST_SCHEMES = {
-    "sinusoidal": lambda: SinusoidalPE(128, max(LENGTHS)),
-    "learnable": lambda: LearnablePE(128, max(LENGTHS)),
-    "RoPE": lambda: RotaryPE(32),
-    "ALiBi compact": lambda: ALiBi(4),
-    "T5 bias": lambda: T5RelativeBias(4),
-    "ALiBi full": lambda: ALiBi(4, causal=False),
+    "sinusoidal": partial(build_scheme, "sinusoidal", **cost_sizes),
+    "learnable": partial(build_scheme, "learnable", **cost_sizes),
+    "RoPE": partial(build_scheme, "rope", **cost_sizes),
+    "ALiBi compact": partial(build_scheme, "alibi", **cost_sizes),
+    "T5 bias": partial(build_scheme, "t5", **cost_sizes),
+    "ALiBi full": partial(build_scheme, "alibi", **cost_sizes, causal=False),
 }
 cost_bytes, cost_time = {}, {}
 for name, make in COST_SCHEMES.items():

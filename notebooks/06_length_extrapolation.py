@@ -43,10 +43,9 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.data import char_corpus, lm_eval_windows
-from posenc_lib.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.extrapolation import (
+from posenc_lib.course.data import char_corpus, lm_eval_windows
+from posenc_lib.course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.extrapolation import (
     attention_entropy,
     finetune_char_lm,
     per_position_loss,
@@ -55,13 +54,14 @@ from posenc_lib.extrapolation import (
     with_scheme,
     window_mask,
 )
-from posenc_lib.learnable import LearnablePE
-from posenc_lib.plotting import COLORS, LINESTYLES, MARKERS, moving_average
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.rope import RotaryPE
-from posenc_lib.rope_scaling import rope_frequencies, rope_inv_freq
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import progress, setup_notebook
+from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, moving_average
+from posenc_lib.course.training import progress, setup_notebook
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE, rope_inv_freq
+from posenc_lib.encodings.rotary.scaling import rope_frequencies
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -726,8 +726,8 @@ check_exercise_3(sink_window_mask)
 #   Encoding on Length Generalization in Transformers* (NeurIPS 2023): NoPE.
 # - G. Xiao, Y. Tian, B. Chen, S. Han, M. Lewis: *Efficient Streaming Language Models with
 #   Attention Sinks* (2023): the window plus first tokens of section 6.
-# - This library: `posenc_lib/rope_scaling.py` (`rope_frequencies`), `posenc_lib/extrapolation.py`
-#   (the measurements), `posenc_lib/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
+# - This library: `posenc_lib/encodings/rotary/scaling.py` (`rope_frequencies`), `posenc_lib/course/extrapolation.py`
+#   (the measurements), `posenc_lib/course/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -5,7 +5,7 @@
 # accuracy is a little worse than it should be, or fine in training and wrong in batched
 # generation. This last notebook turns the series into habits: checks that tell whether position
 # reaches a model and arrives right, and a zoo of the bugs that break it, each reproduced,
-# measured, and caught. The checks live in `posenc_lib.diagnostics`, so you can run them on your
+# measured, and caught. The checks live in `posenc_lib.course.diagnostics`, so you can run them on your
 # own models.
 #
 # **What you will learn**
@@ -41,36 +41,36 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.data import lag_task
-from posenc_lib.diagnostics import (
+from posenc_lib.course.data import lag_task
+from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.plotting import COLORS, heatmap
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.report import mean_std
-from posenc_lib.rope import RotaryPE, convert_qk_weight
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.plotting import COLORS, heatmap
+from posenc_lib.course.report import mean_std
+from posenc_lib.course.training import accuracy, cross_entropy, progress, seed_everything, setup_notebook, train
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.factory import build_scheme
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
 
 D_MODEL, N_HEADS, HEAD_DIM = 32, 2, 16
+SIZES = {"d_model": D_MODEL, "n_heads": N_HEADS, "max_len": 128}
 SCHEMES = {  # every 1-D scheme of the library, built for an encoder (causal=False) or a decoder
-    "NoPosition": lambda causal: NoPosition(),
-    "SinusoidalPE": lambda causal: SinusoidalPE(D_MODEL, max_len=128),
-    "LearnablePE": lambda causal: LearnablePE(D_MODEL, max_len=128),
-    "RotaryPE": lambda causal: RotaryPE(HEAD_DIM),
-    "T5RelativeBias": lambda causal: T5RelativeBias(N_HEADS, bidirectional=not causal),
-    "ALiBi": lambda causal: ALiBi(N_HEADS, causal=causal),
+    "NoPosition": lambda causal: build_scheme("none", **SIZES),
+    "SinusoidalPE": lambda causal: build_scheme("sinusoidal", **SIZES),
+    "LearnablePE": lambda causal: build_scheme("learnable", **SIZES),
+    "RotaryPE": lambda causal: build_scheme("rope", **SIZES),
+    "T5RelativeBias": lambda causal: build_scheme("t5", **SIZES, bidirectional=not causal),
+    "ALiBi": lambda causal: build_scheme("alibi", **SIZES, causal=causal),
 }
 
 
@@ -553,12 +553,7 @@ except AssertionError as err:
     print("golden-output test:", str(err).splitlines()[0])
     assert "not close" in str(err)
 
-state = {k: v.clone() for k, v in rope_model.state_dict().items()}
-for param in ("weight", "bias"):
-    q_part, k_part, _ = state[f"blocks.0.attn.qkv.{param}"].chunk(3)   # views into the copy; v stays
-    for part in (q_part, k_part):
-        part.copy_(convert_qk_weight(part, N_HEADS, to="half"))
-half_model.load_state_dict(state)
+half_model.load_state_dict(convert_rope_checkpoint(rope_model.state_dict(), N_HEADS, to="half"))  # q, k rows per head
 with torch.no_grad():
     assert_close(half_model(golden_batch), golden)
 print("after convert_qk_weight: golden-output test passes")
@@ -587,7 +582,7 @@ def shifted_accuracy(model: TinyTransformer, shift: int) -> float:
 
 bf16_library = copy.deepcopy(rope_model).to(torch.bfloat16)
 bf16_buggy = copy.deepcopy(bf16_library)
-bf16_buggy.scheme = bf16_buggy.blocks[0].attn.scheme = Bf16AnglesRoPE(HEAD_DIM, layout="interleaved")  # same weights
+bf16_buggy.set_scheme(Bf16AnglesRoPE(HEAD_DIM, layout="interleaved"))  # same weights
 precision = pd.DataFrame({f"positions + {s}": {"float32 angles (library)": shifted_accuracy(bf16_library, s),
                                                "bf16 angles (bug)": shifted_accuracy(bf16_buggy, s)}
                           for s in (0, 1000, 4000)})
@@ -865,8 +860,8 @@ check_exercise_3(rows_with_gradient)
 #   (2023): NoPE, relative and absolute schemes compared.
 # - Su et al., *RoFormer* (2021); Raffel et al., *T5* (2020); Press et al., *ALiBi* (2022); Vaswani
 #   et al., *Attention Is All You Need* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
-# - This library: `posenc_lib/diagnostics.py` (every check of this notebook), `posenc_lib/rope.py`
-#   (`rope_cos_sin` computes angles in float32), `posenc_lib/learnable.py` (the `max_len` error).
+# - This library: `posenc_lib/course/diagnostics.py` (every check of this notebook), `posenc_lib/encodings/rotary/rope.py`
+#   (`rope_cos_sin` computes angles in float32), `posenc_lib/encodings/absolute/learnable.py` (the `max_len` error).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

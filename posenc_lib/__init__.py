@@ -1,16 +1,49 @@
 """posenc_lib: positional encodings for Transformers, one interface, tested against reference code.
 
-Modules:
-    attention   - PositionScheme (the interface), NoPosition, MultiHeadAttention, KVCache
-    models      - TinyTransformer (encoder or causal decoder) taking any scheme
-    training    - seed_everything, progress bars, the training loop
-    plotting    - the series' figure style and helpers
-    data        - the small synthetic tasks and shipped data the notebooks train on
+The map. Position enters a Transformer in one of three places (:mod:`posenc_lib.scheme`), and the
+encodings are grouped by that place:
+
+    scheme                 module                                   notebook
+    ---------------------  ---------------------------------------  --------
+    added to the token embeddings
+    SinusoidalPE           encodings/absolute/sinusoidal.py         01
+    LearnablePE            encodings/absolute/learnable.py          02
+    SinCos2DPE             encodings/vision/tables_2d.py            04
+    Learnable2DPE          encodings/vision/tables_2d.py            04
+    PEG                    encodings/conditional/peg.py             05
+    rotating queries and keys
+    RotaryPE               encodings/rotary/rope.py                 03, 06
+      (scaled: linear, NTK, dynamic, YaRN, Llama 3)  encodings/rotary/scaling.py   06
+    AxialRoPE2D            encodings/vision/rope_2d.py              04
+    MixedRoPE2D            encodings/vision/rope_2d.py              04
+    biasing the attention scores
+    T5RelativeBias         encodings/score_bias/relative.py         05, 06
+    ALiBi                  encodings/score_bias/relative.py         05, 06
+    SwinRelativeBias       encodings/score_bias/relative.py         05
+    none
+    NoPosition             scheme.py                                00
+
+    build_scheme(name, d_model, n_heads, ...)   encodings/factory.py: any of them by name
+
+The core, at the root:
+
+    scheme.py      PositionScheme (the interface: its three hooks), NoPosition
+    attention.py   MultiHeadAttention (calls rotate_qk and score_bias), KVCache
+    models.py      TinyTransformer (calls add_to_embeddings), convert_rope_checkpoint
+    checks.py      the argument checks every module shares
+
+Apart from the ideas:
+
+    kernels/       the fast RoPE rotation behind apply_rope (same arithmetic, arranged for speed)
+    course/        what only the course needs: data, training, diagnostics, extrapolation (06),
+                   cost (05), report, plotting, vit (04's catalogue), exercises
 """
 
-from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme
+from .attention import KVCache, MultiHeadAttention
+from .course.training import accuracy, progress, seed_everything, train
+from .encodings.factory import build_scheme
 from .models import TinyTransformer
-from .training import accuracy, progress, seed_everything, train
+from .scheme import NoPosition, PositionScheme
 
 __version__ = "0.1.0"
 __all__ = [
@@ -20,6 +53,7 @@ __all__ = [
     "PositionScheme",
     "TinyTransformer",
     "accuracy",
+    "build_scheme",
     "progress",
     "seed_everything",
     "train",

@@ -1,20 +1,12 @@
-"""Multi-head attention that takes a *position scheme*.
+"""Multi-head self-attention that takes a position scheme (:mod:`posenc_lib.scheme`).
 
-Every positional encoding in this library injects position in one (or more) of
-three places, and a :class:`PositionScheme` is the object that does it:
+The layer is the textbook one, in six steps: project x to q, k, v; split them into heads;
+let the scheme rotate q and k (``rotate_qk``); append k and v to the cache, if any; ask the
+scheme for its score bias (``score_bias``); attend; merge the heads and project back.
+:meth:`MultiHeadAttention._attend` holds the one speed decision: how to hand the causal mask
+and the bias to PyTorch's fused ``scaled_dot_product_attention``.
 
-1. ``add_to_embeddings`` - a vector added to the token embeddings before the
-   first layer (sinusoidal, learnable, 2-D tables).
-2. ``rotate_qk`` - a transform of queries and keys after the projection and head
-   split, before the scores (RoPE and its variants). Values are never touched.
-3. ``score_bias`` - a tensor added to the attention scores after the
-   ``1/sqrt(head_dim)`` scale (T5, ALiBi, Swin).
-
-The default of every hook is "do nothing", so :class:`NoPosition` is simply the
-base class, and a scheme only overrides what it uses. One scheme object is
-shared by all layers of a model (as T5 shares its bias and RoPE its tables).
-
-Shapes used throughout:
+Shapes:
     x          (batch, seq, d_model)
     positions  (batch, seq) integer positions of the tokens (0-based)
     q, k, v    (batch, heads, seq, head_dim)
@@ -25,104 +17,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = [
-    "PositionScheme",
-    "NoPosition",
-    "KVCache",
-    "MultiHeadAttention",
-    "default_positions",
-    "check_positions",
-    "check_integer_tensor",
-    "check_int",
-    "check_attn_mask",
-    "fold_key_bias",
-]
+from .checks import check_attn_mask, check_float_tensor, check_positions
+from .scheme import NoPosition, PositionScheme, default_positions
 
-
-def default_positions(batch: int, seq: int, device: torch.device | None = None, offset: int = 0) -> Tensor:
-    """Positions ``offset .. offset+seq-1`` for every row: shape (batch, seq), int64."""
-    return torch.arange(offset, offset + seq, device=device).expand(batch, seq)
-
-
-def check_int(name: str, value: object, minimum: int = 1, even: bool = False) -> int:
-    """Return ``value`` if it is an int >= ``minimum`` (and even when asked); raise naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
-    if even and value % 2:
-        raise ValueError(f"{name} must be even (sin/cos come in pairs), got {value}")
-    return int(value)
-
-
-def check_integer_tensor(name: str, t: object) -> None:
-    """Raise TypeError naming ``name`` unless ``t`` is a tensor of an integer dtype (bool excluded).
-
-    The one check behind every "positions" argument of the library.
-    """
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got {type(t).__name__}")
-    if t.dtype.is_floating_point or t.is_complex() or t.dtype == torch.bool:
-        raise TypeError(f"{name} must be an integer tensor (torch.long), got dtype {t.dtype}")
-
-
-def check_positions(positions: Tensor, batch: int, seq: int) -> None:
-    """Raise a clear error unless ``positions`` is an integer (batch|1, seq) tensor."""
-    check_integer_tensor("positions", positions)
-    if positions.dim() != 2 or positions.shape[1] != seq or positions.shape[0] not in (1, batch):
-        raise ValueError(
-            f"positions must have shape (batch, seq) = ({batch}, {seq}) or (1, {seq}), "
-            f"got {tuple(positions.shape)}"
-        )
-
-
-def check_attn_mask(attn_mask: Tensor, batch: int, k_len: int) -> None:
-    """Raise a clear error unless ``attn_mask`` is a bool tensor; a 2-D one must be (batch, k_len)."""
-    if not isinstance(attn_mask, Tensor) or attn_mask.dtype != torch.bool:
-        dtype = attn_mask.dtype if isinstance(attn_mask, Tensor) else type(attn_mask).__name__
-        raise TypeError(f"attn_mask must be a bool tensor (True = may attend), got dtype {dtype}")
-    if attn_mask.dim() == 2 and tuple(attn_mask.shape) != (batch, k_len):
-        raise ValueError(
-            f"attn_mask of dim 2 must have shape (batch, k_len) = ({batch}, {k_len}), got {tuple(attn_mask.shape)}"
-        )
-
-
-class PositionScheme(nn.Module):
-    """Where position enters a Transformer. The base class adds nothing.
-
-    Subclasses override any of the three hooks below. ``kind`` names the place
-    the scheme acts ("none", "embedding", "rotary", "bias"), for tables and plots.
-    """
-
-    kind: str = "none"
-    #: True for a scheme whose bias is only exact under a causal mask (ALiBi's compact form);
-    #: the attention module then refuses to run it without ``causal=True``.
-    requires_causal: bool = False
-
-    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
-        """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
-        return x
-
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
-        return q, k
-
-    def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
-        """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.
-
-        q_positions: (batch, q_len); k_positions: (batch, k_len).
-        """
-        return None
-
-
-class NoPosition(PositionScheme):
-    """No positional information at all: attention sees a bag of tokens."""
+__all__ = ["KVCache", "MultiHeadAttention", "fold_key_bias"]
 
 
 @dataclass
@@ -204,10 +107,6 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
 
-    def _heads(self, t: Tensor) -> Tensor:
-        b, s, _ = t.shape
-        return t.view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
-
     def forward(
         self,
         x: Tensor,
@@ -229,37 +128,66 @@ class MultiHeadAttention(nn.Module):
             cache: a :class:`KVCache` to read earlier keys/values from and append to.
             return_weights: also return the attention weights (batch, heads, q_len, k_len).
         """
+        past = 0 if cache is None else len(cache)
+        positions = self._check_inputs(x, positions, attn_mask, causal, past)
+
+        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))  # project, split heads
+        q, k = self.scheme.rotate_qk(q, k, positions)  # rotate q and k (values never)
+        k_positions = positions
+        if cache is not None:
+            k, v, k_positions = cache.extend(k, v, positions)  # keys are cached rotated
+        bias = self.scheme.score_bias(positions, k_positions)
+        if return_weights:
+            y, weights = self._attend_with_weights(q, k, v, self._mask(bias, attn_mask, causal, past, k.shape[-2], x))
+            return self.out(self._merge_heads(y)), weights
+        y = self._attend(q, k, v, bias, attn_mask, causal, past, x)
+        return self.out(self._merge_heads(y))
+
+    def _check_inputs(
+        self, x: Tensor, positions: Tensor | None, attn_mask: Tensor | None, causal: bool, past: int
+    ) -> Tensor:
+        """Validate the arguments of :meth:`forward`; return the positions (the default ones if None)."""
+        check_float_tensor("x", x)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}")
         if self.scheme.requires_causal and not causal:
             raise ValueError(
                 f"scheme {type(self.scheme).__name__} requires causal=True (its compact bias equals the full one "
                 f"only under a causal mask), got causal={causal}; build it for an encoder instead (e.g. causal=False)"
             )
         b, s, _ = x.shape
-        past = 0 if cache is None else len(cache)
         if positions is None:
             positions = default_positions(b, s, x.device, offset=past)
         check_positions(positions, b, s)
         if attn_mask is not None:
             check_attn_mask(attn_mask, b, past + s)
+        return positions
 
-        q, k, v = (self._heads(t) for t in self.qkv(x).chunk(3, dim=-1))
-        q, k = self.scheme.rotate_qk(q, k, positions)
-        k_positions = positions
-        if cache is not None:
-            k, v, k_positions = cache.extend(k, v, positions)
-        # Causal attention with no padding and no cache offset lets SDPA apply the causal mask itself,
-        # in memory linear in seq; a per-key bias (batch|1, heads, 1, k_len), such as compact ALiBi,
-        # then rides along as one extra q/k column (see fold_key_bias). Anything else is folded into
-        # one (.., q_len, k_len) float mask.
-        bias = self.scheme.score_bias(positions, k_positions)
-        sdpa_causal = causal and attn_mask is None and past == 0 and not return_weights
+    def _split_heads(self, t: Tensor) -> Tensor:
+        """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
+        b, s, _ = t.shape
+        return t.view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
+
+    def _merge_heads(self, t: Tensor) -> Tensor:
+        """(batch, heads, seq, head_dim) -> (batch, seq, d_model)."""
+        b, _, s, _ = t.shape
+        return t.transpose(1, 2).reshape(b, s, self.d_model)
+
+    def _attend(
+        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, attn_mask: Tensor | None, causal: bool,
+        past: int, x: Tensor,
+    ) -> Tensor:
+        """softmax(q k^T / sqrt(head_dim) + bias + mask) v with PyTorch's fused SDPA: (batch, heads, q_len, head_dim).
+
+        The speed decision. Causal attention with no padding and no cache offset lets SDPA apply
+        the causal mask itself, in memory linear in seq; a per-key bias (batch|1, heads, 1, k_len),
+        such as compact ALiBi, then rides along as one extra q/k column (see :func:`fold_key_bias`).
+        Anything else is folded into one (.., q_len, k_len) float mask.
+        """
+        sdpa_causal = causal and attn_mask is None and past == 0
         scale = None  # SDPA's default, 1 / sqrt(head_dim)
         if sdpa_causal and bias is not None:
-            per_key = (bias.dim() == 4 and bias.shape[0] in (1, b) and bias.shape[1] in (1, self.n_heads)
+            per_key = (bias.dim() == 4 and bias.shape[0] in (1, q.shape[0]) and bias.shape[1] in (1, self.n_heads)
                        and bias.shape[2] == 1 and bias.shape[3] == k.shape[-2])
             if per_key:
                 scale = 1.0 / math.sqrt(self.head_dim)  # the default, stated: q and k grow by a column
@@ -267,35 +195,26 @@ class MultiHeadAttention(nn.Module):
                 bias = None
             else:
                 sdpa_causal = False
-        mask = None if sdpa_causal else self._mask(bias, attn_mask, causal, past, b, s, k.shape[-2], x)
+        mask = None if sdpa_causal else self._mask(bias, attn_mask, causal, past, k.shape[-2], x)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal, scale=scale)
+        return y[..., : self.head_dim]  # drop fold_key_bias's zero value column, if any
 
-        if return_weights:
-            scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
-            if mask is not None:
-                scores = scores + mask
-            # A query allowed to see no key at all (a left pad under a causal mask) gets all-zero
-            # weights, as SDPA gives it, instead of the NaN of a softmax over -inf only.
-            dead = scores.isneginf().all(dim=-1, keepdim=True)
-            weights = scores.masked_fill(dead, 0.0).softmax(dim=-1).masked_fill(dead, 0.0)
-            y = weights @ v
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal, scale=scale)
-            y = y[..., : self.head_dim]  # drop fold_key_bias's zero value column, if any
-        y = self.out(y.transpose(1, 2).reshape(b, s, self.d_model))
-        return (y, weights) if return_weights else y
+    def _attend_with_weights(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """The same attention written out, returning (output, weights (batch, heads, q_len, k_len))."""
+        scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
+        if mask is not None:
+            scores = scores + mask
+        # A query allowed to see no key at all (a left pad under a causal mask) gets all-zero
+        # weights, as SDPA gives it, instead of the NaN of a softmax over -inf only.
+        dead = scores.isneginf().all(dim=-1, keepdim=True)
+        weights = scores.masked_fill(dead, 0.0).softmax(dim=-1).masked_fill(dead, 0.0)
+        return weights @ v, weights
 
     def _mask(
-        self,
-        bias: Tensor | None,
-        attn_mask: Tensor | None,
-        causal: bool,
-        past: int,
-        batch: int,
-        q_len: int,
-        k_len: int,
-        x: Tensor,
+        self, bias: Tensor | None, attn_mask: Tensor | None, causal: bool, past: int, k_len: int, x: Tensor
     ) -> Tensor | None:
         """Fold the scheme's score bias, the causal mask and the padding mask into one additive float mask (or None)."""
+        batch, q_len = x.shape[:2]
         if bias is not None:
             target = (batch, self.n_heads, q_len, k_len)
             try:

@@ -12,9 +12,12 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from .attention import KVCache, MultiHeadAttention, NoPosition, PositionScheme, check_positions, default_positions
+from .attention import KVCache, MultiHeadAttention
+from .checks import check_positions
+from .encodings.rotary.rope import Layout, convert_qk_weight
+from .scheme import NoPosition, PositionScheme, default_positions
 
-__all__ = ["TransformerBlock", "TinyTransformer", "last_token_logits_two_ways"]
+__all__ = ["TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "convert_rope_checkpoint"]
 
 Pool = Literal["none", "mean", "first", "last"]
 
@@ -193,3 +196,20 @@ def last_token_logits_two_ways(model: TinyTransformer, tokens: Tensor) -> tuple[
     model(tokens[:, :-1], cache=cache)
     cached = model(tokens[:, -1:], cache=cache)[:, -1]
     return full, cached
+
+
+def convert_rope_checkpoint(state: dict[str, Tensor], n_heads: int, to: Layout) -> dict[str, Tensor]:
+    """A copy of a model's state_dict for the other RoPE layout (same attention scores, same outputs).
+
+    In every fused ``attn.qkv`` projection, weight (3 * d_model, d_model) and bias (3 * d_model,),
+    the rows of q and of k are reordered within each of the ``n_heads`` heads by
+    :func:`~posenc_lib.encodings.rotary.rope.convert_qk_weight` (``to="half"`` for an interleaved
+    checkpoint, ``to="interleaved"`` back); the v rows and every other tensor are copied unchanged.
+    """
+    state = {name: t.clone() for name, t in state.items()}
+    for name, t in state.items():
+        if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
+            q_rows, k_rows, _ = t.chunk(3, dim=0)  # views into the copy; the v rows stay
+            q_rows.copy_(convert_qk_weight(q_rows, n_heads, to=to))
+            k_rows.copy_(convert_qk_weight(k_rows, n_heads, to=to))
+    return state

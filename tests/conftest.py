@@ -7,21 +7,15 @@ The schemes below are deliberately minimal stand-ins for the three places a real
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import settings
 from torch import Tensor, nn
 
-from posenc_lib.attention import NoPosition, PositionScheme
-from posenc_lib.exercises import strict
-
-# The project's scripts in tools/ (site build, browser check, student edition, run times) are
-# imported by their tests as plain modules.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from posenc_lib.course.exercises import strict
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 # Same examples on every run and machine; no per-example deadline (2 shared CPU cores are slow and noisy).
 settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=True)

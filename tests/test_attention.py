@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.attention import KVCache, MultiHeadAttention, NoPosition
+from posenc_lib.attention import KVCache, MultiHeadAttention
+from posenc_lib.scheme import NoPosition
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -15,11 +15,24 @@ import pytest
 import torch
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.conditional import PEG, peg
-from posenc_lib.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
-from posenc_lib.learnable import LearnablePE
-from posenc_lib.models import TinyTransformer
-from posenc_lib.relative import (
+from posenc_lib.course.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
+from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
+from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
+from posenc_lib.course.training import accuracy, train
+from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
+from posenc_lib.encodings.conditional.peg import PEG, peg
+from posenc_lib.encodings.rotary.rope import (
+    RotaryPE,
+    apply_rope,
+    apply_rope_qk,
+    convert_qk_weight,
+    rope_cos_sin,
+    rope_inv_freq,
+)
+from posenc_lib.encodings.rotary.scaling import rope_frequencies
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
@@ -28,31 +41,10 @@ from posenc_lib.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.rope import (
-    RotaryPE,
-    apply_rope,
-    apply_rope_qk,
-    convert_qk_weight,
-    rope_cos_sin,
-    rope_inv_freq,
-)
-from posenc_lib.rope_scaling import rope_frequencies
-from posenc_lib.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
-from posenc_lib.training import accuracy, train
-from posenc_lib.data import char_corpus, lm_batch, lm_eval_windows
-from posenc_lib.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
-from posenc_lib.vision import (
-    AxialRoPE2D,
-    Learnable2DPE,
-    MixedRoPE2D,
-    SinCos2DPE,
-    PatchEmbed,
-    grid_similarity,
-    regrid_scheme,
-    resample_grid,
-    sincos_2d_table,
-    vit_scheme,
-)
+from posenc_lib.encodings.vision.grid import PatchEmbed, resample_grid
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
+from posenc_lib.models import TinyTransformer
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):
@@ -199,13 +191,13 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("axial rope q/k mismatch", lambda: AxialRoPE2D(8, 2, 2).rotate_qk(x4(seq=4), x4(seq=4, heads=1), pos(4)), ValueError,
      r"q and k must have the same shape"),
     ("axial rope integer q", lambda: AxialRoPE2D(8, 2, 2).rotate_qk(x4(seq=4, dtype=torch.long), x4(seq=4), pos(4)), TypeError,
-     r"q must be a floating-point tensor, got torch.int64"),
+     r"q must be a floating-point tensor, got dtype torch.int64"),
     ("axial rope grid too small", lambda: AxialRoPE2D(8, 2, 2).rotate_qk(x4(seq=5), x4(seq=5), pos(5)), ValueError,
      r"positions must lie in \[0, 3\].*2x2 grid"),
     ("mixed rope heads do not match", lambda: MixedRoPE2D(8, 4, 2, 2).rotate_qk(x4(seq=4), x4(seq=4), pos(4)), ValueError,
      r"q and k must have n_heads=4 heads, got 2"),
     ("resample integer table", lambda: resample_grid(torch.zeros(5, 4, dtype=torch.long), (2, 2), (3, 3)), TypeError,
-     r"table must be a floating-point tensor, got torch.int64"),
+     r"table must be a floating-point tensor, got dtype torch.int64"),
     ("resample grid size mismatch", lambda: resample_grid(torch.zeros(10, 4), (2, 2), (3, 3)), ValueError,
      r"table must have shape \(n_prefix \+ H\*W, d\) = \(1 \+ 2\*2, d\) for old_hw=\(2, 2\), got \(10, 4\)"),
     ("resample size 0", lambda: resample_grid(torch.zeros(5, 4), (2, 2), (0, 3)), ValueError, r"new_hw\[0\] must be an int >= 1, got 0"),
@@ -222,7 +214,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("patch embed 2-D image", lambda: PatchEmbed(2, 8)(torch.zeros(4, 4)), ValueError,
      r"images must have shape \(batch, 1, H, W\) or \(batch, H, W\), got \(4, 4\)"),
     ("patch embed integer image", lambda: PatchEmbed(2, 8)(torch.zeros(1, 4, 4, dtype=torch.uint8)), TypeError,
-     r"images must be a floating-point tensor, got torch.uint8"),
+     r"images must be a floating-point tensor, got dtype torch.uint8"),
     ("patch embed patch size 0", lambda: PatchEmbed(0, 8), ValueError, r"patch_size must be an int >= 1, got 0"),
     ("vit scheme unknown name", lambda: vit_scheme("3-D RoPE", 32, 4, 4, 4), ValueError,
      r"name must be one of \[.*'axial RoPE'.*\], got '3-D RoPE'"),

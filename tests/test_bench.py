@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench import rope_bench  # noqa: E402
-from bench.common import (  # noqa: E402
+from bench import rope_bench
+from bench.common import (
     allocation_profile,
     format_bytes,
     format_seconds,
     interleaved_times,
 )
-from bench.run import main  # noqa: E402
-from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory  # noqa: E402
+from bench.run import main
+from bench.schemes_bench import discover_schemes, grid_shape, growth_exponent, scheme_memory
 
 # ----------------------------------------------------------------------------- measuring tools
 
@@ -142,7 +138,7 @@ def test_targets_are_judged_on_the_fastest_library_row():
 def test_every_library_scheme_is_benchmarked():
     found, missing = discover_schemes()
     assert missing == []
-    names = {spec.name for spec, _ in found}
+    names = {spec.name for spec in found}
     assert {"NoPosition", "SinusoidalPE", "LearnablePE", "RotaryPE half", "T5RelativeBias", "ALiBi full (h, L, L)",
             "ALiBi compact (h, 1, L)", "SwinRelativeBias"} <= names
 
@@ -156,11 +152,11 @@ def test_grid_shape_and_growth_exponent():
 
 
 def test_full_biases_grow_as_l_squared_and_tables_as_l():
-    found = {spec.name: (spec, cls) for spec, cls in discover_schemes()[0]}
+    found = {spec.name: spec for spec in discover_schemes()[0]}
     d_model, n_heads = 16, 2
 
     def exponent(name: str, lengths: tuple[int, int], setting: str = "bidirectional") -> float:
-        memory = [sum(scheme_memory(*found[name], n, setting, d_model, n_heads)) for n in lengths]
+        memory = [sum(scheme_memory(found[name], n, setting, d_model, n_heads)) for n in lengths]
         return growth_exponent(lengths, memory)
 
     # from L=1024 on, the scratch of the CPU flash-attention kernel grows as L (below, its blocking changes)
@@ -170,10 +166,10 @@ def test_full_biases_grow_as_l_squared_and_tables_as_l():
         assert exponent(name, (256, 512)) > 1.8, name
     # the compact ALiBi bias is (h, 1, L) and rides into SDPA as a q/k column under is_causal: no (L, L) tensor
     assert exponent("ALiBi compact (h, 1, L)", (256, 512), "causal") < 1.2
-    resident, peak = scheme_memory(*found["ALiBi full (h, L, L)"], 512, "bidirectional", d_model, n_heads)
+    resident, peak = scheme_memory(found["ALiBi full (h, L, L)"], 512, "bidirectional", d_model, n_heads)
     assert resident == n_heads * 4 and peak >= n_heads * 512 * 512 * 4  # the slopes; the float32 bias
     with pytest.raises(ValueError, match="setting must be one of"):
-        scheme_memory(*found["NoPosition"], 16, "encoder", d_model, n_heads)
+        scheme_memory(found["NoPosition"], 16, "encoder", d_model, n_heads)
 
 
 # ----------------------------------------------------------------------------- end to end

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import check_site as check  # tools/ is on sys.path (tests/conftest.py)
+from tools import check_site as check
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""posenc_lib.cost: exact byte counts of a scheme's position part, timing, log-log slopes."""
+"""posenc_lib.course.cost: exact byte counts of a scheme's position part, timing, log-log slopes."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.cost import allocated_bytes, best_time, loglog_slope, position_part
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.sinusoidal import SinusoidalPE
+from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.scheme import NoPosition
 
 
 def test_allocated_bytes_counts_new_storages_only():

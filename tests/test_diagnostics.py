@@ -1,4 +1,4 @@
-"""posenc_lib.diagnostics: position ids from a mask, row gradients, the position probe, shift/permutation checks, maps."""
+"""posenc_lib.course.diagnostics: position ids from a mask, row gradients, the position probe, shift/permutation checks, maps."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.diagnostics import (
+from posenc_lib.course.diagnostics import (
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.course.training import cross_entropy
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
 from posenc_lib.models import TinyTransformer
-from posenc_lib.relative import ALiBi, T5RelativeBias
-from posenc_lib.rope import RotaryPE
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.training import cross_entropy
+from posenc_lib.scheme import NoPosition
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import build_site  # tools/ is on sys.path (tests/conftest.py)
+from tools import build_site
 from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent

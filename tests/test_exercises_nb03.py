@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.exercises import ExerciseFailure
-from posenc_lib.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.rope import convert_qk_weight
+from posenc_lib.course.exercises import ExerciseFailure
+from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.encodings.rotary.rope import convert_qk_weight
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

@@ -1,4 +1,4 @@
-"""posenc_lib.extrapolation: the measurements of notebook 06."""
+"""posenc_lib.course.extrapolation: the measurements of notebook 06."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.attention import NoPosition
-from posenc_lib.data import char_corpus
-from posenc_lib.extrapolation import (
+from posenc_lib.course.data import char_corpus
+from posenc_lib.course.extrapolation import (
     attention_entropy,
     finetune_char_lm,
     per_position_loss,
@@ -21,10 +20,11 @@ from posenc_lib.extrapolation import (
     window_mask,
     with_scheme,
 )
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi
 from posenc_lib.models import TinyTransformer
-from posenc_lib.relative import ALiBi
-from posenc_lib.rope import RotaryPE
-from posenc_lib.sinusoidal import SinusoidalPE
+from posenc_lib.scheme import NoPosition
 
 
 def lm(scheme, seed=0):

@@ -9,10 +9,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.attention import PositionScheme
-from posenc_lib.data import sorting_task
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.course.data import sorting_task
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
+from posenc_lib.scheme import PositionScheme
 
 
 def test_is_an_embedding_scheme_with_a_parameter_table():

@@ -18,7 +18,7 @@ import pytest
 from jupyter_server.services.contents.filemanager import FileContentsManager
 from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
 
-from execute import lab_metadata
+from tools.execute import lab_metadata
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -117,7 +117,7 @@ def test_setup_cell_calls_setup_notebook(nb):
     """The first code cell fixes threads, style and seeds inside the notebook (JupyterLab runs it too)."""
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert re.search(r"^gen = setup_notebook\(\d+\)", first.source, flags=re.MULTILINE), (
-        "the setup cell must call `gen = setup_notebook(0)` (posenc_lib.training)"
+        "the setup cell must call `gen = setup_notebook(0)` (posenc_lib.course.training)"
     )
 
 

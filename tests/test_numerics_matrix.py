@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-import numerics_matrix as matrix
+from tools import numerics_matrix as matrix
 
 
 def notebook(*outputs: list) -> nbformat.NotebookNode:

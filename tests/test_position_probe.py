@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.diagnostics import position_probe_accuracy
+from posenc_lib.course.diagnostics import position_probe_accuracy
 
 
 def _states(n: int, seq: int, d: int, with_position: bool, seed: int) -> torch.Tensor:

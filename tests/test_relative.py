@@ -12,9 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.models import TinyTransformer
-from posenc_lib.models import last_token_logits_two_ways
-from posenc_lib.relative import (
+from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
@@ -23,6 +21,8 @@ from posenc_lib.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
+from posenc_lib.models import TinyTransformer
+from posenc_lib.models import last_token_logits_two_ways
 
 T5_CONFIGS = [(32, 128), (8, 20), (16, 64), (64, 1000), (4, 3), (6, 7), (33, 50)]
 
@@ -331,7 +331,7 @@ def test_swin_scheme_state_dict_and_prefix_and_range():
 @pytest.mark.parametrize("scheme", [T5RelativeBias(2, 8, 16), ALiBi(2, causal=False), ALiBi(2)], ids=["t5", "alibi", "alibi_compact"])
 def test_expanded_positions_give_one_bias_for_the_whole_batch(scheme):
     """default_positions expands one row over the batch: the bias is built once and broadcast."""
-    from posenc_lib.attention import default_positions
+    from posenc_lib.scheme import default_positions
 
     shared = scheme.score_bias(default_positions(5, 9), default_positions(5, 9))
     assert shared.shape[0] == 1

@@ -1,4 +1,4 @@
-"""posenc_lib.report: rounding noise shown as a bound, table columns formatted."""
+"""posenc_lib.course.report: rounding noise shown as a bound, table columns formatted."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_lib.report import formatted, mean_std, rounding
+from posenc_lib.course.report import formatted, mean_std, rounding
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),

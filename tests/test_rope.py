@@ -1,4 +1,4 @@
-"""posenc_lib.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
+"""posenc_lib.encodings.rotary.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib import rope_fast
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.rope import (
+from posenc_lib.encodings.rotary.rope import (
     LAYOUTS,
     RotaryPE,
     apply_rope,
@@ -26,6 +24,8 @@ from posenc_lib.rope import (
     rope_layout_permutation,
     rotate_half_reference,
 )
+from posenc_lib.kernels import rope as kernels
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 
 HYPOTHESIS = settings(max_examples=30, deadline=None)
 U_BF16, U_FP16 = 2.0**-8, 2.0**-11  # unit roundoff (half an ulp at 1)
@@ -231,8 +231,8 @@ def test_fast_path_equals_reference_fp32(shape, layout, seed, partial, batched_t
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_blocks_cover_large_tensors(monkeypatch, block, whole, dtype):
     """Cache blocks of every shape (part of a sequence, whole sequences, several rows) cover the whole tensor."""
-    monkeypatch.setattr(rope_fast, "_BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(rope_fast, "_WHOLE_ELEMENTS", whole)
+    monkeypatch.setattr(kernels, "_BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(kernels, "_WHOLE_ELEMENTS", whole)
     x, positions, inv_freq = random_case((3, 2, 37, 16), seed=5, rotary_halves=6)
     x = x.to(dtype)
     odd_strided = torch.zeros(3, 2, 37, 17, dtype=dtype)[..., :16].copy_(x)
@@ -508,7 +508,7 @@ def test_compiled_option_equals_eager(dtype):
     seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
     apply_rope(leaf, cos, sin, compiled=True).backward(seed)
     torch.testing.assert_close(leaf.grad, _inverse(seed, cos, sin), **tol)
-    assert "error" not in rope_fast._COMPILED
+    assert "error" not in kernels._COMPILED
 
 
 def test_qk_backward_is_one_node_with_the_inverse_rotation():
@@ -553,11 +553,11 @@ def test_rotary_scheme_compiled_option_gives_the_same_model():
 
 def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
     """Past _MAX_SIGNATURES input signatures, compiled=True quietly takes the eager path for new ones."""
-    monkeypatch.setattr(rope_fast, "_COMPILED", {})
-    monkeypatch.setattr(rope_fast, "_MAX_SIGNATURES", 1)
+    monkeypatch.setattr(kernels, "_COMPILED", {})
+    monkeypatch.setattr(kernels, "_MAX_SIGNATURES", 1)
     eager_calls = []
-    real = rope_fast._rotate_into
-    monkeypatch.setattr(rope_fast, "_rotate_into", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
+    real = kernels._rotate_eager
+    monkeypatch.setattr(kernels, "_rotate_eager", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
     for seq, expect_eager in ((5, 0), (6, 1), (5, 0)):  # the second length is a second signature
         x, positions, inv_freq = random_case((1, 2, seq, 8), seed=17)
         cos, sin = rope_cos_sin(positions, inv_freq)
@@ -567,14 +567,14 @@ def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
             got = apply_rope(x, cos, sin, compiled=True)
         assert len(eager_calls) == expect_eager, seq
         torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
-    assert "error" not in rope_fast._COMPILED  # refused, not broken
+    assert "error" not in kernels._COMPILED  # refused, not broken
 
 
 def test_compiled_option_falls_back_to_eager(monkeypatch):
     def broken_compile(*args, **kwargs):
         raise RuntimeError("no C++ compiler")
 
-    monkeypatch.setattr(rope_fast, "_COMPILED", {})
+    monkeypatch.setattr(kernels, "_COMPILED", {})
     monkeypatch.setattr(torch, "compile", broken_compile)
     x, positions, inv_freq = random_case((1, 2, 5, 8), seed=16)
     cos, sin = rope_cos_sin(positions, inv_freq)

@@ -1,4 +1,4 @@
-"""posenc_lib.rope and rope_scaling against Hugging Face transformers (built from config objects, no downloads).
+"""posenc_lib.encodings.rotary.rope and rope_scaling against Hugging Face transformers (built from config objects, no downloads).
 
 Every comparison records its largest absolute difference in ``MAX_ERRORS``; run with
 ``pytest tests/test_rope_conformance.py -s`` to print the table at the end.
@@ -18,8 +18,8 @@ from transformers.models.gpt_neox import modeling_gpt_neox as neox  # noqa: E402
 from transformers.models.gptj import modeling_gptj as gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as llama  # noqa: E402
 
-from posenc_lib.rope import RotaryPE, apply_rope, apply_rope_qk, rope_cos_sin, rope_inv_freq  # noqa: E402
-from posenc_lib.rope_scaling import rope_frequencies  # noqa: E402
+from posenc_lib.encodings.rotary.rope import RotaryPE, apply_rope, apply_rope_qk, rope_cos_sin, rope_inv_freq  # noqa: E402
+from posenc_lib.encodings.rotary.scaling import rope_frequencies  # noqa: E402
 
 TOL = 1e-6
 MAX_ERRORS: dict[str, float] = {}

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from posenc_lib.attention import NoPosition, PositionScheme
-from posenc_lib.conditional import PEG
-from posenc_lib.learnable import LearnablePE
+from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
-from posenc_lib.relative import ALiBi, SwinRelativeBias, T5RelativeBias
-from posenc_lib.rope import RotaryPE
-from posenc_lib.sinusoidal import SinusoidalPE
-from posenc_lib.vision import AxialRoPE2D, Learnable2DPE, MixedRoPE2D, SinCos2DPE
+from posenc_lib.scheme import NoPosition, PositionScheme
 
 D_MODEL, N_HEADS, VOCAB, SEQ = 32, 4, 13, 10
 HEAD_DIM = D_MODEL // N_HEADS
@@ -105,15 +106,17 @@ def case(request) -> Case:
 
 def test_every_scheme_class_is_covered():
     """A new scheme added to the library must be added to CASES too."""
-    import posenc_lib.conditional
-    import posenc_lib.learnable
-    import posenc_lib.relative
-    import posenc_lib.rope
-    import posenc_lib.sinusoidal
-    import posenc_lib.vision
+    import posenc_lib.encodings.conditional.peg
+    import posenc_lib.encodings.absolute.learnable
+    import posenc_lib.encodings.score_bias.relative
+    import posenc_lib.encodings.rotary.rope
+    import posenc_lib.encodings.absolute.sinusoidal
+    import posenc_lib.encodings.vision.rope_2d
+    import posenc_lib.encodings.vision.tables_2d
 
-    modules = [posenc_lib.conditional, posenc_lib.learnable, posenc_lib.relative, posenc_lib.rope,
-               posenc_lib.sinusoidal, posenc_lib.vision]
+    modules = [posenc_lib.encodings.conditional.peg, posenc_lib.encodings.absolute.learnable, posenc_lib.encodings.score_bias.relative, posenc_lib.encodings.rotary.rope,
+               posenc_lib.encodings.absolute.sinusoidal, posenc_lib.encodings.vision.rope_2d,
+               posenc_lib.encodings.vision.tables_2d]
     public = {
         obj for m in modules for name in m.__all__
         if isinstance(obj := getattr(m, name), type) and issubclass(obj, PositionScheme)

@@ -1,4 +1,4 @@
-"""Tests of posenc_lib.sinusoidal: the formula, its layouts, the shift map, the module, reference code."""
+"""Tests of posenc_lib.encodings.absolute.sinusoidal: the formula, its layouts, the shift map, the module, reference code."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.models import TinyTransformer
-from posenc_lib.sinusoidal import (
+from posenc_lib.encodings.absolute.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
     sinusoidal_frequencies,
     sinusoidal_layout_permutation,
     sinusoidal_table,
 )
+from posenc_lib.models import TinyTransformer
 
 even_dims = st.integers(1, 24).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])

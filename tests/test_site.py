@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -20,10 +19,8 @@ import pytest
 from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import build_site  # tools/ is on sys.path (tests/conftest.py)
-import catalog
-import check_site
-import record_run_times
+from tools import build_site, catalog, check_site, record_run_times
+from tools.site import posenc_site as glue
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANNED = [
@@ -34,9 +31,6 @@ PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADh
 NETWORK = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 # The theme and myst-parser use Sphinx APIs that Sphinx 11 will remove; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Check CHANGES for Sphinx API modifications")
-
-
-glue = sys.modules["posenc_site"]  # tools/site/posenc_site.py, imported by build_site
 
 
 def external_resources(html: str) -> list[str]:

@@ -16,9 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import catalog  # tools/ is on sys.path (tests/conftest.py)
-import execute
-import student
+from tools import catalog, execute, student
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +30,7 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     setup = (
-        "from posenc_lib.exercises import checker\n\n"
+        "from posenc_lib.course.exercises import checker\n\n"
         "@checker('Exercise 1 (double)')\n"
         "def check_exercise_1(ex, double):\n"
         "    ex.expect(ex.call(double, 2) == 4, 'double(2) should be 4')\n"

@@ -8,9 +8,8 @@ import re
 import pytest
 import torch
 
-from posenc_lib import training
+from posenc_lib.course import training
 from posenc_lib.models import TinyTransformer
-from posenc_lib.training import accuracy, cross_entropy, progress, seed_everything, train
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

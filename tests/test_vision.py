@@ -11,21 +11,22 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.models import TinyTransformer
-from posenc_lib.rope import rope_inv_freq
-from posenc_lib.vision import (
+from posenc_lib.encodings.rotary.rope import rope_inv_freq
+from posenc_lib.encodings.vision.grid import grid_coordinates, resample_grid
+from posenc_lib.encodings.vision.rope_2d import (
     AxialRoPE2D,
-    Learnable2DPE,
     MixedRoPE2D,
-    SinCos2DPE,
     apply_axial_rope_2d,
     apply_mixed_rope_2d,
-    grid_coordinates,
-    learnable_2d_table,
     mixed_rope_init,
-    resample_grid,
+)
+from posenc_lib.encodings.vision.tables_2d import (
+    Learnable2DPE,
+    SinCos2DPE,
+    learnable_2d_table,
     sincos_2d_table,
 )
+from posenc_lib.models import TinyTransformer
 
 
 def _arange(n: int, offset: int = 0) -> torch.Tensor:
@@ -313,7 +314,7 @@ def _heo_rotate_patches(x: torch.Tensor, cis: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("grid_h,grid_w", [(2, 5), (4, 3)])
 def test_axial_rope_matches_heo_reference(grid_h, grid_w):
     """Interleaved layout: equal to the reference; half layout: equal up to the fixed layout permutation."""
-    from posenc_lib.rope import rope_layout_permutation
+    from posenc_lib.encodings.rotary.rope import rope_layout_permutation
 
     torch.manual_seed(0)
     hd, seq = 16, 1 + grid_h * grid_w
@@ -342,7 +343,7 @@ def test_mixed_rope_init_matches_heo_reference():
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_mixed_rope_matches_heo_reference(layout):
-    from posenc_lib.rope import rope_layout_permutation
+    from posenc_lib.encodings.rotary.rope import rope_layout_permutation
 
     torch.manual_seed(0)
     hd, heads, grid_h, grid_w = 16, 4, 3, 5
@@ -363,7 +364,7 @@ def test_mixed_rope_matches_heo_reference(layout):
 
 
 def test_patch_embed_is_a_strided_convolution_in_row_major_order():
-    from posenc_lib.vision import PatchEmbed
+    from posenc_lib.encodings.vision.grid import PatchEmbed
 
     torch.manual_seed(0)
     embed = PatchEmbed(patch_size=2, d_model=6, in_channels=3, n_prefix=1)
@@ -380,7 +381,7 @@ def test_patch_embed_is_a_strided_convolution_in_row_major_order():
 
 
 def test_patch_embed_vit_trains_with_every_2d_scheme():
-    from posenc_lib.vision import PatchEmbed
+    from posenc_lib.encodings.vision.grid import PatchEmbed
 
     torch.manual_seed(0)
     for scheme in (SinCos2DPE(16, 2, 2, n_prefix=1), Learnable2DPE(16, 2, 2, n_prefix=1),
@@ -397,7 +398,8 @@ def test_patch_embed_vit_trains_with_every_2d_scheme():
 
 
 def _vit(name: str, grid: int = 3):
-    from posenc_lib.vision import PatchEmbed, vit_scheme
+    from posenc_lib.course.vit import vit_scheme
+    from posenc_lib.encodings.vision.grid import PatchEmbed
 
     scheme = vit_scheme(name, 16, 2, grid, grid, n_prefix=1)
     return TinyTransformer(None, 4, d_model=16, n_heads=2, n_layers=2, scheme=scheme, pool="first",
@@ -405,7 +407,7 @@ def _vit(name: str, grid: int = 3):
 
 
 def test_vit_schemes_are_the_seven_kinds():
-    from posenc_lib.vision import VIT_SCHEMES
+    from posenc_lib.course.vit import VIT_SCHEMES
 
     kinds = {name: _vit(name).scheme.kind for name in VIT_SCHEMES}
     assert kinds == {"none": "none", "1-D learnable": "embedding", "1-D sinusoidal": "embedding", "2-D learnable": "embedding",
@@ -413,7 +415,7 @@ def test_vit_schemes_are_the_seven_kinds():
 
 
 def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
-    from posenc_lib.vision import VIT_SCHEMES, regrid_scheme
+    from posenc_lib.course.vit import VIT_SCHEMES, regrid_scheme
 
     torch.manual_seed(0)
     images = torch.randn(3, 2, 3, 3)
@@ -427,7 +429,7 @@ def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_la
 
 
 def test_regrid_to_a_larger_grid():
-    from posenc_lib.vision import regrid_scheme
+    from posenc_lib.course.vit import regrid_scheme
 
     torch.manual_seed(0)
     model = _vit("1-D learnable")
@@ -450,7 +452,7 @@ def test_regrid_to_a_larger_grid():
 
 
 def test_grid_similarity_of_a_2d_table():
-    from posenc_lib.vision import grid_similarity
+    from posenc_lib.course.vit import grid_similarity
 
     table = sincos_2d_table(3, 4, 16, n_prefix=1)
     sim = grid_similarity(table, 3, 4, n_prefix=1)

@@ -33,12 +33,10 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalog import CATALOG, NOTEBOOKS, Entry, existing, format_seconds, load_catalog  # noqa: E402
-from execute import execute_all  # noqa: E402
+from tools.catalog import CATALOG, NOTEBOOKS, Entry, existing, format_seconds, load_catalog
+from tools.execute import execute_all
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "site"))
-from posenc_site import anchor_map, glossary_markdown, load_glossary  # noqa: E402
+from tools.site.posenc_site import anchor_map, glossary_markdown, load_glossary
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"

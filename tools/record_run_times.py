@@ -19,14 +19,12 @@ import json
 import math
 import re
 import sys
-from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_site import markdown_table  # noqa: E402  (tools/ is a folder of scripts, not a package)
-from catalog import CATALOG, NOTEBOOKS, ROOT, existing, load_catalog  # noqa: E402
-from execute import TIMINGS  # noqa: E402
+from tools.build_site import markdown_table
+from tools.catalog import CATALOG, NOTEBOOKS, ROOT, existing, load_catalog
+from tools.execute import TIMINGS
 
 README = ROOT / "README.md"
 HEADER = re.compile(r"(\*\*Run time:\*\* about )(\d+)( s)")

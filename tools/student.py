@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors import TagRemovePreprocessor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalog import NOTEBOOKS, existing, load_catalog  # noqa: E402
+from tools.catalog import NOTEBOOKS, existing, load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "student"
@@ -53,14 +53,17 @@ def tags(cell: nbformat.NotebookNode) -> list[str]:
 
 
 def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The student edition of one notebook (a new object; ``nb`` is left as it is)."""
-    nb = copy.deepcopy(nb)
-    cells = [c for c in nb.cells if "solution" not in tags(c)]
-    for cell in cells:
-        if cell.cell_type == "code" and "exercise" in tags(cell):
-            cell.outputs = []
-            cell.execution_count = None
-    nb.cells = _drop_empty_solutions_section(cells)
+    """The student edition of one notebook (a new object; ``nb`` is left as it is).
+
+    nbconvert's ``TagRemovePreprocessor`` removes the ``solution`` cells and clears the outputs
+    and execution counts of the ``exercise`` cells (their metadata kept as it is); then the
+    emptied "## Solutions" section goes.
+    """
+    strip = TagRemovePreprocessor(
+        remove_cell_tags={"solution"}, remove_all_outputs_tags={"exercise"}, remove_metadata_fields=set()
+    )
+    nb, _ = strip.preprocess(copy.deepcopy(nb), {})
+    nb.cells = _drop_empty_solutions_section(nb.cells)
     return nb
 
 

@@ -7,23 +7,21 @@ the index and glossary pages); this folder holds the configuration, the project'
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 project = "posenc: how Transformers know word order"
 author = "the posenc authors"
 copyright = "the posenc authors, MIT License"
 language = "en"
 
-extensions = ["myst_nb", "sphinx.ext.mathjax", "posenc_site"]
+extensions = ["myst_nb", "sphinx.ext.mathjax", "tools.site.posenc_site"]
 exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
 
 # --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---
 nb_execution_mode = "off"
-nb_custom_formats = {".ipynb": ["posenc_site.read_notebook", {}, False]}
+nb_custom_formats = {".ipynb": ["tools.site.posenc_site.read_notebook", {}, False]}
 nb_merge_streams = True
 nb_output_stderr = "show"
 myst_enable_extensions = ["dollarmath", "amsmath"]

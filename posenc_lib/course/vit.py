@@ -1,0 +1,73 @@
+"""The position schemes of notebook 04's tiny ViT, by name, and carrying them to another grid."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..checks import check_grid
+from ..encodings.absolute.sinusoidal import SinusoidalPE
+from ..encodings.factory import build_scheme
+from ..scheme import NoPosition, PositionScheme
+
+__all__ = ["VIT_SCHEMES", "vit_scheme", "regrid_scheme", "grid_similarity"]
+
+#: The position schemes notebook 04 compares, by name (see :func:`vit_scheme`).
+VIT_SCHEMES = ("none", "1-D learnable", "1-D sinusoidal", "2-D learnable", "2-D sin-cos", "axial RoPE", "mixed RoPE")
+# the same schemes by their names in build_scheme
+_BUILD_NAMES = dict(
+    zip(VIT_SCHEMES, ("none", "learnable", "sinusoidal", "learnable-2d", "sincos-2d", "axial-rope-2d", "mixed-rope-2d"))
+)
+
+
+def vit_scheme(name: str, d_model: int, n_heads: int, grid_h: int, grid_w: int, n_prefix: int = 1) -> PositionScheme:
+    """A fresh position scheme for a ViT over a ``grid_h x grid_w`` patch grid with ``n_prefix`` class tokens.
+
+    name (one of :data:`VIT_SCHEMES`): "none" (:class:`NoPosition`); "1-D learnable" (ViT's
+    table: :class:`LearnablePE` over the row-major sequence, class token included); "1-D sinusoidal"
+    (:class:`SinusoidalPE` over the same index); "2-D learnable" (:class:`Learnable2DPE`, row +
+    column tables added); "2-D sin-cos" (:class:`SinCos2DPE`); "axial RoPE" (:class:`AxialRoPE2D`,
+    base 100) and "mixed RoPE" (:class:`MixedRoPE2D`, base 10), the last two with head_dim =
+    d_model / n_heads. Built by :func:`~posenc_lib.encodings.factory.build_scheme`.
+    """
+    if name not in VIT_SCHEMES:
+        raise ValueError(f"name must be one of {list(VIT_SCHEMES)}, got {name!r}")
+    return build_scheme(_BUILD_NAMES[name], d_model, n_heads, grid=(grid_h, grid_w), n_prefix=n_prefix)
+
+
+def regrid_scheme(scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> PositionScheme:
+    """The same scheme for another patch grid, carrying over what was learned: each scheme's ``regrid``.
+
+    - :class:`LearnablePE` (a 1-D table over prefix + patches): its patch rows are resampled
+      bicubically as an (H, W) grid, the prefix rows kept apart.
+    - :class:`Learnable2DPE`: the row table and the column table are each resampled along their axis.
+    - :class:`SinCos2DPE`: recomputed for the new grid (same base); nothing was learned.
+    - :class:`AxialRoPE2D`, :class:`MixedRoPE2D`: the same frequencies, applied to the new grid's
+      row and column indices (which now run further), as Heo et al. do at a new resolution.
+    - :class:`NoPosition`, :class:`SinusoidalPE`: unchanged (a sinusoid is defined for every index).
+    """
+    for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
+        if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
+            raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
+        check_grid(hw[0], hw[1], n_prefix)
+    if type(scheme) in (NoPosition, SinusoidalPE):
+        return scheme
+    if not hasattr(scheme, "regrid"):
+        raise TypeError(f"scheme must be one of the schemes of vit_scheme, got {type(scheme).__name__}")
+    return scheme.regrid(old_hw, new_hw, n_prefix)
+
+
+def grid_similarity(table: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> Tensor:
+    """Cosine similarity of every patch's position vector with every other: (grid_h, grid_w, grid_h, grid_w).
+
+    table: (n_prefix + grid_h*grid_w, d) with the patches row-major after the prefix rows.
+    ``out[r, c]`` is the (grid_h, grid_w) map of patch (r, c): the panels of the familiar ViT figure.
+    """
+    check_grid(grid_h, grid_w, n_prefix)
+    if not isinstance(table, Tensor) or table.dim() != 2 or table.shape[0] != n_prefix + grid_h * grid_w:
+        raise ValueError(
+            f"table must have shape (n_prefix + grid_h*grid_w, d) = ({n_prefix} + {grid_h}*{grid_w}, d), "
+            f"got {tuple(getattr(table, 'shape', ()))}"
+        )
+    patches = F.normalize(table[n_prefix:].detach().double(), dim=-1)
+    return (patches @ patches.T).reshape(grid_h, grid_w, grid_h, grid_w)

@@ -1,0 +1,1 @@
+"""Conditional position encoding: generated from the tokens themselves by a convolution on the grid (PEG)."""

@@ -1,0 +1,117 @@
+"""Build any position scheme of the library from its name and the model's sizes.
+
+    build_scheme("rope", d_model=64, n_heads=4)                      # RotaryPE(head_dim=16)
+    build_scheme("alibi", d_model=64, n_heads=4, causal=False)       # ALiBi(4, causal=False)
+    build_scheme("learnable", d_model=64, n_heads=4, max_len=128)    # LearnablePE(64, 128)
+    build_scheme("axial-rope-2d", d_model=64, n_heads=4, grid=(4, 4), n_prefix=1)
+
+The sizes say what each constructor needs from the model: ``d_model`` (tables, PEG),
+``head_dim = d_model // n_heads`` (rotary), ``n_heads`` (score biases, mixed 2-D RoPE),
+``max_len`` (the tables; with a grid, ``n_prefix + H*W`` by default), ``grid`` (the 2-D schemes, PEG, Swin's
+window). Any other keyword goes to the constructor as it is (``layout=``, ``base=``,
+``scaling=``, ``causal=``, ...). One entry of :data:`SCHEMES` per scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..checks import check_grid, check_int
+from ..scheme import NoPosition, PositionScheme
+from .absolute.learnable import LearnablePE
+from .absolute.sinusoidal import SinusoidalPE
+from .conditional.peg import PEG
+from .rotary.rope import RotaryPE
+from .score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from .vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from .vision.tables_2d import Learnable2DPE, SinCos2DPE
+
+__all__ = ["Sizes", "SCHEMES", "build_scheme"]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The model's sizes a scheme is built for."""
+
+    d_model: int
+    n_heads: int
+    max_len: int | None = None
+    grid: tuple[int, int] | None = None
+    n_prefix: int = 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def table_len(self, name: str) -> int:
+        """Rows of a position table: ``max_len``, or the tokens of the grid (prefix included)."""
+        if self.max_len is not None:
+            return self.max_len
+        if self.grid is not None:
+            return self.n_prefix + self.grid[0] * self.grid[1]
+        raise ValueError(f"scheme {name!r} is a table: give max_len (or grid), got neither")
+
+    def grid_hw(self, name: str) -> tuple[int, int]:
+        """(grid_h, grid_w), required by the 2-D schemes."""
+        if self.grid is None:
+            raise ValueError(f"scheme {name!r} works on a patch grid: give grid=(grid_h, grid_w), got None")
+        return self.grid
+
+
+Builder = Callable[[Sizes, dict[str, Any]], PositionScheme]
+
+#: name -> how to build that scheme from the sizes and the constructor's other keywords.
+SCHEMES: dict[str, Builder] = {
+    "none": lambda s, kw: NoPosition(**kw),
+    "sinusoidal": lambda s, kw: SinusoidalPE(s.d_model, s.table_len("sinusoidal"), **kw),
+    "learnable": lambda s, kw: LearnablePE(s.d_model, s.table_len("learnable"), **kw),
+    "rope": lambda s, kw: RotaryPE(s.head_dim, **kw),
+    "t5": lambda s, kw: T5RelativeBias(s.n_heads, **kw),
+    "alibi": lambda s, kw: ALiBi(s.n_heads, **kw),
+    "swin": lambda s, kw: SwinRelativeBias(s.n_heads, *s.grid_hw("swin"), n_prefix=s.n_prefix, **kw),
+    "peg": lambda s, kw: PEG(s.d_model, *s.grid_hw("peg"), n_prefix=s.n_prefix, **kw),
+    "sincos-2d": lambda s, kw: SinCos2DPE(s.d_model, *s.grid_hw("sincos-2d"), n_prefix=s.n_prefix, **kw),
+    "learnable-2d": lambda s, kw: Learnable2DPE(s.d_model, *s.grid_hw("learnable-2d"), n_prefix=s.n_prefix, **kw),
+    "axial-rope-2d": lambda s, kw: AxialRoPE2D(s.head_dim, *s.grid_hw("axial-rope-2d"), n_prefix=s.n_prefix, **kw),
+    "mixed-rope-2d": lambda s, kw: MixedRoPE2D(
+        s.head_dim, s.n_heads, *s.grid_hw("mixed-rope-2d"), n_prefix=s.n_prefix, **kw
+    ),
+}
+
+
+def build_scheme(
+    name: str,
+    d_model: int,
+    n_heads: int,
+    max_len: int | None = None,
+    grid: tuple[int, int] | None = None,
+    n_prefix: int = 0,
+    **options: Any,
+) -> PositionScheme:
+    """A fresh scheme ``name`` (one of :data:`SCHEMES`) for a model of width d_model with n_heads heads.
+
+    Args:
+        name: "none", "sinusoidal", "learnable", "rope", "t5", "alibi", "swin", "peg",
+            "sincos-2d", "learnable-2d", "axial-rope-2d" or "mixed-rope-2d".
+        d_model, n_heads: the model's width and heads (d_model divisible by n_heads).
+        max_len: rows of a position table (a sinusoidal one still grows on demand past it).
+        grid: (grid_h, grid_w) of the patch grid, for the 2-D schemes, PEG and Swin.
+        n_prefix: class-like tokens before the patches (with ``grid``).
+        options: passed on to the scheme's constructor.
+    """
+    if name not in SCHEMES:
+        raise ValueError(f"name must be one of {list(SCHEMES)}, got {name!r}")
+    check_int("d_model", d_model)
+    check_int("n_heads", n_heads)
+    if d_model % n_heads:
+        raise ValueError(f"d_model must be a multiple of n_heads, got d_model={d_model}, n_heads={n_heads}")
+    if max_len is not None:
+        check_int("max_len", max_len)
+    if grid is not None:
+        if not (isinstance(grid, (tuple, list)) and len(grid) == 2):
+            raise ValueError(f"grid must be a (grid_h, grid_w) pair, got {grid!r}")
+        check_grid(grid[0], grid[1], n_prefix)
+        grid = (grid[0], grid[1])
+    return SCHEMES[name](Sizes(d_model, n_heads, max_len, grid, n_prefix), options)

@@ -1,0 +1,1 @@
+"""Rotary position embedding: queries and keys rotated by position (``PositionScheme.rotate_qk``)."""

@@ -1,0 +1,68 @@
+"""The interface every positional encoding implements: a *position scheme*.
+
+Every positional encoding in this library injects position in one (or more) of
+three places, and a :class:`PositionScheme` is the object that does it:
+
+1. ``add_to_embeddings`` - a vector added to the token embeddings before the
+   first layer (sinusoidal, learnable, 2-D tables).
+2. ``rotate_qk`` - a transform of queries and keys after the projection and head
+   split, before the scores (RoPE and its variants). Values are never touched.
+3. ``score_bias`` - a tensor added to the attention scores after the
+   ``1/sqrt(head_dim)`` scale (T5, ALiBi, Swin).
+
+The default of every hook is "do nothing", so :class:`NoPosition` is simply the
+base class, and a scheme only overrides what it uses. One scheme object is
+shared by all layers of a model (as T5 shares its bias and RoPE its tables);
+:class:`posenc_lib.attention.MultiHeadAttention` calls the last two hooks,
+:class:`posenc_lib.models.TinyTransformer` the first.
+
+Shapes used throughout:
+    x          (batch, seq, d_model)
+    positions  (batch, seq) integer positions of the tokens (0-based)
+    q, k, v    (batch, heads, seq, head_dim)
+    bias       broadcastable to (batch, heads, q_len, k_len)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["PositionScheme", "NoPosition", "default_positions"]
+
+
+def default_positions(batch: int, seq: int, device: torch.device | None = None, offset: int = 0) -> Tensor:
+    """Positions ``offset .. offset+seq-1`` for every row: shape (batch, seq), int64."""
+    return torch.arange(offset, offset + seq, device=device).expand(batch, seq)
+
+
+class PositionScheme(nn.Module):
+    """Where position enters a Transformer. The base class adds nothing.
+
+    Subclasses override any of the three hooks below. ``kind`` names the place
+    the scheme acts ("none", "embedding", "rotary", "bias"), for tables and plots.
+    """
+
+    kind: str = "none"
+    #: True for a scheme whose bias is only exact under a causal mask (ALiBi's compact form);
+    #: the attention module then refuses to run it without ``causal=True``.
+    requires_causal: bool = False
+
+    def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
+        """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
+        return x
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
+        return q, k
+
+    def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
+        """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.
+
+        q_positions: (batch, q_len); k_positions: (batch, k_len).
+        """
+        return None
+
+
+class NoPosition(PositionScheme):
+    """No positional information at all: attention sees a bag of tokens."""

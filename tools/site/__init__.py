@@ -1,0 +1,1 @@
+"""The Sphinx site of the course: its configuration (conf.py) and its extension (posenc_site)."""
