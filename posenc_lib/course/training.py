@@ -56,7 +56,7 @@ def setup_notebook(seed: int = 0) -> torch.Generator:
 
     Fixing the threads here (not only in the Makefile) makes a notebook opened in JupyterLab run
     as it was measured. Prints one line naming the numerics in force and whether they reproduce
-    the reference the text quotes (:mod:`posenc_lib.numerics`). Returns the seeded data generator
+    the reference the text quotes (:mod:`posenc_lib.course.numerics`). Returns the seeded data generator
     of :func:`seed_everything`.
     """
     from .numerics import describe
