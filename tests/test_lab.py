@@ -26,7 +26,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from tools.check_site import CHROMIUM, CHROMIUM_FLAGS
-from lab import NOTEBOOKS, lab_command, lab_environment
+from tools.lab import NOTEBOOKS, lab_command, lab_environment
 
 STEM = "00_permutation_blindness"  # the quickest notebook (about 8 s)
 TOKEN = "posenc-lab-test"

@@ -156,12 +156,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--tag", action="store_true", help="re-derive the nbval-check-output tags")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (1-thread configs)")
+    parser.add_argument("--no-execute", action="store_true",
+                        help="compare (and tag from) the executed copies a previous run left in build/numerics-matrix/")
     args = parser.parse_args(argv)
 
     configs = args.configs
     start = time.perf_counter()
     results = []
-    for threads in sorted({CONFIGS[c][1] for c in configs}):  # 2-thread runs alone: no oversubscription
+    if args.no_execute:
+        results = [(c, p.stem, "" if (OUT / c / p.name).exists() else "not executed") for c in configs
+                   for p in args.notebooks]
+    for threads in sorted({CONFIGS[c][1] for c in configs}) if not args.no_execute else []:
         jobs = [(c, p.resolve()) for c in configs if CONFIGS[c][1] == threads for p in args.notebooks]
         with ProcessPoolExecutor(max_workers=max(1, args.jobs // threads), mp_context=FRESH,
                                  max_tasks_per_child=1) as pool:  # a fresh process (and zmq context) per notebook
@@ -189,9 +194,11 @@ def main(argv: list[str]) -> int:
             if not args.tag:
                 failures += [f"{name} {path.stem}: code cell {i} is tagged {TAG} but its output changed"
                              for i in sorted(tagged & set(differ))]
-    if args.tag and not failures:
+    if args.tag:  # a notebook that failed anywhere keeps its tags: nothing is known about its outputs
+        failed = {stem for _, stem, error in results if error}
         for path in args.notebooks:
-            print(f"{path.stem}: {write_tags(path, unstable[path])} cells tagged {TAG}")
+            if path.stem not in failed:
+                print(f"{path.stem}: {write_tags(path, unstable[path])} cells tagged {TAG}")
     print(f"numerics matrix ({', '.join(configs)}): {time.perf_counter() - start:.0f} s, "
           f"{'passed' if not failures else 'FAILED'}")
     for failure in failures:
