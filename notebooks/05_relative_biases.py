@@ -630,8 +630,10 @@ assert all(per_pair[n][0] == 0 for n in ("sinusoidal", "learnable", "RoPE"))
 # The slopes on a log-log plot: memory grows as $L$ (slope 1) for the added tables, RoPE and
 # compact ALiBi, and as $L^2$ (slope 2) for the biases that depend on the pair. Times printed
 # below vary from run to run, so that cell's output (and the figure after it) is not compared by
-# the tests; its slope assertions still run, with slack for the fixed per-call overhead that
-# dominates the fast hooks (their time slopes come out below 1).
+# the tests. The memory slopes are asserted to within 0.05. Time depends on the machine, its
+# threads and the fixed per-call overhead that dominates the fast hooks (their time slopes come
+# out below 1), so for time the cell asserts only that the two pairwise biases grow clearly
+# faster than every other scheme (a time slope at least 0.5 higher).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -639,12 +641,11 @@ slopes = pd.DataFrame({name: {"memory slope": loglog_slope(LENGTHS, cost_bytes[n
                               "time slope": loglog_slope(LENGTHS, cost_time[name]),
                               "time at L=1024 (ms)": cost_time[name][-1] * 1e3} for name in COST_SCHEMES}).T
 print(slopes.round(2).to_string())
-quadratic = ("T5 bias", "ALiBi full")
+quadratic = ["T5 bias", "ALiBi full"]
 for name in COST_SCHEMES:
-    if name in quadratic:
-        assert abs(slopes.loc[name, "memory slope"] - 2) < 0.05 and 1.5 < slopes.loc[name, "time slope"] < 2.5, name
-    else:
-        assert abs(slopes.loc[name, "memory slope"] - 1) < 0.05 and slopes.loc[name, "time slope"] < 1.3, name
+    assert abs(slopes.loc[name, "memory slope"] - (2 if name in quadratic else 1)) < 0.05, name
+# time depends on the machine and its threads: assert only that the pairwise biases grow clearly faster
+assert slopes.loc[quadratic, "time slope"].min() > slopes.drop(quadratic)["time slope"].max() + 0.5
 
 # %%
 # NBVAL_IGNORE_OUTPUT
