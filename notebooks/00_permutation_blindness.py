@@ -61,7 +61,7 @@ gen = setup_notebook(0)  # one thread, the series' figure style, seeds; gen draw
 # neither do several heads. First the formula itself, in a few lines of PyTorch and in float64 so
 # that the only differences left are rounding errors near $10^{-16}$:
 
-# %%
+# %% tags=["nbval-check-output"]
 def attention(X: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor) -> torch.Tensor:
     """One attention head without positions. X: (n, d), one token per row; W_q, W_k, W_v: (d, d_h)."""
     scores = (X @ W_q) @ (X @ W_k).T / W_k.shape[1] ** 0.5  # (n, n): how much token i attends to token j
@@ -84,7 +84,7 @@ for trial in range(3):
 # at all) it must be equivariant too, and its attention weights must be shuffled along both
 # axes:
 
-# %%
+# %% tags=["nbval-check-output"]
 d_model, n_heads, seq = 16, 4, 6
 attn = MultiHeadAttention(d_model, n_heads, NoPosition()).double().eval()
 X = 3 * torch.randn(1, seq, d_model, generator=gen, dtype=torch.float64)  # (batch, seq, d_model)
@@ -104,7 +104,7 @@ with torch.no_grad():
 # The picture shows the same thing: each output row travels with its input row (the labels
 # on the left say which token a row belongs to).
 
-# %%
+# %% tags=["nbval-check-output"]
 P = torch.tensor([3, 0, 5, 1, 4, 2])
 with torch.no_grad():
     Y_p = attn(X[:, P])
@@ -128,7 +128,7 @@ plt.show()
 # entirely: the pooled output is *invariant* under any shuffle. The library's `TinyTransformer`
 # with `pool="none"` returns one output per token, with `pool="mean"` one per sequence.
 
-# %%
+# %% tags=["nbval-check-output"]
 torch.manual_seed(0)
 encoder = TinyTransformer(vocab_size=20, n_outputs=3, d_model=32, n_heads=4, n_layers=2, pool="none").double().eval()
 pooled = TinyTransformer(vocab_size=20, n_outputs=3, d_model=32, n_heads=4, n_layers=2, pool="mean").double().eval()
@@ -152,7 +152,7 @@ print("2-layer encoder: per-token outputs are equivariant, mean-pooled outputs i
 # 我爱北京 ("I love Beijing") / 北京爱我 ("Beijing loves me") is the same bag of four
 # characters too; we tokenise Chinese by character. A `Vocab` maps tokens to ids.
 
-# %%
+# %% tags=["nbval-check-output"]
 pairs = {
     "English": ("the cat chases the mouse", "the mouse chases the cat", str.split),
     "Chinese": ("我爱北京", "北京爱我", list),
@@ -170,7 +170,7 @@ for lang, (a, b, tokenize) in pairs.items():
 # to the token embedding at each position). We compare the mean-pooled representations
 # (`model.features` gives the per-token hidden states, shape (batch, seq, d_model)).
 
-# %%
+# %% tags=["nbval-check-output"]
 def make_model(vocab_size: int, scheme: PositionScheme) -> TinyTransformer:
     torch.manual_seed(0)  # the same weights for every scheme (these schemes have no parameters)
     return TinyTransformer(vocab_size, n_outputs=2, d_model=32, n_heads=4, n_layers=2, scheme=scheme).double().eval()
@@ -200,7 +200,7 @@ formatted(similarity, {c: rounding if "diff" in c else "{:.4f}" for c in similar
 # vectors agree": by equivariance, the hidden state of the *token* "cat" is the same whether the
 # cat chases or is chased. No later layer can recover who did what.
 
-# %%
+# %% tags=["nbval-check-output"]
 vocab, blind = vocabs["English"], make_model(len(vocabs["English"]), NoPosition())
 s1, s2 = "the cat chases the mouse".split(), "the mouse chases the cat".split()
 with torch.no_grad():
@@ -223,7 +223,7 @@ print(f"'cat' as agent vs as patient: max |diff| {rounding((cat_as_agent - cat_a
 # form the test split: a high test accuracy then means the model learned the *rule*, not the
 # sentences.
 
-# %%
+# %% tags=["nbval-check-output"]
 task = WhoDidWhat()
 data_gen = seed_everything(0)
 examples, agents = task.sample(6, data_gen, split="train")
@@ -237,7 +237,7 @@ print(f"\nvocabulary: {len(task.vocab)} tokens, sentences padded to {task.seq_le
 # their bag of tokens, and credits each bag with its most likely agent. The best cross-entropy
 # for such a model is then the entropy of a fair coin, $\ln 2 \approx 0.693$.
 
-# %%
+# %% tags=["nbval-check-output"]
 ceiling = {split: task.bag_of_words_ceiling(split) for split in ("train", "test")}
 print(f"bag-of-words ceiling: train split {ceiling['train']:.4f}, test split {ceiling['test']:.4f}")
 assert all(abs(c - 0.5) < 1e-9 for c in ceiling.values())
@@ -258,7 +258,7 @@ for name, scheme in progress(schemes.items(), total=len(schemes), desc="training
     batches = torch.Generator().manual_seed(3)
     losses[name] = train(models[name], lambda step: task.sample(64, batches, split="train"), steps=300, desc=None)
 
-# %%
+# %% tags=["nbval-check-output"]
 def present_entities(inputs: torch.Tensor) -> torch.Tensor:
     """(n, seq) token ids -> (n, n_classes) bool: which entities occur in each sentence."""
     entity_ids = task.vocab.encode(list(task.entities))
@@ -296,7 +296,7 @@ formatted(table, {c: "{:.3f}" for c in table.columns if c != "parameters"})
 # solves the task, on animal pairs it never saw together. The loss curves tell the same story:
 # the blind model's loss levels off just above $\ln 2$, the bag-of-words optimum.
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, ax = plt.subplots()
 curves = {name: moving_average(loss) for name, loss in losses.items()}
 line_plot(ax, np.arange(len(curves["sinusoidal"])) + 10, curves, "Who did what: training loss",
@@ -326,7 +326,7 @@ assert final["no position"] > math.log(2) - 0.03 and final["sinusoidal"] < 0.1
 # Adding instead asks the model to keep both kinds of information apart inside the same $d$
 # dimensions. First the identity, numerically:
 
-# %%
+# %% tags=["nbval-check-output"]
 d_tok, d_pos, d_out = 8, 4, 5
 e, p = torch.randn(d_tok, dtype=torch.float64, generator=gen), torch.randn(d_pos, dtype=torch.float64, generator=gen)
 W = torch.randn(d_out, d_tok + d_pos, dtype=torch.float64, generator=gen)
@@ -340,7 +340,7 @@ print("W [e; p] == W_e e + W_p p")
 # a 37 000-token vocabulary, 512 learnable positions). The blocks are built on PyTorch's `meta`
 # device, which records shapes without allocating memory.
 
-# %%
+# %% tags=["nbval-check-output"]
 def parameter_count(d_token: int, d_position: int, concatenate: bool, vocab_size: int = 37_000,
                     max_len: int = 512, n_layers: int = 6, n_heads: int = 8) -> dict[str, int]:
     width = d_token + d_position if concatenate else d_token
@@ -387,7 +387,7 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 # One scheme object is shared by all layers. The table below is computed from the library's
 # code: for each scheme class, which hooks it overrides.
 
-# %%
+# %% tags=["nbval-check-output"]
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
@@ -426,7 +426,7 @@ hook_table
 # the tokens still just shuffle the outputs? Both tests on the 1-D schemes, in float64,
 # untrained:
 
-# %%
+# %% tags=["nbval-check-output"]
 one_d_schemes = {
     "NoPosition": NoPosition,
     "SinusoidalPE": lambda: SinusoidalPE(32),
@@ -502,7 +502,7 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 # then uses your function to show that shuffling, running a 2-layer encoder and un-shuffling
 # gives back every original output.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -517,7 +517,7 @@ check_exercise_1(inverse_permutation)
 # as a Python float. The checker runs it on an encoder and on a causal decoder, both without
 # positions. Before you run it: which of the two do you expect to have a gap of zero, and why?
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
     raise NotImplementedError  # your code here
 
@@ -531,10 +531,10 @@ check_exercise_2(equivariance_gap)
 # the best accuracy a bag-of-words model can reach? Work it out on paper, then pass the number
 # to `check_exercise_3`.
 
-# %%
+# %% tags=["nbval-check-output"]
 print(EXERCISE_3_TASK.agents, EXERCISE_3_TASK.patients)
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 answer = ...  # your number here
 check_exercise_3(answer)
 
@@ -557,7 +557,7 @@ check_exercise_3(answer)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 1
 def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
     inv = torch.empty_like(perm)
@@ -567,7 +567,7 @@ def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(inverse_permutation)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2
 def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.Tensor) -> float:
     with torch.no_grad():
@@ -579,7 +579,7 @@ def equivariance_gap(model: TinyTransformer, tokens: torch.Tensor, perm: torch.T
 # encoding (NoPE) can still learn positions; notebook 05 (relative biases) shows it.
 check_exercise_2(equivariance_gap)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 3. Ordered pairs (agent, patient), each with probability 1/2 * 1/2:
 #   (cat, dog), (dog, cat): same bag {cat, dog}, both agents equally likely -> best guess right 1/2
 #   (cat, mouse), (dog, mouse): the bag names the agent (whichever is not the mouse) -> right always

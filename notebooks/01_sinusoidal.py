@@ -58,7 +58,7 @@ gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print op
 # keeping the ladder. The figure shows both for positions 0 to 63, and the check below confirms
 # that each wave is negative exactly where its bit is 1.
 
-# %%
+# %% tags=["nbval-check-output"]
 n_bits, n_pos = 6, 64
 p_int = torch.arange(n_pos)
 bits = (p_int[:, None] >> torch.arange(n_bits)) & 1                              # (64, 6): bit k of p
@@ -90,7 +90,7 @@ plt.show()
 # usually computes them in log space, $\theta_i = \exp\!\big(-\tfrac{2i}{d}\ln 10000\big)$: one
 # `exp` of an evenly spaced ramp.
 
-# %%
+# %% tags=["nbval-check-output"]
 d_model, max_len = 64, 128
 
 two_i = torch.arange(0, d_model, 2, dtype=torch.float64)       # 0, 2, 4, ..., d-2
@@ -109,7 +109,7 @@ print("first three positions, first six columns:\n", pe[:3, :6])
 # library's `sinusoidal_table` exactly; position 0 is $[0, 1, 0, 1, \dots]$ because
 # $\sin 0 = 0$ and $\cos 0 = 1$.
 
-# %%
+# %% tags=["nbval-check-output"]
 torch.testing.assert_close(theta, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
 assert torch.equal(theta, sinusoidal_frequencies(d_model))
 assert torch.equal(pe, sinusoidal_table(max_len, d_model, dtype=torch.float64))
@@ -125,7 +125,7 @@ print("inline table == sinusoidal_table(128, 64): exact")
 # of $10^{-3}$. The library computes the angles in float64 and rounds only the final values. Let us
 # measure both against the exact (float64) values at positions from 10 to $10^6$.
 
-# %%
+# %% tags=["nbval-check-output"]
 marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
 probe = torch.unique(torch.cat([torch.logspace(1, 6, 60, dtype=torch.float64).round(), marks]))  # 10 .. 1e6
 exact = (probe[:, None] * theta).sin()                                       # float64 reference
@@ -156,7 +156,7 @@ assert err_float32_angles[at[100_000]] > 1e-3    # float32 angles: wrong in the 
 # **Question:** what does the table look like? Each column is one sine or cosine; its stripes
 # are as wide as half its wavelength.
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, ax = plt.subplots(figsize=(7.0, 4.2))
 heatmap(ax, pe.numpy(), title="Sinusoidal table (d_model = 64, interleaved)",
         xlabel="dimension j (column 2i = sin, 2i+1 = cos)", ylabel="position p",
@@ -168,7 +168,7 @@ plt.show()
 # measure that: from one position to the next, pair $i$ moves along its circle by a chord of
 # length $2\sin(\theta_i/2)$, the same for every $p$, and shrinking as $i$ grows.
 
-# %%
+# %% tags=["nbval-check-output"]
 pairs = pe.view(max_len, d_model // 2, 2)                          # (positions, pairs, [sin, cos])
 step = (pairs[1:] - pairs[:-1]).norm(dim=-1)                       # (positions-1, pairs)
 torch.testing.assert_close(step, (2 * torch.sin(theta / 2)).expand_as(step))
@@ -178,7 +178,7 @@ print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 1
 # %% [markdown]
 # ## 3 · A few dimensions as curves
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 pos = positions.numpy()
 line_plot(ax, pos, {f"dim {2 * i} (pair i = {i})": pe[:, 2 * i].numpy() for i in (0, 4, 12, 24)},
@@ -208,7 +208,7 @@ plt.show()
 # positions; since $\theta_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
 # count is exactly $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
 
-# %%
+# %% tags=["nbval-check-output"]
 wavelength = 2 * math.pi / theta                                   # (d/2,) in positions
 assert torch.all(wavelength[1:] > wavelength[:-1])                 # grows with i
 assert math.isclose(wavelength[0], 2 * math.pi)
@@ -227,7 +227,7 @@ assert sign_changes[0] == 1303 and torch.all(sign_changes[25:] == 0)   # pairs 2
 print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8 -> {sign_changes[8]}, "
       f"pair 16 -> {sign_changes[16]}, pair 31 -> {sign_changes[31]}")
 
-# %%
+# %% tags=["nbval-check-output"]
 i_idx = np.arange(d_model // 2)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.9))
 line_plot(ax1, i_idx, {"wavelength 2 pi / theta_i": wavelength.numpy()}, title="Wavelength per pair",
@@ -268,7 +268,7 @@ plt.show()
 # of the offset. Every encoding has the same norm, $\|PE(p)\|^2 = d/2$, so dividing by $d/2$ gives
 # the cosine similarity.
 
-# %%
+# %% tags=["nbval-check-output"]
 long_len = 20001
 long_table = sinusoidal_table(long_len, d_model, dtype=torch.float64)
 sim = pe @ pe.T / (d_model / 2)                                     # (128, 128) cosine similarities
@@ -286,7 +286,7 @@ print(f"similarity at k = 1: {sim_k[1]:.3f}; k = 10: {sim_k[10]:.3f}; k = 100: {
       f"k = 1000: {sim_k[1000]:.3f}")
 print(f"not monotone: the similarity first rises again from k = {first_rise} to k = {first_rise + 1}")
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.0))
 heatmap(ax1, sim.numpy(), title="Cosine similarity of positions", xlabel="position q", ylabel="position p",
         colorbar_label="cos(PE(p), PE(q))")
@@ -311,7 +311,7 @@ display(pd.DataFrame({"distances k": [f"{a} .. {b - 1}" for a, b in decades],
 # each. From the decade 1000-10000 on, the mean is close to zero and the similarity only
 # fluctuates (peaks of 0.3-0.4 remain): it no longer tells how far apart two positions are.
 
-# %%
+# %% tags=["nbval-check-output"]
 drops = np.diff(decade_mean[:4])
 assert np.all(drops < 0) and np.all(np.abs(drops + 0.25) < 0.05)
 assert abs(decade_mean[3]) < 0.05 and abs(decade_mean[4]) < 0.1
@@ -333,7 +333,7 @@ print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
 # pair on the diagonal and you have $M_k$. Vaswani et al. chose sinusoids because of this: "for any
 # fixed offset $k$, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$".
 
-# %%
+# %% tags=["nbval-check-output"]
 def rotation_block(angle: float) -> torch.Tensor:
     """The 2x2 matrix that maps (sin a, cos a) to (sin(a + angle), cos(a + angle))."""
     c, s = math.cos(angle), math.sin(angle)
@@ -357,7 +357,7 @@ for k in (1, 2, 5, 17, 50, -3, -40):
 # $M_k$ is a rotation, so it preserves lengths, undoing a shift is the transpose, and two
 # shifts compose into one:
 
-# %%
+# %% tags=["nbval-check-output"]
 m5, m7 = shift_matrix(5, d_model), shift_matrix(7, d_model)
 eye = torch.eye(d_model, dtype=torch.float64)
 torch.testing.assert_close(m5 @ m5.T, eye)                          # orthogonal
@@ -365,7 +365,7 @@ torch.testing.assert_close(shift_matrix(-5, d_model), m5.T)         # M_{-k} = M
 torch.testing.assert_close(m5 @ m7, shift_matrix(12, d_model))      # M_5 M_7 = M_12
 print("M_k is orthogonal, M_-k = M_k^T, M_5 M_7 = M_12")
 
-# %%
+# %% tags=["nbval-check-output"]
 m_small = shift_matrix(5, 16)
 off_block = m_small.clone()
 for i in range(0, 16, 2):
@@ -396,7 +396,7 @@ plt.show()
 # `create_sinusoidal_embeddings`, the concatenated one against Marian's
 # `MarianSinusoidalPositionalEmbedding` (`tests/test_sinusoidal.py`).
 
-# %%
+# %% tags=["nbval-check-output"]
 concat = sinusoidal_table(max_len, d_model, layout="concat", dtype=torch.float64)
 perm = sinusoidal_layout_permutation(d_model)
 print("perm[:6] =", perm[:6].tolist(), "... perm[32:38] =", perm[32:38].tolist())
@@ -416,7 +416,7 @@ plt.show()
 # is absorbed by the first weight matrix that reads them. It matters as soon as weights are
 # *loaded*: a checkpoint trained with one layout expects its columns in that order.
 
-# %%
+# %% tags=["nbval-check-output"]
 w = torch.randn(8, d_model, dtype=torch.float64)            # any linear layer reading the encoding
 torch.testing.assert_close(concat @ w.T, pe @ w[:, torch.argsort(perm)].T)
 assert not torch.allclose(concat @ w.T, pe @ w.T)           # same weights, other layout: different outputs
@@ -431,7 +431,7 @@ print("a layer with weights W on the concat layout == the same layer with W[:, a
 # 2. it is not in `state_dict`: checkpoints stay small and do not depend on `max_len`;
 # 3. it follows the module in `.to(dtype)` and `.to(device)`.
 
-# %%
+# %% tags=["nbval-check-output"]
 torch.manual_seed(0)
 model = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1,
                         scheme=SinusoidalPE(d_model, max_len=max_len))
@@ -457,7 +457,7 @@ print("after one AdamW step the table is unchanged")
 # trainable numbers, the optimizer moves it (even rows that no input used, through weight decay),
 # and it is no longer the sinusoidal table after the first step:
 
-# %%
+# %% tags=["nbval-check-output"]
 class ParameterSinusoidal(PositionScheme):
     """The wrong way: the fixed table as a trainable parameter."""
 
@@ -494,7 +494,7 @@ print("unused rows shrank by weight decay alone: factor 0.999")
 # through `torch.save` / `torch.load(weights_only=True)` works and reproduces the outputs exactly,
 # even into a model built with another `max_len`.
 
-# %%
+# %% tags=["nbval-check-output"]
 class PersistentSinusoidal(SinusoidalPE):
     """Same as SinusoidalPE, but the table is saved in state_dict."""
 
@@ -527,7 +527,7 @@ print("non-persistent buffer: saved and reloaded into a max_len=256 model, ident
 # Finally, `.to(...)` moves a buffer along with the parameters. We use the `meta` device (shapes
 # without storage) to show a device move without needing a GPU; `.to("cuda")` works the same way.
 
-# %%
+# %% tags=["nbval-check-output"]
 model64 = build(SinusoidalPE(d_model, max_len)).to(torch.float64)
 assert model64.scheme.table.dtype == torch.float64
 assert model64.scheme(torch.tensor([[3]])).dtype == torch.float64
@@ -544,7 +544,7 @@ print("after .to(torch.float64):", model64.scheme.table.dtype, "| after .to('met
 # the buffer's current dtype and device) with at least twice as many rows. `max_len` is only the
 # size of the first cache. A learnable table cannot do this; it has no row to give (notebook 02).
 
-# %%
+# %% tags=["nbval-check-output"]
 scheme = SinusoidalPE(d_model, max_len=16)
 out = scheme(torch.arange(40)[None, :])                              # positions 0 .. 39, past max_len = 16
 print("table rows before: 16, after:", scheme.table.shape[0])
@@ -566,7 +566,7 @@ print("extension keeps the dtype:", scheme64.table.dtype)
 # sinusoidal encodings the answer is mostly no ([06 · Length extrapolation](06_length_extrapolation.ipynb) measures it). What the library does
 # refuse are positions that make no sense:
 
-# %%
+# %% tags=["nbval-check-output"]
 for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
     try:
         scheme(bad)
@@ -608,7 +608,7 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # $0, \dots, \text{max\_len}-1$, as a float tensor of shape `(max_len, d_model)`, without calling
 # `sinusoidal_table`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -624,7 +624,7 @@ check_exercise_1(concat_table)
 # context-extension methods such as YaRN reason about; see
 # [06 · Length extrapolation](06_length_extrapolation.ipynb).)
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def full_turns(d_model: int, base: float, length: int) -> int:
     raise NotImplementedError  # your code here
 
@@ -639,7 +639,7 @@ check_exercise_2(full_turns)
 # now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
 # `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -669,7 +669,7 @@ check_exercise_3(concat_shift)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 1
 def concat_table(max_len: int, d_model: int) -> torch.Tensor:
     freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
@@ -680,7 +680,7 @@ def concat_table(max_len: int, d_model: int) -> torch.Tensor:
 check_exercise_1(concat_table)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2
 def full_turns(d_model: int, base: float, length: int) -> int:
     wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -691,7 +691,7 @@ print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 3
 check_exercise_2(full_turns)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 3
 def concat_shift(k: int, d_model: int) -> torch.Tensor:
     half = d_model // 2

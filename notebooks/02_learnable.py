@@ -58,7 +58,7 @@ gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print op
 # GPT-2 the same thing is `self.wpe = nn.Embedding(config.max_position_embeddings, self.embed_dim)`:
 # a lookup table, nothing more.
 
-# %%
+# %% tags=["nbval-check-output"]
 D_MODEL, MAX_LEN = 32, 24
 pe = LearnablePE(D_MODEL, MAX_LEN)
 print(pe)
@@ -93,7 +93,7 @@ print("pe(positions) == nn.Embedding lookup:", tuple(pe(positions).shape))
 # The learnable table has `max_len = 24` rows, twice the training length, as one sets it when
 # longer inputs may come later.
 
-# %%
+# %% tags=["nbval-check-output"]
 SEQ_LEN, VOCAB, STEPS = 12, 16, 300
 train_x, train_y = sorting_task(2048, SEQ_LEN, VOCAB, torch.Generator().manual_seed(1))
 test_x, test_y = sorting_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(2))
@@ -166,7 +166,7 @@ init_stats.round(3)
 # is given as mean and standard deviation over the three seeds; a difference counts below only
 # if it exceeds twice the larger standard deviation.
 
-# %%
+# %% tags=["nbval-check-output"]
 def ahead(measure: str, better: tuple, worse: tuple) -> bool:
     """Is run ``better`` (tokens, table) lower in ``measure`` than ``worse`` by more than 2 std?"""
     (m_a, s_a), (m_b, s_b) = init_stats.loc[better, measure], init_stats.loc[worse, measure]
@@ -242,7 +242,7 @@ plt.show()
 # One number summarises the structure: the mean cosine similarity of **neighbours**
 # ($|i-j| = 1$) against that of **far pairs** ($|i-j| \ge 6$), over the trained positions.
 
-# %%
+# %% tags=["nbval-check-output"]
 def neighbour_and_far(table: torch.Tensor, n: int = SEQ_LEN, far: int = SEQ_LEN // 2) -> tuple[float, float]:
     """Mean cosine of rows at distance 1, and at distance >= far, among the first n rows."""
     c = cosine_matrix(table[:n])
@@ -285,7 +285,7 @@ print(f"neighbour similarity {nb_before:+.2f} -> {nb_after:+.2f}, far pairs {far
 # decay, as here) a row without gradient is never updated: rows 12-23 are *exactly* their random
 # initial values.
 
-# %%
+# %% tags=["nbval-check-output"]
 assert torch.equal(table_after[SEQ_LEN:], table_before[SEQ_LEN:])
 assert not torch.equal(table_after[:SEQ_LEN], table_before[:SEQ_LEN])
 moved = (table_after - table_before).norm(dim=1)
@@ -298,7 +298,7 @@ print("  rows 12-23:", moved[SEQ_LEN:])
 # with the same 12 tokens placed at positions 12-23 instead of 0-11 (section 8 measures the
 # sinusoidal model the same way).
 
-# %%
+# %% tags=["nbval-check-output"]
 shifted = torch.arange(SEQ_LEN, 2 * SEQ_LEN)[None]   # positions 12 .. 23 for every row
 
 
@@ -318,7 +318,7 @@ assert learned_shifted < 0.5 * accuracy(learned, test_x, test_y)
 # message that says what to do, instead of silently clipping or wrapping the index (a bare
 # `nn.Embedding` raises an `IndexError` with no hint, shown in the cell after):
 
-# %%
+# %% tags=["nbval-check-output"]
 try:
     learned(torch.zeros(1, MAX_LEN + 1, dtype=torch.long))   # 25 tokens, table rows 0..23
     raise AssertionError("expected a ValueError")
@@ -334,7 +334,7 @@ except ValueError as err:
 # you will *train* on, and train on inputs that reach it. To go longer later, the table must be
 # extended and trained further (Exercise 2 shows one way to initialise the new rows).
 
-# %%
+# %% tags=["nbval-check-output"]
 try:
     wpe(torch.tensor([[MAX_LEN]]))
     raise AssertionError("expected an IndexError")
@@ -373,7 +373,7 @@ stats = runs.groupby(["encoding", "training sequences"], sort=False)[["train acc
 results = stats.agg(lambda v: mean_std(v))
 results
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
 test_mean = runs.groupby(["encoding", "training sequences"])["test accuracy"].mean()
 test_std = runs.groupby(["encoding", "training sequences"])["test accuracy"].std()
@@ -391,7 +391,7 @@ plt.show()
 # %% [markdown]
 # **Check.** Error bars: one standard deviation over the three seeds.
 
-# %%
+# %% tags=["nbval-check-output"]
 mean = runs.groupby(["encoding", "training sequences"]).mean(numeric_only=True)
 std = runs.groupby(["encoding", "training sequences"]).std(numeric_only=True)
 for name in SCHEMES:
@@ -485,7 +485,7 @@ scales.round(3)
 #   runs. One likely reason, not measured here: the factor also multiplies every update of the
 #   token embeddings by $\sqrt d$, so scaled tokens grow towards the sinusoid's size faster.
 
-# %%
+# %% tags=["nbval-check-output"]
 assert abs(sin_norm - (D_MODEL / 2) ** 0.5) < 1e-4
 ratio, loss = scales["token / position norm"], by_setup["mean loss"].mean()
 loss_std = by_setup["mean loss"].std()
@@ -521,7 +521,7 @@ print(f"mean loss (3 seeds): matched {loss[matched].min():.3f}-{loss[matched].ma
 # tokens, $d = 32$, 2 layers; `max_len` = 24 for the learnable table; section 6's models, three
 # seeds each).
 
-# %%
+# %% tags=["nbval-check-output"]
 def row(name: str) -> dict:
     at_12_23 = [accuracy_at(models[name, 2048, seed], shifted) for seed in SEEDS]
     return {
@@ -598,7 +598,7 @@ pros_cons
 # compare the profiles of the trained learnable table (first 12 rows, `table_after[:SEQ_LEN]`)
 # and the sinusoidal table.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -613,7 +613,7 @@ check_exercise_1(similarity_by_distance)
 # **new** `LearnablePE` with `new_max_len` rows where row $p$ is `pe.weight[p % pe.max_len]`,
 # trainable, sharing no memory with `pe` (which must stay unchanged).
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
     raise NotImplementedError  # your code here
 
@@ -628,7 +628,7 @@ check_exercise_2(extend_by_copying)
 # `matched_token_std(d_model)` returning $\sigma$ as a Python float. (Hint: a row of $d$ entries
 # of variance $\sigma^2 d$ has mean squared norm $\sigma^2 d^2$.)
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def matched_token_std(d_model: int) -> float:
     raise NotImplementedError  # your code here
 
@@ -659,7 +659,7 @@ check_exercise_3(matched_token_std)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 1
 def similarity_by_distance(table: torch.Tensor) -> torch.Tensor:
     unit = F.normalize(table, dim=-1)
@@ -671,7 +671,7 @@ check_exercise_1(similarity_by_distance)
 print("learnable (trained):", similarity_by_distance(table_after[:SEQ_LEN])[:6])
 print("sinusoidal         :", similarity_by_distance(sinusoidal_table(SEQ_LEN, D_MODEL))[:6])
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2
 def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
     longer = LearnablePE(pe.d_model, new_max_len, init_std=pe.init_std)
@@ -682,7 +682,7 @@ def extend_by_copying(pe: LearnablePE, new_max_len: int) -> LearnablePE:
 
 check_exercise_2(extend_by_copying)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 3: sigma^2 * d^2 = d / 2   =>   sigma = 1 / sqrt(2 d)
 def matched_token_std(d_model: int) -> float:
     return (2 * d_model) ** -0.5

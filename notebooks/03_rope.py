@@ -84,7 +84,7 @@ def tiny(value: float, floor: float = 1e-5) -> str:
 # The absolute positions cancel; only the offset $n - m$ survives. And a rotation does not change
 # a vector's length, so the content ($\lVert q\rVert$, $\lVert k\rVert$) is untouched.
 
-# %%
+# %% tags=["nbval-check-output"]
 def rotation(angle: float) -> torch.Tensor:
     """The 2x2 matrix that turns a 2-D vector counter-clockwise by ``angle`` radians."""
     c, s = math.cos(angle), math.sin(angle)
@@ -118,7 +118,7 @@ plt.show()
 # Checked below, entry by entry, against the closed form $q^\top R((n-m)\theta)\,k$, and as a
 # shift of both positions by the same offset $c$.
 
-# %%
+# %% tags=["nbval-check-output"]
 for m in range(n_pos):
     for n in range(n_pos):
         assert_close(scores_2d[m, n], q @ rotation((n - m) * theta) @ k)
@@ -166,7 +166,7 @@ def rope_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0)
 # offset leaves every score unchanged, for random content at every position (each query and key
 # is different); every vector keeps its norm; and $R_k^\top$ is notebook 01's $M_k$.
 
-# %%
+# %% tags=["nbval-check-output"]
 head_dim, seq = 64, 16
 qs = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)   # a different query per position
 ks = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)
@@ -196,7 +196,7 @@ print("pairs rotate as in section 1; scores unchanged under shifts up to 100000;
 # between positions $m$ and $n$. Without position all 64 x 64 scores would be equal; with RoPE the
 # matrix is Toeplitz (constant along diagonals), and the score is largest near the diagonal.
 
-# %%
+# %% tags=["nbval-check-output"]
 x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen).expand(64, head_dim)
 rx = rope_inline(x_same, torch.arange(64))
 toeplitz = rx @ rx.T
@@ -215,7 +215,7 @@ plt.show()
 # (batch, seq, head_dim/2), and `apply_rope(x, cos, sin, layout="interleaved")` rotates a
 # (batch, heads, seq, head_dim) tensor. It agrees with the inline version:
 
-# %%
+# %% tags=["nbval-check-output"]
 x = torch.randn(2, 4, seq, head_dim, generator=gen)               # (batch, heads, seq, head_dim)
 inv_freq = rope_inv_freq(head_dim)
 assert_close(inv_freq, theta_i.float())
@@ -240,7 +240,7 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{hea
 # with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
 # section 7.
 
-# %%
+# %% tags=["nbval-check-output"]
 def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """Interleaved RoPE as complex multiplication. x: (..., seq, head_dim); positions: (seq,)."""
     head_dim = x.shape[-1]
@@ -278,7 +278,7 @@ print("complex form == real form (inline and library); score = Re sum_i q_i conj
 #   $\text{rotate\_half}(x) = [-x_2 \,|\, x_1]$ and
 #   $\text{RoPE}(x) = x \odot [\cos\,|\,\cos] + \text{rotate\_half}(x) \odot [\sin\,|\,\sin]$.
 
-# %%
+# %% tags=["nbval-check-output"]
 d_small = 16
 pair_of_dim = {
     "interleaved": torch.arange(d_small) // 2,        # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
@@ -301,7 +301,7 @@ plt.show()
 # Because a dot product does not care about the order of coordinates (as long as query and key
 # use the same order), the scores agree too.
 
-# %%
+# %% tags=["nbval-check-output"]
 perm = rope_layout_permutation(head_dim)
 assert torch.equal(perm, torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]))
 half = apply_rope(x[..., perm], cos, sin, layout="half")
@@ -346,7 +346,7 @@ assert test_acc > 0.99
 # The model solves the task. Where does it look? Its attention weights on one test sequence
 # (`attention_weights` gives them for every layer, each of shape (batch, heads, queries, keys)):
 
-# %%
+# %% tags=["nbval-check-output"]
 seq_map = 16
 tokens_map = test_data[0][:1, :seq_map]
 weights = model.attention_weights(tokens_map)[0]                            # layer 0: (batch, heads, q, k)
@@ -367,7 +367,7 @@ assert on_lag.max(0).values.min() > 0.5                                    # eve
 # hand: project, split heads, rotate q and k (not v), then `scaled_dot_product_attention` with a
 # causal mask, or the same with an explicit softmax. All three agree with the library layer.
 
-# %%
+# %% tags=["nbval-check-output"]
 attn = model.blocks[0].attn
 scheme = model.scheme
 h = torch.randn(2, 10, 32, generator=gen)                             # (batch, seq, d_model)
@@ -403,7 +403,7 @@ print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with
 # changes. The same holds for the whole trained model, whose only position *encoding* is RoPE
 # (the causal mask is the other source of order, see the takeaway below).
 
-# %%
+# %% tags=["nbval-check-output"]
 def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
     """The attention layer on ``h`` with positions offset..offset+9, optionally rotating v too."""
     with torch.no_grad():
@@ -433,7 +433,7 @@ print("the trained RoPE model gives the same logits when every position is shift
 # layer counts positions on from the cache length by default; `last_token_logits_two_ways`
 # compares full recomputation with "prefix into the cache, then one decode step":
 
-# %%
+# %% tags=["nbval-check-output"]
 full, cached = last_token_logits_two_ways(model, tokens)
 assert_close(cached, full)
 print(f"KV-cache step vs full recomputation: max |difference| {tiny((cached - full).abs().max().item())}")
@@ -443,7 +443,7 @@ print(f"KV-cache step vs full recomputation: max |difference| {tiny((cached - fu
 # the sequence restarted. The keys in the cache still sit at positions 0..30, so every relative
 # distance the query sees is wrong:
 
-# %%
+# %% tags=["nbval-check-output"]
 with torch.no_grad():
     cache = model.new_cache()
     model(tokens[:, :-1], cache=cache)
@@ -475,7 +475,7 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 #
 # Loading as is runs without any error. It is silently wrong:
 
-# %%
+# %% tags=["nbval-check-output"]
 as_is = rope_decoder("half")
 as_is.load_state_dict(model.state_dict())
 with torch.no_grad():
@@ -493,7 +493,7 @@ assert acc_as_is < 0.5
 # fused `qkv` projection, so `convert_rope_checkpoint(state, n_heads, to)` converts its first two
 # thirds (the q and k rows) in every layer of a state_dict.
 
-# %%
+# %% tags=["nbval-check-output"]
 converted = rope_decoder("half")
 converted.load_state_dict(convert_rope_checkpoint(model.state_dict(), n_heads=2, to="half"))
 with torch.no_grad():
@@ -523,7 +523,7 @@ print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.
 # paper plots $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$; we do the same, up to 32768
 # tokens, and check the inequality on random queries and keys.
 
-# %%
+# %% tags=["nbval-check-output"]
 d_rf = 128
 theta_rf = 10000.0 ** (-torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf)        # (64,)
 distance = torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)]).round().unique().double()
@@ -587,7 +587,7 @@ assert peaks.iloc[2:].min() > 0.3 * bound[0].item()                            #
 # measure, for each position, the worst pair's error as the distance on the unit circle between
 # the computed $(\cos, \sin)$ and the exact float64 one (0 = exact, 2 = opposite direction).
 
-# %%
+# %% tags=["nbval-check-output"]
 d_prec = 128
 inv_freq_prec = rope_inv_freq(d_prec)
 theta64 = 10000.0 ** (-torch.arange(0, d_prec, 2, dtype=torch.float64) / d_prec)
@@ -632,7 +632,7 @@ display(pd.DataFrame([[f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)] f
 # precision slowly (near 32768 neighbouring float32 numbers are $2^{-8}$ apart), which is why
 # positions stay exact integers until the multiplication and the angles never go below float32.
 
-# %%
+# %% tags=["nbval-check-output"]
 late = all_pos >= 1000
 assert errors["bf16 angles (naive)"][late].mean() > 1.0
 assert errors["float32 angles, cast to bf16"].max() < 0.01
@@ -654,7 +654,7 @@ print(f"at every position >= 1000 the float32-then-cast error is at least {ratio
 # angles the model has never seen. First, how many pairs complete a turn (wavelength
 # $2\pi/\theta_i \le L$)?
 
-# %%
+# %% tags=["nbval-check-output"]
 def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
     """Number of rotary pairs whose wavelength 2 pi / theta_i fits within ``length`` tokens."""
     wavelength = 2 * math.pi / rope_inv_freq(head_dim, base).double()
@@ -737,7 +737,7 @@ assert curves["window of 32 keys"].min() > 0.99
 #   farthest ones, 32 keys as in training, half of them at unseen distances: unseen angles
 #   without dilution.
 
-# %%
+# %% tags=["nbval-check-output"]
 def last_query_accuracy(decoder: TinyTransformer, length: int, control: str) -> float:
     """Accuracy of the last query's prediction on 512 random sequences of ``length`` tokens."""
     tokens, targets = lag_task(512, length, VOCAB, LAG, torch.Generator().manual_seed(length))
@@ -769,7 +769,7 @@ extrapolation
 # %% [markdown]
 # **Check.**
 
-# %%
+# %% tags=["nbval-check-output"]
 mean, std = stats["mean"], stats["std"]
 beyond = mean.index > TRAIN_LEN
 assert (mean.loc[TRAIN_LEN] > 0.99).all()                                        # at L every control is perfect
@@ -803,7 +803,7 @@ print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}
 # (as in Hugging Face), and the score splits into a rotated part, which depends on $m - n$, and
 # a pass-through part, which depends on neither position.
 
-# %%
+# %% tags=["nbval-check-output"]
 partial = RotaryPE(head_dim=64, rotary_fraction=0.25)
 print(partial)
 q_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)          # (batch, heads, seq, head_dim)
@@ -833,7 +833,7 @@ print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
 # minus the rotated share: that part of the head matches content at any distance, while the
 # rotated part carries the relative position.
 
-# %%
+# %% tags=["nbval-check-output"]
 x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(1, 1, 256, 64)
 distances = torch.arange(256)
 rows = {}
@@ -896,7 +896,7 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 # `x * cos + rotate_half(x) * sin` (with cos/sin repeated to full width) is the library's
 # half-split RoPE.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -911,7 +911,7 @@ check_exercise_1(rotate_half)
 # model, without calling `convert_qk_weight`. The checker compares attention scores of the two
 # layouts.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -925,7 +925,7 @@ check_exercise_2(interleaved_to_half)
 # to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE decoder with
 # your positions and compares with full recomputation.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -939,7 +939,7 @@ check_exercise_3(decode_positions)
 # (head_dim/2,) float32; return (cos, sin), each (batch, seq, head_dim/2) in `dtype`, accurate at
 # every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
     raise NotImplementedError  # your code here
 
@@ -967,7 +967,7 @@ check_exercise_4(safe_cos_sin)
 # One cell per exercise: each redefines the answer and runs its checker (so the notebook
 # proves that every solution passes). Try the exercise first.
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 1
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
@@ -976,7 +976,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(rotate_half)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     head_dim = weight.shape[0] // n_heads
@@ -987,7 +987,7 @@ def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 check_exercise_2(interleaved_to_half)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 3
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     return torch.arange(cache_len, cache_len + n_new)[None]
@@ -995,7 +995,7 @@ def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
 
 check_exercise_3(decode_positions)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 4
 def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
     angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)

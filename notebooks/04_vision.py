@@ -63,7 +63,7 @@ pd.set_option("display.width", 120)
 # the second row: the 1-D index distance, the true 2-D distance, and the cosine similarity of the
 # 1-D sinusoidal encodings of [01](01_sinusoidal.ipynb) (d = 32).
 
-# %%
+# %% tags=["nbval-check-output"]
 G = 4
 index = torch.arange(G * G)
 rows, cols = (t[0] for t in grid_coordinates(index[None], G, G))
@@ -90,7 +90,7 @@ plt.show()
 # while (2, 3), right below, is 4 tokens away; the sinusoidal encoding, which only knows the
 # index, calls (2, 0) the more similar one.
 
-# %%
+# %% tags=["nbval-check-output"]
 print(f"(1,3)->(2,0): 1-D distance {dist_1d[2, 0]:.0f}, 2-D distance {dist_2d[2, 0]:.3f}, sinusoid similarity {sim_1d[2, 0]:.3f}")
 print(f"(1,3)->(2,3): 1-D distance {dist_1d[2, 3]:.0f}, 2-D distance {dist_2d[2, 3]:.3f}, sinusoid similarity {sim_1d[2, 3]:.3f}")
 assert dist_1d[2, 0] == 1 and dist_2d[2, 0] > 3 and dist_1d[2, 3] == 4 and dist_2d[2, 3] == 1
@@ -115,7 +115,7 @@ assert sim_1d[2, 0] > sim_1d[2, 3] + 0.1
 # Every image holds the same bag of patches (one A, one B, the rest empty), so the exact
 # bag-of-patches ceiling, computed by enumerating every image, is 1/4.
 
-# %%
+# %% tags=["nbval-check-output"]
 x_train, y_train = load_digits("train")
 x_test, y_test = load_digits("test")
 task = RelativeDirection(G, G)
@@ -146,7 +146,7 @@ plt.show()
 # **Check.** The ceiling is exactly 1/4, the classes are balanced and the data file is the one
 # whose checksum is recorded: a corrupted copy is refused with an error that names the file.
 
-# %%
+# %% tags=["nbval-check-output"]
 assert ceiling == 0.25 and torch.bincount(dir_labels).unique().numel() == 1
 assert x_train.shape == (1300, 8, 8) and len(y_test) == 497 and 0 <= x_train.min() and x_train.max() <= 1
 with tempfile.TemporaryDirectory() as tmp:
@@ -189,7 +189,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # first); the cell below checks it on the library: a query at (0, c) and one at (r, 0) turn
 # only their first and only their second half of the pairs.
 
-# %%
+# %% tags=["nbval-check-output"]
 axial = AxialRoPE2D(8, G, G, n_prefix=1)
 unit = torch.cat([torch.ones(4), torch.zeros(4)]).expand(1, 1, 1 + G * G, 8)  # each pair = (1, 0)
 turned = axial.rotate_qk(unit, unit, torch.arange(1 + G * G)[None])[0][0, 0]
@@ -235,7 +235,7 @@ for task_name, scheme_name, seed in progress(list(itertools.product(TASKS, VIT_S
 results = pd.DataFrame(results)
 
 
-# %%
+# %% tags=["nbval-check-output"]
 def summary(df: pd.DataFrame, by: str | list[str], order=VIT_SCHEMES) -> pd.DataFrame:
     out = df.groupby(by, sort=False)["accuracy"].agg(["mean", "std", "min", "max"])
     return out.reindex(order) if order is not None else out
@@ -254,7 +254,7 @@ for name, table in tables.items():
 # of section 1, measured. On the digits, the bag of patches is already far above the 10% of
 # guessing, and position adds a margin larger than twice the spread of the seeds.
 
-# %%
+# %% tags=["nbval-check-output"]
 dig, dirn = tables["digits"], tables["direction"]
 fixed_2d = ["2-D sin-cos", "axial RoPE", "mixed RoPE"]
 assert dirn.loc["none", "max"] == dirn.loc["none", "min"] == ceiling == 0.25
@@ -292,7 +292,7 @@ print(f"digits: bag of patches {dig.loc['none', 'mean']:.3f}, best with position
 # patch's own location: the figure of Dosovitskiy et al. (2021, Fig. 7), for the models of seed 0
 # on both tasks.
 
-# %%
+# %% tags=["nbval-check-output"]
 def mosaic(sim: torch.Tensor) -> np.ndarray:
     """(H, W, H, W) similarity maps -> one image of H x W small maps, a blank line between maps."""
     h, w = sim.shape[:2]
@@ -323,7 +323,7 @@ plt.show()
 # **Check.** A measure of "knows the grid": the mean similarity of grid neighbours (one step
 # along a row or a column) minus that of patches three or more steps apart, for every seed.
 
-# %%
+# %% tags=["nbval-check-output"]
 def neighbour_contrast(sim: torch.Tensor) -> float:
     h, w = sim.shape[:2]
     r, c = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
@@ -356,7 +356,7 @@ assert one_d.loc["direction", "mean"] - one_d.loc["digits", "mean"] > 2 * one_d[
 # Next, the attention of the axial-RoPE model of seed 0 on the direction task: the class token
 # and the patch A, as queries, over the 16 patches, for one image (mean over the 4 heads).
 
-# %%
+# %% tags=["nbval-check-output"]
 model = models["direction", "axial RoPE", 0]
 j = int(shown[0])
 weights = model.attention_weights(dir_images[j : j + 1])[0][0].mean(0)  # layer 0, image 0: (tokens, tokens)
@@ -371,7 +371,7 @@ for ax, (name, q) in zip(axes, {"class token": 0, f"patch A {divmod(a_cell, G)}"
 fig.suptitle(f"Axial RoPE, direction task: B is {WHERE[task.CLASSES[dir_labels[j]]]} A (circles: A and B)")
 plt.show()
 
-# %%
+# %% tags=["nbval-check-output"]
 print(f"class token: weight on A {weights[0, 1 + a_cell]:.3f}, on B {weights[0, 1 + b_cell]:.3f}, "
       f"uniform would be {1 / 17:.3f}")
 assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the class token's attention
@@ -428,7 +428,7 @@ res_table = pd.concat({s: resized.groupby(["task", "scheme"], sort=False)[s].agg
 print(f"accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")
 print(res_table.round(3).to_string())
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.4), sharey=True)
 for ax, task_name in zip(axes, MOVED, strict=True):
     for i, scheme_name in enumerate(RESIZED):
@@ -498,7 +498,7 @@ print("digits, resampled 1-D table minus the best other scheme:",
 # **Question.** At this size, how many parameters does each scheme add, and what does it cost
 # per forward pass?
 
-# %%
+# %% tags=["nbval-check-output"]
 cost = []
 for scheme_name in VIT_SCHEMES:
     model = make_vit("digits", scheme_name)
@@ -519,7 +519,7 @@ assert (cost.loc[["none", "1-D sinusoidal", "2-D sin-cos", "axial RoPE"], "posit
 # addition per token channel, (1 + 16) x 32 = 544; a 2-D RoPE rotates q and k in every layer, 3
 # operations per channel (`x cos + rotate(x) sin`), 3 x 2 x 17 x 32 = 3,264 per layer.
 
-# %%
+# %% tags=["nbval-check-output"]
 TOKENS = 1 + G * G
 for scheme_name in VIT_SCHEMES:
     model = make_vit("digits", scheme_name)
@@ -567,7 +567,7 @@ assert (cost["position ops / image"] < 0.01 * cost["matmul FLOPs / image"]).all(
 # Write `row_col(index, grid_w)`: for integer patch indices in row-major order on a grid `grid_w`
 # patches wide, return the pair `(rows, cols)`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
     raise NotImplementedError  # your code here
 
@@ -581,7 +581,7 @@ check_exercise_1(row_col)
 # al.'s code (`compute_axial_cis`): first the `c` pairs driven by the column, then the `c` pairs
 # driven by the row.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -594,7 +594,7 @@ check_exercise_2(axial_angles)
 # longer equally frequent. What is the exact bag-of-patches ceiling? Use `pairs()` to count, not
 # `bag_of_patches_ceiling()`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 my_ceiling = ...  # a number between 0 and 1
 
 check_exercise_3(my_ceiling)
@@ -621,7 +621,7 @@ check_exercise_3(my_ceiling)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
     return index // grid_w, index % grid_w
 
@@ -629,14 +629,14 @@ def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tenso
 check_exercise_1(row_col)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     return torch.cat([cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1)
 
 
 check_exercise_2(axial_angles)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 _, labels = RelativeDirection(3, 6).pairs()
 my_ceiling = torch.bincount(labels).max().item() / len(labels)  # one bag for every image: best = commonest class
 

@@ -85,7 +85,7 @@ def mib(n_bytes: float) -> str:
 # past. The bias of a (query, key) pair is `table[bucket, head]`, a learned `(32, heads)` table
 # shared by every layer.
 
-# %%
+# %% tags=["nbval-check-output"]
 offsets = torch.arange(-160, 161)
 buckets_bi = t5_relative_bucket(offsets, bidirectional=True)
 buckets_causal = t5_relative_bucket(offsets, bidirectional=False)
@@ -103,7 +103,7 @@ plt.show()
 # buckets 16-31, and every distance from 128 on lands in the last bucket of its side. Causal:
 # distances 0-15 are exact and every key after the query falls in bucket 0 (the mask hides it).
 
-# %%
+# %% tags=["nbval-check-output"]
 past = -offsets[offsets <= 0]  # distance of a key at or before the query
 assert torch.equal(t5_relative_bucket(-torch.arange(8)), torch.arange(8))
 assert torch.equal(t5_relative_bucket(torch.arange(1, 8)), 16 + torch.arange(1, 8))
@@ -119,7 +119,7 @@ print("distinct buckets used by offsets -160..160: bidirectional", len(buckets_b
 # constant along every diagonal (a Toeplitz matrix). Bucket ids are not a signed quantity, so a
 # sequential colour map:
 
-# %%
+# %% tags=["nbval-check-output"]
 L_SHOW = 48
 pos = torch.arange(L_SHOW)[None]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -138,7 +138,7 @@ plt.show()
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
 # `posenc_lib.course.cost.allocated_bytes`, temporaries included).
 
-# %%
+# %% tags=["nbval-check-output"]
 t5 = T5RelativeBias(4, bidirectional=False)
 pos = torch.arange(1024)[None]
 
@@ -181,7 +181,7 @@ print(f"time: every pair {time_pairs * 1e3:.1f} ms, offsets + gather {time_gathe
 # takes the $p$ slopes of the power of two $p$ below $n$, then every other slope of $2p$ (which
 # fall between them) until there are $n$.
 
-# %%
+# %% tags=["nbval-check-output"]
 slopes8, slopes12 = alibi_slopes(8), alibi_slopes(12)
 print("8 heads: ", [f"{s:.4g}" for s in slopes8.tolist()])
 print("12 heads:", [f"{s:.4g}" for s in slopes12.tolist()])
@@ -198,7 +198,7 @@ plt.show()
 # the 1st, 3rd, 5th and 7th slope of 16 heads ($2^{-0.5}, 2^{-1.5}, \dots$), which interleave
 # with the first eight.
 
-# %%
+# %% tags=["nbval-check-output"]
 assert torch.equal(slopes8, torch.tensor([2.0**-h for h in range(1, 9)]))
 slopes16 = alibi_slopes(16)
 assert torch.equal(slopes12[:8], slopes8) and torch.equal(slopes12[8:], slopes16[0:8:2])
@@ -212,7 +212,7 @@ print("12-head slopes = 8-head slopes + every other 16-head slope")
 # So the per-key bias $m\,j$, shape (heads, 1, L), gives the same attention as the full
 # (heads, L, L) one. BLOOM stores exactly this.
 
-# %%
+# %% tags=["nbval-check-output"]
 L_SHOW = 24
 pos = torch.arange(L_SHOW)[None]
 full = alibi_bias(slopes8, pos, pos)                 # (1, 8, L, L)
@@ -247,7 +247,7 @@ assert no_mask_gap > 0.1
 # Below: the layer with compact ALiBi (folded, `is_causal`) against the same layer with the full
 # bias (one float mask), outputs and bytes.
 
-# %%
+# %% tags=["nbval-check-output"]
 def alibi_layer(compact: bool, heads: int = 8, d_model: int = 64) -> MultiHeadAttention:
     torch.manual_seed(0)
     return MultiHeadAttention(d_model, heads, ALiBi(heads, causal=compact)).eval()
@@ -269,7 +269,7 @@ assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 # context of 8192 tokens: the full bias for one sequence, in float32 and bf16, against the compact
 # (heads, 1, L) form.
 
-# %%
+# %% tags=["nbval-check-output"]
 heads, length = 32, 8192
 full_bytes = {dtype: heads * length * length * torch.finfo(dtype).bits // 8 for dtype in (torch.float32, torch.bfloat16)}
 compact_bytes = heads * length * 4
@@ -285,7 +285,7 @@ assert full_bytes[torch.float32] // compact_bytes == length
 # matter (near the diagonal) are small and keep their digits. Measured: the same layer in bf16,
 # against a float64 run of the full form.
 
-# %%
+# %% tags=["nbval-check-output"]
 x = torch.randn(1, 1024, 64, generator=gen)
 with torch.no_grad():
     reference = alibi_layer(False).double()(x.double(), causal=True)
@@ -315,7 +315,7 @@ assert bf16_error["compact bias"] > 5 * bf16_error["full bias"]
 # shift both differences to be non-negative and flatten,
 # $\text{index} = (\Delta r + M - 1)(2M - 1) + (\Delta c + M - 1)$.
 
-# %%
+# %% tags=["nbval-check-output"]
 M = 3
 index = swin_relative_position_index(M, M)  # (9, 9): pair of patches -> row of the 25-row table
 uses = torch.bincount(index.flatten(), minlength=(2 * M - 1) ** 2).reshape(2 * M - 1, 2 * M - 1)
@@ -347,7 +347,7 @@ plt.show()
 # the table with it. BEiT adds a class token: it gets three more learned rows (class → patch,
 # patch → class, class → class).
 
-# %%
+# %% tags=["nbval-check-output"]
 rows, cols = torch.arange(M).repeat_interleave(M), torch.arange(M).repeat(M)
 formula = (rows[:, None] - rows[None, :] + M - 1) * (2 * M - 1) + (cols[:, None] - cols[None, :] + M - 1)
 assert torch.equal(index, formula)
@@ -380,7 +380,7 @@ print(f"Swin {M}x{M}: table of {n_rel} rows; BEiT with a class token: {n_rel + 3
 # channel for a constant input, with one PEG and with three stacked (each layer's zero border
 # reaches one token further in).
 
-# %%
+# %% tags=["nbval-check-output"]
 G, D_PEG = 6, 16  # a 6 x 6 grid of 16-channel tokens
 
 
@@ -497,7 +497,7 @@ print(f"chance {chance:.3f}")
 # without the mask the probe is at chance, as it must be for any encoder without position (its
 # output at a token depends on that token and the bag of all tokens, never on the index).
 
-# %%
+# %% tags=["nbval-check-output"]
 assert nope_probe["decoder (causal mask)"] > 3 * chance
 assert nope_probe["same weights, no mask (encoder)"] < 1.5 * chance
 print(f"decoder / chance = {nope_probe['decoder (causal mask)'] / chance:.1f}")
@@ -527,7 +527,7 @@ print(summary["mean ± std"].to_string())
 # %% [markdown]
 # **Check.** The orderings the prose claims, each with a margin of twice the larger spread.
 
-# %%
+# %% tags=["nbval-check-output"]
 def beats(a: str, b: str) -> bool:
     gap = summary.loc[a, "mean"] - summary.loc[b, "mean"]
     return gap > 2 * max(summary.loc[a, "std"], summary.loc[b, "std"])
@@ -554,7 +554,7 @@ print("RoPE, T5, sinusoidal and learnable beat ALiBi and none by more than 2 std
 #
 # What did T5 learn? Its bias per head, against the offset (seed 0):
 
-# %%
+# %% tags=["nbval-check-output"]
 t5_trained = run("T5 bias", 0).scheme
 with torch.no_grad():
     learned = t5_trained.offset_bias()  # (2 * 128 + 1, heads); row r = offset r - 128
@@ -588,7 +588,7 @@ assert (peak == -LAG).any()
 # first touch, and their time grows faster than $L^2$ (`make bench` sets the allocator so that
 # this does not happen).
 
-# %%
+# %% tags=["nbval-check-output"]
 LENGTHS = (128, 256, 512, 1024)
 cost_sizes = {"d_model": 128, "n_heads": 4, "max_len": max(LENGTHS)}
 COST_SCHEMES = {
@@ -615,7 +615,7 @@ print(bytes_table.to_string())
 # Memory is exact, so it can be read as a polynomial: fit bytes $= aL^2 + bL + c$ on three lengths
 # and check it on the fourth. $a$ is the number of bytes per (query, key) pair.
 
-# %%
+# %% tags=["nbval-check-output"]
 per_pair = {}
 for name, values in cost_bytes.items():
     a, b, c = np.polyfit(LENGTHS[:3], values[:3], 2).round().astype(int)
@@ -684,7 +684,7 @@ plt.show()
 # The source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations, each
 # row backed by a result of this series (notebook and section; 04 and 07 by topic).
 
-# %%
+# %% tags=["nbval-check-output"]
 advice = pd.DataFrame([
     ("bidirectional encoder, fixed short inputs", "sinusoidal or learnable table",
      "00 §3 (no position: chance); 02 §6 (learnable vs sinusoidal); 05 §6 (sinusoidal solves the lag task)"),
@@ -738,7 +738,7 @@ advice
 # Write `my_alibi_slopes(n_heads)` returning the $n$ slopes as a tensor (or list): $2^{-8h/n}$ for a
 # power of two, and the rule of section 2 otherwise. Do not call `alibi_slopes`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def my_alibi_slopes(n_heads: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -751,7 +751,7 @@ check_exercise_1(my_alibi_slopes)
 # for a window of `window_h` rows and `window_w` columns (patches in row-major order). Careful: the
 # row difference is multiplied by the number of *column* offsets.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -764,7 +764,7 @@ check_exercise_2(my_swin_index)
 # $d$ (key before the query) that shares its bucket with distance $d + 1$? Work it out from the
 # rule, then check it with `t5_relative_bucket`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 first_shared_distance = ...  # your answer: an int
 
 check_exercise_3(first_shared_distance)
@@ -794,7 +794,7 @@ check_exercise_3(first_shared_distance)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def my_alibi_slopes(n_heads: int) -> torch.Tensor:
     def power_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
@@ -805,7 +805,7 @@ def my_alibi_slopes(n_heads: int) -> torch.Tensor:
 
 check_exercise_1(my_alibi_slopes)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
     rows = torch.arange(window_h).repeat_interleave(window_w)  # row of each patch, row-major
     cols = torch.arange(window_w).repeat(window_h)
@@ -816,7 +816,7 @@ def my_swin_index(window_h: int, window_w: int) -> torch.Tensor:
 
 check_exercise_2(my_swin_index)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # 16 buckets per direction, half of them (8) exact: distances 0-7 have their own bucket; 8 starts
 # the log-spaced part, where bucket 8 + floor(8 * log(d/8) / log(16)) is 8 for d = 8 and 9.
 first_shared_distance = 8

@@ -77,7 +77,7 @@ pd.set_option("display.width", 120)
 # SHA-256 before reading it, and splits it once and for all: five plays to train on, *Macbeth*,
 # never seen in training, to validate on.
 
-# %%
+# %% tags=["nbval-check-output"]
 corpus = char_corpus()
 print(f"{len(corpus.text):,} characters, vocabulary of {len(corpus.vocab)}: "
       f"{corpus.train.numel():,} for training, {corpus.valid.numel():,} (Macbeth) for validation")
@@ -98,7 +98,7 @@ assert corpus.decode(corpus.encode("Fair is foul, and foul is fair:")) == "Fair 
 # same text. (The one exception, dynamic NTK, changes its frequencies with the sequence length
 # and gets one pass per length.)
 
-# %%
+# %% tags=["nbval-check-output"]
 L = 32
 LENGTHS = [L, 2 * L, 4 * L, 8 * L]
 SEEDS = [0, 1, 2]
@@ -140,7 +140,7 @@ models = {(name, seed): train_char_lm(make(), corpus, L, STEPS, seed)
 # %% [markdown]
 # Per-position losses on the 256-character windows, for every model but the learnable one:
 
-# %%
+# %% tags=["nbval-check-output"]
 def evaluate(name: str, seed_models: list, **kwargs) -> None:
     """Store the per-position losses (3, 8L) and perplexities at LENGTHS (3, 4) of one method's models."""
     losses[name] = torch.stack([per_position_loss(model, inputs, targets, **kwargs) for model in seed_models])
@@ -159,7 +159,7 @@ print({name: round(float(v[:, 0].mean()), 2) for name, v in ppl.items()}, "(perp
 # The learnable model has 32 rows, one per trained position. Asked for position 32 it does not
 # guess: `LearnablePE` refuses, with a message that says why.
 
-# %%
+# %% tags=["nbval-check-output"]
 learnable_at_L = [perplexity_at(per_position_loss(models["learnable", s], inputs[:, :L], targets[:, :L]), [L])[0]
                   for s in SEEDS]
 print("learnable at L: perplexity", np.round(learnable_at_L, 2).tolist())
@@ -177,7 +177,7 @@ except ValueError as err:
 # measure what that is worth. (GPT-2-style models simply stop at their table; "interpolating" a
 # learned table to more rows is what [04](04_vision.ipynb) does for images.)
 
-# %%
+# %% tags=["nbval-check-output"]
 clamped = torch.arange(8 * L).clamp(max=L - 1)[None]
 evaluate("learnable (clamped)", [models["learnable", s] for s in SEEDS], positions=clamped)
 print("learnable, positions clamped at L-1: perplexity", np.round(ppl["learnable (clamped)"].mean(0), 2))
@@ -209,7 +209,7 @@ print("learnable, positions clamped at L-1: perplexity", np.round(ppl["learnable
 # `with_scheme` gives a copy of a trained model with another RoPE (RoPE has no weights, so
 # nothing else changes); the trained model itself stays as it was.
 
-# %%
+# %% tags=["nbval-check-output"]
 SCALINGS = {
     "RoPE + PI": {"rope_type": "linear", "factor": 8.0},
     "RoPE + NTK-aware": {"rope_type": "ntk", "factor": 8.0},
@@ -223,7 +223,7 @@ print({name: np.round(ppl[name].mean(0), 2).tolist() for name in SCALINGS})
 # Dynamic NTK at length $n$ is NTK-aware scaling with factor $n / L_0$; we check that on the
 # frequencies, then run it once per length:
 
-# %%
+# %% tags=["nbval-check-output"]
 DYNAMIC = {"rope_type": "dynamic", "factor": 1.0, "original_max_position_embeddings": L}
 for n in LENGTHS[1:]:
     assert_close(rope_frequencies(HEAD_DIM, DYNAMIC, seq_len=n)[0],
@@ -259,7 +259,7 @@ for name, config in {"RoPE + PI + fine-tune": SCALINGS["RoPE + PI"], "RoPE + fin
 # one line per method, mean of 3 seeds with the seed range shaded. Left: the encodings trained
 # from scratch; right: RoPE and what can be done to it after training (ALiBi repeated as reference).
 
-# %%
+# %% tags=["nbval-check-output"]
 table = pd.DataFrame({name: [f"{m:.2f} ± {sd:.2f}" for m, sd in zip(v.mean(0), v.std(0, ddof=1))]
                       for name, v in ppl.items()}, index=[f"{n} ({n // L}L)" for n in LENGTHS]).T
 def learnable_cell(n: int) -> str:
@@ -276,7 +276,7 @@ table.loc["learnable"] = [learnable_cell(n) for n in LENGTHS]
 table.index.name = "perplexity (mean ± std, 3 seeds)"
 display(table)
 
-# %%
+# %% tags=["nbval-check-output"]
 # one colour, dash and marker per method, the same in every figure below
 STYLE = {name: (COLORS[c], LINESTYLES[d], MARKERS[m]) for name, (c, d, m) in {
     "sinusoidal": (0, 0, 0), "learnable (clamped)": (1, 1, 1), "RoPE": (2, 2, 2), "T5 bias": (3, 3, 3),
@@ -318,7 +318,7 @@ plt.show()
 # **Check.** Orderings at $8L$ asserted with a margin of twice the larger seed spread, and growth
 # factors $\mathrm{ppl}(8L)/\mathrm{ppl}(L)$ per method:
 
-# %%
+# %% tags=["nbval-check-output"]
 mean = {name: v.mean(0) for name, v in ppl.items()}
 std = {name: v.std(0, ddof=1) for name, v in ppl.items()}
 growth = pd.Series({name: mean[name][-1] / mean[name][0] for name in ppl}, name="ppl(8L) / ppl(L)").round(3)
@@ -376,7 +376,7 @@ print(f"RoPE - sinusoidal at 8L: {gap:.2f} (stds {std['RoPE'][-1]:.2f}, {std['si
 # does the loss actually rise? The curve below is the loss at each position (mean of the 32
 # windows and 3 seeds, smoothed over 8 positions).
 
-# %%
+# %% tags=["nbval-check-output"]
 SHOWN = ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE", "RoPE + PI + fine-tune"]
 window = 8
 curves = {name: moving_average(losses[name].mean(0).tolist(), window) for name in SHOWN}
@@ -399,7 +399,7 @@ plt.show()
 # is harder in some places than others: every curve, ALiBi's included, has a bump around
 # position 126, and ALiBi's highest point past $L$ stays below it (printed below the table).
 
-# %%
+# %% tags=["nbval-check-output"]
 def level(curve: np.ndarray) -> float:
     """Mean smoothed loss over positions L/2 .. L-1: the level inside the training range."""
     return curve[(x >= L // 2) & (x < L)].mean()
@@ -448,7 +448,7 @@ assert L < onsets["sinusoidal"] < 1.5 * L < onsets["RoPE"] < onsets["T5 bias"]
 # us what adding keys does by itself. (Section 9 of [03](03_rope.ipynb) used the plain window;
 # keeping the first tokens is the "attention sink" of StreamingLLM, Xiao et al. 2023.)
 
-# %%
+# %% tags=["nbval-check-output"]
 MASKS = {"window L/2": window_mask(8 * L, L // 2), "window L/2 + first L/2": window_mask(8 * L, L // 2, sink=L // 2)}
 rows = {}
 for name in ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE"]:
@@ -484,7 +484,7 @@ assert rows["sinusoidal"]["window L/2"][0] > 1.3 * mean["sinusoidal"][0]  # a wi
 # attention weights (in nats; $\ln n$ for attention spread evenly over $n$ keys), averaged over
 # layers, heads and windows, at each position of the 256-character sequences (seed 0).
 
-# %%
+# %% tags=["nbval-check-output"]
 entropy = {}
 for name in ["sinusoidal", "RoPE", "ALiBi", "NoPE"]:
     maps = models[name, 0].attention_weights(inputs[:8])
@@ -527,7 +527,7 @@ assert rise["NoPE"] > 1.5 and rise["RoPE"] > 1.0 and rise["ALiBi"] > 0.5   # eve
 # its wavelength is $\lambda_i = 2\pi/\theta_i$. Which pairs complete a full turn within $L$,
 # and how do PI, NTK-aware and YaRN change each pair's frequency?
 
-# %%
+# %% tags=["nbval-check-output"]
 theta, _ = rope_frequencies(HEAD_DIM, None)
 wavelength = 2 * math.pi / theta.double()
 new_over_old = {name: (rope_frequencies(HEAD_DIM, config)[0] / theta).numpy() for name, config in SCALINGS.items()}
@@ -538,7 +538,7 @@ display(pairs.round(3))
 print("pairs with a full turn within L:", int((wavelength <= L).sum()), "of", HEAD_DIM // 2,
       "| YaRN attention factor:", round(rope_frequencies(HEAD_DIM, SCALINGS["RoPE + YaRN"])[1], 4))
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
 i = np.arange(HEAD_DIM // 2)
 axes[0].semilogy(i, wavelength, color=COLORS[0], marker=MARKERS[0], label="wavelength $2\\pi/\\theta_i$")
@@ -589,7 +589,7 @@ assert yarn[0] == 1.0 and np.allclose(yarn[2:], 1 / 8) and 1 / 8 < yarn[1] < 1
 # $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest), exactly $1/s$ for the last (the slowest).
 # With a production head width ($d = 128$, factor 8) most fast pairs barely move:
 
-# %%
+# %% tags=["nbval-check-output"]
 assert_close(rope_frequencies(HEAD_DIM, SCALINGS["RoPE + NTK-aware"])[0],
              rope_inv_freq(HEAD_DIM, 10000.0 * 8.0 ** (HEAD_DIM / (HEAD_DIM - 2))))   # only the base changes
 wide = (rope_frequencies(128, {"rope_type": "ntk", "factor": 8.0})[0] / rope_inv_freq(128)).double().numpy()
@@ -615,7 +615,7 @@ assert np.all(gain[:, 2:] > 0) and np.all(gain[:, 2:].mean(0) > 2 * gain[:, 2:].
 #
 # **Erratum E5: position interpolation needs its short fine-tune.**
 
-# %%
+# %% tags=["nbval-check-output"]
 pi = pd.DataFrame({name: mean[name] for name in ["RoPE", "RoPE + PI", "RoPE + PI + fine-tune", "RoPE + fine-tune"]},
                   index=LENGTHS).T.round(2)
 pi.columns.name = "mean perplexity at"
@@ -669,7 +669,7 @@ assert clearly_below("RoPE + fine-tune", "RoPE + PI + fine-tune")
 # cross-entropies (nats) of one sequence; return a list with, for each `n` in `lengths`, the
 # perplexity of the first `n` positions. Do not call `perplexity_at`.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
     raise NotImplementedError  # your code here
 
@@ -683,7 +683,7 @@ check_exercise_1(perplexity_curve)
 # NTK-aware scaling, without calling `rope_frequencies`. The checker compares with the library
 # for several widths and factors, and checks that pair 0 is left as it was.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -698,7 +698,7 @@ check_exercise_2(ntk_inv_freq)
 # ($i - j <$ `window`) or among the first `sink` tokens ($j <$ `sink`). The checker compares with
 # `window_mask` and runs it in a trained model.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -732,7 +732,7 @@ check_exercise_3(sink_window_mask)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
     return [math.exp(losses[:n].double().mean().item()) for n in lengths]
 
@@ -740,7 +740,7 @@ def perplexity_curve(losses: torch.Tensor, lengths: list[int]) -> list[float]:
 check_exercise_1(perplexity_curve)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
     new_base = base * factor ** (head_dim / (head_dim - 2))
     return 1.0 / new_base ** (torch.arange(0, head_dim, 2).float() / head_dim)
@@ -749,7 +749,7 @@ def ntk_inv_freq(head_dim: int, base: float, factor: float) -> torch.Tensor:
 check_exercise_2(ntk_inv_freq)
 
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
     i, j = torch.arange(seq_len)[:, None], torch.arange(seq_len)[None, :]
     return (j <= i) & ((i - j < window) | (j < sink))

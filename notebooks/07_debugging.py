@@ -157,7 +157,7 @@ shown
 # %% [markdown]
 # **Check.**
 
-# %%
+# %% tags=["nbval-check-output"]
 acc = probes.set_index(["scheme", "model", "start token"])["accuracy"]
 for (name, where), row in summary.iterrows():
     if name in ("SinusoidalPE", "LearnablePE"):
@@ -209,7 +209,7 @@ print("verdicts:", summary["verdict"].value_counts().to_dict())
 # the loss covers the real tokens only, and `row_gradient_norms` reads the gradient of every row
 # after `backward()`.
 
-# %%
+# %% tags=["nbval-check-output"]
 lengths = torch.tensor([4, 7, 10])
 mask = torch.arange(10)[None] < lengths[:, None]                      # (3, 10), True = real token
 tokens = torch.randint(1, 16, (3, 10), generator=gen).masked_fill(~mask, 0)
@@ -271,7 +271,7 @@ assert detached_runs.mean() - 2 * detached_runs.std() > 4 / PROBE_LEN     # the 
 # asserts only "far above chance". The one clear symptom is that the table never moved, and the
 # gradient check says so:
 
-# %%
+# %% tags=["nbval-check-output"]
 for label, weight in [("detached", buggy.scheme.weight),
                       ("frozen", LearnablePE(D_MODEL, 128).weight.requires_grad_(False))]:
     try:
@@ -311,7 +311,7 @@ for col, (maps, title) in enumerate([(healthy, "right positions"), (broken, "all
                 "query position", "attention weight")
 plt.show()
 
-# %%
+# %% tags=["nbval-check-output"]
 def mass_at_offset(maps: torch.Tensor, offset: int) -> torch.Tensor:
     """Mean attention weight a query at i >= offset puts on key i - offset, per head: (heads,)."""
     return maps.diagonal(-offset, dim1=-2, dim2=-1).mean(-1)
@@ -452,7 +452,7 @@ train(abs_model, lag_train, 150, generator=torch.Generator().manual_seed(0), des
 first_model = make(LearnablePE(D_MODEL, max_len=SEQ, init_std=1.0), causal=True)
 _ = train(first_model, first_train, 150, generator=torch.Generator().manual_seed(0), desc="learnable decoder, first token")
 
-# %%
+# %% tags=["nbval-check-output"]
 test_lengths = torch.randint(6, SEQ + 1, (512,), generator=gen)
 left_mask = torch.arange(SEQ)[None] >= (SEQ - test_lengths)[:, None]       # (512, 16), left padding
 
@@ -483,7 +483,7 @@ side_by_side = pd.DataFrame(
     index=["lag 3 (relative task)", "first token (absolute task)"])
 side_by_side.round(3)
 
-# %%
+# %% tags=["nbval-check-output"]
 row = int(test_lengths.argmin())
 tokens, targets = (t[row:row + 1] for t in left_pad(*first_test))
 with torch.no_grad():
@@ -529,7 +529,7 @@ assert torch.equal(right[real], targets[0][real]) and not torch.equal(wrong[real
 # The RoPE model of section 3 was trained with interleaved pairs (Meta's layout). Loading its
 # weights into a half-split model (Hugging Face's layout) raises nothing:
 
-# %%
+# %% tags=["nbval-check-output"]
 half_model = build("RotaryPE", causal=True, seed=1)          # RotaryPE's default layout is "half"
 half_model.load_state_dict(rope_model.state_dict())
 acc_loaded = accuracy(half_model, *lag_test)
@@ -541,7 +541,7 @@ assert acc_loaded < 0.5
 # with the logits of the implementation it came from. The fix converts the q and k rows of every
 # head (`convert_qk_weight`, notebook 03).
 
-# %%
+# %% tags=["nbval-check-output"]
 golden_batch = lag_test[0][:8]
 with torch.no_grad():
     golden = rope_model(golden_batch)
@@ -592,7 +592,7 @@ precision.round(3)
 # **Caught by** the shift check: a RoPE model's outputs must not depend on a common shift of all
 # positions beyond rounding.
 
-# %%
+# %% tags=["nbval-check-output"]
 shift_ok, shift_bug = (shift_sensitivity(m, lag_test[0][:64], 4000) for m in (bf16_library, bf16_buggy))
 print(f"max |logit change| for positions + 4000 in bfloat16: library {shift_ok:.3f}, bf16 angles {shift_bug:.2f}")
 assert precision.iloc[0].min() > 0.99 and precision.iloc[1, 1:].max() < 0.5
@@ -603,7 +603,7 @@ assert shift_ok < 0.25 < 2.0 < shift_bug
 # Sin/cos and RoPE work on pairs, so the width must be even. A hand-written table with $d = 15$
 # fails, but with a message about tensor sizes, not about the width:
 
-# %%
+# %% tags=["nbval-check-output"]
 def handwritten_sinusoidal(max_len: int, d: int) -> torch.Tensor:
     pe = torch.zeros(max_len, d)
     angle = torch.arange(max_len)[:, None] * 10000.0 ** (-torch.arange(0, d, 2) / d)
@@ -628,7 +628,7 @@ for build_it in (lambda: handwritten_sinusoidal(8, 15), lambda: SinusoidalPE(15)
 # The learnable model of section 4 has 16 rows. A common "fix" for the index error at longer
 # inputs is to clamp the positions to the last row. It runs, and on a sequence of 24 tokens:
 
-# %%
+# %% tags=["nbval-check-output"]
 long_tokens, long_targets = lag_task(256, 24, VOCAB, LAG, gen)
 with torch.no_grad():
     clamped = abs_model(long_tokens, positions=torch.arange(24).clamp(max=SEQ - 1)[None]).argmax(-1)
@@ -641,7 +641,7 @@ assert early > 0.99 and late < 0.5
 # **Caught by** `LearnablePE`, which refuses positions it has no row for, with a message that says
 # what to do (clamping, wrapping or a bare `nn.Embedding` would hide it or fail cryptically):
 
-# %%
+# %% tags=["nbval-check-output"]
 try:
     abs_model(long_tokens)
     raise AssertionError("expected a ValueError")
@@ -655,7 +655,7 @@ except ValueError as err:
 # variance queries and keys, a score is a sum of $d$ products, so its spread grows like
 # $\sqrt d$ and the softmax saturates. For a head of width 64, 32 keys, random q and k:
 
-# %%
+# %% tags=["nbval-check-output"]
 def handwritten_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True):
     scores = q @ k.transpose(-2, -1)
     if scale:
@@ -680,7 +680,7 @@ pd.DataFrame(saturation).T.round(3)
 # changes how loud content is relative to position. **Caught by** comparing with PyTorch's
 # `scaled_dot_product_attention` on random inputs:
 
-# %%
+# %% tags=["nbval-check-output"]
 reference = F.scaled_dot_product_attention(q, k, v)
 assert_close(handwritten_attention(q, k, v)[0], reference)
 try:
@@ -698,7 +698,7 @@ assert saturation["forgotten"]["largest weight per row (mean)"] > 0.8 > 0.4 > sa
 # the new token sits at position `len(cache)`, not 0. On the trained learnable model, predicting
 # the last token of each test sequence:
 
-# %%
+# %% tags=["nbval-check-output"]
 prompt, last = lag_test[0][:, :-1], lag_test[0][:, -1:]
 with torch.no_grad():
     full = abs_model(lag_test[0])[:, -1]
@@ -714,7 +714,7 @@ print(f"accuracy of the last prediction: full recomputation {(full.argmax(-1) ==
 # equal a full recomputation. The library's decode step counts on from the cache length
 # (`last_token_logits_two_ways`), and passes; the buggy loop does not:
 
-# %%
+# %% tags=["nbval-check-output"]
 full_logits, cached_logits = last_token_logits_two_ways(abs_model, lag_test[0][:64])
 assert_close(cached_logits, full_logits)
 gap = (forgot - full).abs().max().item()
@@ -807,7 +807,7 @@ assert drift[False] < 1e-4 < 0.05 < drift[True]
 # bool or 0/1 integers (1 = real token); return (batch, seq) int64 position ids that count the
 # real tokens of each row from 0, with 0 in the padded slots.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -822,7 +822,7 @@ check_exercise_1(my_position_ids)
 # return the (batch, n_new) int64 positions of the new tokens. The checker runs a model with a
 # learnable table both ways and compares with each row recomputed without padding.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -836,7 +836,7 @@ check_exercise_2(decode_positions)
 # learnable table of `max_len` rows (loss on real tokens only); return a (max_len,) bool tensor,
 # True for the rows that will receive non-zero gradient. The checker runs the backward pass.
 
-# %% tags=["exercise"]
+# %% tags=["exercise", "nbval-check-output"]
 def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
@@ -866,7 +866,7 @@ check_exercise_3(rows_with_gradient)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
     real = attn_mask.bool()
     return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
@@ -874,7 +874,7 @@ def my_position_ids(attn_mask: torch.Tensor) -> torch.Tensor:
 
 check_exercise_1(my_position_ids)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
     # The next position of each row is the number of its real tokens so far, whatever the padding.
     return attn_mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
@@ -882,7 +882,7 @@ def decode_positions(attn_mask: torch.Tensor, n_new: int) -> torch.Tensor:
 
 check_exercise_2(decode_positions)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def rows_with_gradient(positions: torch.Tensor, attn_mask: torch.Tensor, max_len: int) -> torch.Tensor:
     rows = torch.zeros(max_len, dtype=torch.bool)
     rows[positions[attn_mask.bool()]] = True      # only real tokens reach the loss
