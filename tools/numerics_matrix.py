@@ -65,8 +65,9 @@ def config_env(name: str) -> dict[str, str]:
 def _run(job: tuple[str, Path]) -> tuple[str, str, float, str]:
     """Execute one notebook under one configuration (in a worker process): (config, stem, s, error)."""
     name, path = job
+    env = config_env(name)  # from the inherited environment, before it is replaced
     os.environ.clear()
-    os.environ.update(config_env(name))
+    os.environ.update(env)
     start = time.perf_counter()
     try:
         execute(path, OUT / name, timeout=3600)  # a cell under the portable kernels can take minutes
