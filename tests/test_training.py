@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from posenc_lib.course import training
+from posenc_lib.course.training import accuracy, cross_entropy, progress, seed_everything, train
 from posenc_lib.models import TinyTransformer
 
 pytestmark = pytest.mark.usefixtures("single_thread")
