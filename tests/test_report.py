@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_lib.course.report import formatted, mean_std, rounding
+from posenc_lib.course.report import clearly_ahead, formatted, mean_std, rounding
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
@@ -40,3 +40,21 @@ def test_mean_std_uses_the_sample_std():
 def test_mean_std_needs_two_values():
     with pytest.raises(ValueError, match="at least 2"):
         mean_std([1.0])
+
+
+def test_clearly_ahead_needs_a_gap_over_twice_the_larger_spread():
+    a, b = [0.9, 0.92, 0.94], [0.8, 0.82, 0.84]   # gap 0.10, both std 0.02: 0.10 > 0.04
+    assert clearly_ahead(a, b) and not clearly_ahead(b, a)
+    wide = [0.7, 0.82, 0.94]                       # std 0.12: the same gap is within the spread
+    assert not clearly_ahead([x + 0.1 for x in wide], wide)   # gap 0.10 < 2 * 0.12
+
+
+def test_clearly_ahead_for_losses_prefers_the_lower():
+    low, high = [1.0, 1.1, 1.2], [2.0, 2.1, 2.2]
+    assert clearly_ahead(low, high, higher_is_better=False)
+    assert not clearly_ahead(high, low, higher_is_better=False)
+
+
+def test_clearly_ahead_names_a_short_argument():
+    with pytest.raises(ValueError, match="b must hold at least 3"):
+        clearly_ahead([1.0, 2.0, 3.0], [1.0, 2.0])

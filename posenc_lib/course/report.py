@@ -4,6 +4,11 @@ Small helpers, so that a notebook prints the same text on every machine: a diffe
 pure floating-point rounding is shown as a bound (its exact digits depend on the CPU and the
 BLAS library), a table's columns are turned into text with a chosen format, and repeated
 measurements (one per seed) are shown as "mean ± std".
+
+The series' one rule for comparing trained models (:func:`clearly_ahead`): with 3 or more seeds per
+setting, A is ahead of B when the gap of their means exceeds twice the larger of the two standard
+deviations (ddof=1). An ordering the prose states is asserted with this rule; a gap that fails it is
+reported as "within the seed spread", never as a ranking.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-__all__ = ["rounding", "formatted", "mean_std"]
+__all__ = ["rounding", "formatted", "mean_std", "clearly_ahead"]
 
 
 def rounding(x: float) -> str:
@@ -39,11 +44,29 @@ def formatted(df: pd.DataFrame, formats: Mapping[str, str | Callable[[object], s
     return df.assign(**{col: df[col].map(f.format if isinstance(f, str) else f) for col, f in formats.items()})
 
 
+def _mean_sd(name: str, values: Sequence[float], minimum: int) -> tuple[float, float]:
+    """Mean and ddof=1 standard deviation of ``values``, which must hold at least ``minimum`` numbers."""
+    data = [float(v) for v in values]
+    if len(data) < minimum:
+        raise ValueError(f"{name} must hold at least {minimum} measurements (one per seed), got {len(data)}")
+    mean = sum(data) / len(data)
+    return mean, (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
+
+
+def clearly_ahead(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> bool:
+    """The series' rule: is setting ``a`` ahead of ``b`` by more than twice the larger seed spread?
+
+    a, b: one measurement per seed (at least 3 each), e.g. accuracies or perplexities.
+    higher_is_better: True for accuracy-like numbers, False for losses and perplexities.
+    Returns ``gap > 2 * max(std(a), std(b))`` with ``gap = mean(a) - mean(b)`` (negated when lower
+    is better) and ddof=1 standard deviations.
+    """
+    (mean_x, std_x), (mean_y, std_y) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
+    gap = (mean_x - mean_y) if higher_is_better else (mean_y - mean_x)
+    return gap > 2 * max(std_x, std_y)
+
+
 def mean_std(values: Sequence[float], digits: int = 3) -> str:
     """"mean ± std" of repeated measurements (e.g. one per seed), std with ddof=1, rounded to ``digits`` decimals."""
-    data = [float(v) for v in values]
-    if len(data) < 2:
-        raise ValueError(f"values must hold at least 2 measurements to give a spread, got {len(data)}")
-    mean = sum(data) / len(data)
-    std = (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
+    mean, std = _mean_sd("values", values, 2)
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
