@@ -124,6 +124,27 @@ def test_solutions_fold_and_stubs_do_not():
     assert solution.metadata["mystnb"]["code_prompt_show"] == "Show solution"
 
 
+def test_deep_dive_block_folds_into_one_details_element():
+    dive = {"tags": ["deep-dive"], "jp-MarkdownHeadingCollapsed": True}
+    nb = new_notebook(cells=[
+        new_markdown_cell("Main line."),
+        new_markdown_cell("### Deep dive (optional) · Folding the bias\n\nWhy it works.", metadata=dive),
+        new_code_cell("x = 1", metadata={"tags": ["deep-dive", "nbval-check-output"]}),
+        new_markdown_cell("## 3 · Next section"),
+    ])
+    cells = glue.prepare(nb).cells
+    assert [c.cell_type for c in cells] == ["markdown", "markdown", "code", "markdown", "markdown"]
+    assert cells[1].source.startswith('<details class="deep-dive">\n<summary>Deep dive (optional) · Folding the bias</summary>')
+    assert "Why it works." in cells[1].source and "###" not in cells[1].source
+    assert cells[3].source == "</details>" and cells[4].source == "## 3 · Next section"
+
+
+def test_deep_dive_block_without_its_heading_is_an_error():
+    nb = new_notebook(cells=[new_code_cell("x = 1", metadata={"tags": ["deep-dive"]})])
+    with pytest.raises(ValueError, match="must start with a markdown cell headed"):
+        glue.prepare(nb)
+
+
 @pytest.mark.parametrize("source, heading, alt", [
     ('line_plot(ax, x, ys, title="Error vs position (d = 64)", xlabel="p")\nplt.show()', None,
      "Figure: Error vs position (d = 64)"),
@@ -222,6 +243,10 @@ def demo_notebook(link: str = "01_next.ipynb#1-·-The-formula") -> nbformat.Note
         new_code_cell("line_plot(ax, x, ys, title='Demo curve')\nplt.show()", execution_count=2,
                       outputs=[new_output("display_data", data={"image/png": PNG_1PX,
                                                                 "text/plain": "<Figure size 600x400 with 1 Axes>"})]),
+        new_markdown_cell("### Deep dive (optional) · Under the hood\n\nOptional detail.",
+                          metadata={"tags": ["deep-dive"], "jp-MarkdownHeadingCollapsed": True}),
+        new_code_cell("print('deep')", execution_count=3, metadata={"tags": ["deep-dive"]},
+                      outputs=[new_output("stream", name="stdout", text="DEEP DIVE OUTPUT\n")]),
         new_markdown_cell("## Exercises\n\n**Exercise 1.** Compute it."),
         new_code_cell("def answer():\n    raise NotImplementedError  # your code here\n\n\ncheck_exercise_1(answer)",
                       execution_count=3, metadata={"tags": ["exercise"]},
@@ -297,6 +322,16 @@ def test_solution_folded_stub_shown(synthetic_site):
     assert "SOLUTION OUTPUT" in fold.get_text()  # the input and its output both folded
     stub = soup.select_one("div.cell.tag_exercise")
     assert stub.find("details") is None and "STUB OUTPUT" in stub.get_text()
+
+
+def test_deep_dive_is_folded_closed_and_not_a_section(synthetic_site):
+    soup = page(synthetic_site, "00_demo.html")
+    fold = soup.select_one("details.deep-dive")
+    assert fold is not None and not fold.has_attr("open")
+    assert fold.find("summary").get_text(strip=True) == "Deep dive (optional) · Under the hood"
+    assert "Optional detail." in fold.get_text() and "DEEP DIVE OUTPUT" in fold.get_text()
+    assert "Exercises" not in fold.get_text()  # the fold ends where the block ends
+    assert not soup.find(id=re.compile("deep-dive"))  # no heading, so no anchor and no contents entry
 
 
 def test_page_facts_run_time_and_downloads(synthetic_site):

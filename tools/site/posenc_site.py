@@ -8,7 +8,9 @@ notebook:
   tagged ``solution`` (myst-nb's ``hide-cell`` tag, with "Show solution" as the prompt), gives
   every figure an alt text taken from the cell that drew it (see ``figure_alt``), and rewrites
   links written with JupyterLab's heading anchors (``01_sinusoidal.ipynb#1-·-The-table``) to
-  the anchors the site uses, so both spellings work and Sphinx can check them.
+  the anchors the site uses, so both spellings work and Sphinx can check them. A deep-dive
+  block (consecutive cells tagged ``deep-dive``, headed ``### Deep dive (optional) · title``) is
+  folded into one ``<details class="deep-dive">`` whose summary is that heading (see ``fold_deep_dives``).
 - A line under each notebook's title: its measured run time (``run_time_s`` in
   ``notebooks/catalog.toml``) and links to download the ``.ipynb`` and the ``.py`` source.
 - Glossary links: the first occurrence of each glossary term (``glossary.toml``) in a page's
@@ -36,6 +38,8 @@ from sphinx.util import logging
 HERE = Path(__file__).resolve().parent
 GLOSSARY = HERE / "glossary.toml"
 SOLUTION_TAG = "solution"
+DEEP_DIVE_TAG = "deep-dive"
+DEEP_DIVE_HEADING = re.compile(r"\A\s*#{1,6}\s+(Deep dive \(optional\).*?)\s*$", re.MULTILINE)
 NOTEBOOK_LINK = re.compile(r"\]\((?P<stem>\d\d_[A-Za-z0-9_]+\.ipynb)?#(?P<anchor>[^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -122,9 +126,40 @@ def _rewrite_anchors(markdown: str, own: dict[str, str]) -> str:
     return NOTEBOOK_LINK.sub(fix, markdown)
 
 
+def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Each run of consecutive ``deep-dive`` cells, folded into one ``<details class="deep-dive">``.
+
+    The run's first cell must be a markdown cell starting with a "Deep dive (optional) · ..." heading
+    (JupyterLab collapses the block under that heading); on the site the heading becomes the fold's
+    summary, so the block adds no section to the page's contents. Raises ValueError for a run that
+    does not start with such a heading.
+    """
+    out: list[nbformat.NotebookNode] = []
+    i = 0
+    while i < len(cells):
+        if DEEP_DIVE_TAG not in cells[i].metadata.get("tags", []):
+            out.append(cells[i])
+            i += 1
+            continue
+        j = i
+        while j < len(cells) and DEEP_DIVE_TAG in cells[j].metadata.get("tags", []):
+            j += 1
+        first = cells[i]
+        m = DEEP_DIVE_HEADING.match(first.source) if first.cell_type == "markdown" else None
+        if m is None:
+            raise ValueError(f"a deep-dive block must start with a markdown cell headed 'Deep dive (optional) · ...'; "
+                             f"it starts with: {first.source[:80]!r}")
+        first.source = (f'<details class="deep-dive">\n<summary>{m[1]}</summary>\n\n'
+                        + first.source[m.end():].lstrip("\n"))
+        out += cells[i:j] + [nbformat.v4.new_markdown_cell("</details>")]
+        i = j
+    return out
+
+
 def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The changes the site makes to a notebook as it reads it (the file itself is not changed)."""
     own = anchor_map(nb)
+    nb.cells = fold_deep_dives(nb.cells)
     heading = None
     for cell in nb.cells:
         if cell.cell_type == "markdown":
