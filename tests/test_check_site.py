@@ -24,7 +24,7 @@ CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title
 <a href="other.html#there">a link to another page</a> and <a href="https://example.org">one to the world</a>.</p>
 <img src="{PNG_1PX}" alt="Figure: a single pixel">
 <pre style="overflow-x: auto; width: 200px">a very long line of code that scrolls inside its own box instead of being cut off .......</pre>
-<div class="cell tag_solution"><details><summary>Show solution</summary>
+<div class="cell tag_solution"><details><summary>Show the solution to exercise 1</summary>
 <div class="cell_input"><pre>answer = 42</pre></div></details></div>
 </main></body></html>
 """
@@ -83,6 +83,7 @@ def test_a_broken_page_fails_on_every_fault(report):
         "image without a meaningful alt text",
         "clipped at 1024 px: pre",
         "solution 1: open before any click",
+        'solution 1: its fold does not name the exercise ("Show solution")',
         "navigation printed: bd-sidebar-primary",
         "code not wrapped in print: a very long line",
         "console error: something went wrong",

@@ -115,13 +115,24 @@ def test_catalog_time_is_set_after_the_outcome_line():
 def test_solutions_fold_and_stubs_do_not():
     nb = new_notebook(cells=[
         new_code_cell("def f():\n    raise NotImplementedError\n\ncheck_exercise_1(f)", metadata={"tags": ["exercise"]}),
-        new_code_cell("def f():\n    return 1\n\ncheck_exercise_1(f)",
+        new_code_cell("# Exercise 1\ndef f():\n    return 1\n\ncheck_exercise_1(f)",
                       metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}}),
     ])
     stub, solution = glue.prepare(nb).cells
     assert stub.metadata["tags"] == ["exercise"]
     assert solution.metadata["tags"] == ["solution", "hide-cell"]
-    assert solution.metadata["mystnb"]["code_prompt_show"] == "Show solution"
+    assert solution.metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 1"
+
+
+def test_a_solution_is_numbered_by_the_checker_it_calls():
+    nb = new_notebook(cells=[new_code_cell("x = 2\ncheck_exercise_3(x)", metadata={"tags": ["solution"]})])
+    assert glue.prepare(nb).cells[0].metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 3"
+
+
+def test_a_solution_that_does_not_name_its_exercise_is_an_error():
+    nb = new_notebook(cells=[new_code_cell("def f():\n    return 1", metadata={"tags": ["solution"]})])
+    with pytest.raises(ValueError, match="must start with the comment '# Exercise N' or call check_exercise_N"):
+        glue.prepare(nb)
 
 
 def test_deep_dive_block_folds_into_one_details_element():
@@ -252,7 +263,7 @@ def demo_notebook(link: str = "01_next.ipynb#1-·-The-formula") -> nbformat.Note
                       execution_count=3, metadata={"tags": ["exercise"]},
                       outputs=[new_output("stream", name="stdout", text="[to do] Exercise 1: STUB OUTPUT\n")]),
         new_markdown_cell("## Solutions"),
-        new_code_cell("def answer():\n    return 42\n\n\ncheck_exercise_1(answer)", execution_count=4,
+        new_code_cell("# Exercise 1\ndef answer():\n    return 42\n\n\ncheck_exercise_1(answer)", execution_count=4,
                       metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}},
                       outputs=[new_output("stream", name="stdout", text="[passed] Exercise 1: SOLUTION OUTPUT\n")]),
     ]
@@ -318,7 +329,7 @@ def test_solution_folded_stub_shown(synthetic_site):
     solution = soup.select_one("div.cell.tag_solution")
     fold = solution.find("details")
     assert fold is not None and not fold.has_attr("open")
-    assert "Show solution" in fold.find("summary").get_text()
+    assert "Show the solution to exercise 1" in fold.find("summary").get_text()
     assert "SOLUTION OUTPUT" in fold.get_text()  # the input and its output both folded
     stub = soup.select_one("div.cell.tag_exercise")
     assert stub.find("details") is None and "STUB OUTPUT" in stub.get_text()

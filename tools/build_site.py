@@ -111,7 +111,7 @@ thread), training included. Each page shows its own, with links to download the 
 - Read the notebooks in order: the sidebar lists them, each page has its contents on the right
   and previous/next links at the bottom; search works offline.
 - Each notebook ends with exercises: a stub cell to fill in and a checker that says `[passed]`
-  or what is wrong. The worked solutions are folded: click "Show solution" to open one.
+  or what is wrong. The worked solutions are folded: click "Show the solution to exercise N" to open one.
 - Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
 {teachers}
 ## How to run it

@@ -13,7 +13,7 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   ``\\[`` or ``\\begin{`` left in the visible text (code excluded);
 - every image decoded (non-zero natural size) and given an alt text that is not a file name;
 - every internal link resolves: the file exists and so does its ``#anchor``;
-- solutions (cells tagged ``solution``) start closed, with their code hidden, and open on click;
+- solutions (cells tagged ``solution``) start closed, with their code hidden, name their exercise, and open on click;
 - nothing is clipped at a 1024 px window nor on a 390 px phone: an element whose content is
   wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
   itself does not scroll sideways;
@@ -130,6 +130,8 @@ async () => {
     const details = cell.querySelector('details');
     const code = cell.querySelector('.cell_input');
     if (!details || !code) { out.push(`solution ${i + 1}: not folded (no <details> around its code)`); continue; }
+    const label = details.querySelector('summary')?.textContent.trim() ?? '';
+    if (!/exercise \d+/i.test(label)) out.push(`solution ${i + 1}: its fold does not name the exercise ("${label}")`);
     if (details.open || code.checkVisibility()) { out.push(`solution ${i + 1}: open before any click`); continue; }
     details.querySelector('summary').click();
     await new Promise(r => setTimeout(r, 50));

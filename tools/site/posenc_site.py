@@ -5,7 +5,7 @@ button) is sphinx-book-theme's. What this module adds, at build time, without ch
 notebook:
 
 - ``read_notebook``: myst-nb's notebook reader (``nb_custom_formats``). It folds the cells
-  tagged ``solution`` (myst-nb's ``hide-cell`` tag, with "Show solution" as the prompt), gives
+  tagged ``solution`` (myst-nb's ``hide-cell`` tag, with "Show the solution to exercise N" as the prompt), gives
   every figure an alt text taken from the cell that drew it (see ``figure_alt``), and rewrites
   links written with JupyterLab's heading anchors (``01_sinusoidal.ipynb#1-·-The-table``) to
   the anchors the site uses, so both spellings work and Sphinx can check them. A deep-dive
@@ -126,6 +126,23 @@ def _rewrite_anchors(markdown: str, own: dict[str, str]) -> str:
     return NOTEBOOK_LINK.sub(fix, markdown)
 
 
+EXERCISE_NUMBER = re.compile(r"\A\s*#\s*Exercise\s+(\d+)\b|\bcheck_exercise_(\d+)\(")
+
+
+def solution_label(source: str) -> str:
+    """"solution to exercise N" for a solution cell: N from its first line ``# Exercise N`` or
+    else from the checker it calls (``check_exercise_N(...)``).
+
+    Raises ValueError for a solution cell that says neither (its fold would be an unlabelled
+    "Show solution").
+    """
+    m = EXERCISE_NUMBER.search(source)
+    if m is None:
+        raise ValueError("a solution cell must start with the comment '# Exercise N' or call check_exercise_N(...); "
+                         f"it starts with: {source[:60]!r}")
+    return f"solution to exercise {m[1] or m[2]}"
+
+
 def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     """Each run of consecutive ``deep-dive`` cells, folded into one ``<details class="deep-dive">``.
 
@@ -173,8 +190,9 @@ def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         mystnb = cell.metadata.setdefault("mystnb", {})
         if SOLUTION_TAG in tags and "hide-cell" not in tags:
             tags.append("hide-cell")
-            mystnb.setdefault("code_prompt_show", "Show solution")
-            mystnb.setdefault("code_prompt_hide", "Hide solution")
+            label = solution_label(cell.source)
+            mystnb.setdefault("code_prompt_show", f"Show the {label}")
+            mystnb.setdefault("code_prompt_hide", f"Hide the {label}")
         if any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", [])):
             mystnb.setdefault("image", {}).setdefault("alt", figure_alt(cell.source, heading))
     return nb
