@@ -398,6 +398,13 @@ def test_index_lists_the_existing_notebooks_with_run_times(synthetic_site):
     assert sidebar[1:4] == ["00 · Demo", "01 · Next", "Glossary · 术语表"] and "02 · Later" not in sidebar
 
 
+def test_index_says_where_to_start_and_names_the_source_article(synthetic_site):
+    soup = page(synthetic_site, "index.html")
+    start = next(p for p in soup.select("article p") if p.get_text().startswith("Start here"))
+    assert start.find("a")["href"] == "00_demo.html" and "00 · Demo" in start.get_text()
+    assert "Transformer positional encoding: from sinusoidal to RoPE" in " ".join(soup.get_text().split())
+
+
 @pytest.mark.parametrize("link, message", [
     ("09_missing.ipynb", "cross-reference target not found: '09_missing.ipynb'"),
     ("01_next.ipynb#no-such-heading", "local id not found in doc '01_next': 'no-such-heading'"),

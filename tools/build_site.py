@@ -69,6 +69,8 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
     if planned:
         later = ("\nPlanned, not yet part of this build: " + "; ".join(_cell(e.label) for e in planned) + ".\n")
     toctree = "\n".join([e.stem for e in entries] + list(docs) + ["glossary"])
+    first = entries[0]
+    errata = " (the [errata](errata.md) list them)" if "errata" in docs else ""
     teachers = ""
     if docs:
         pages = {"errata": "the [errata of the source article](errata.md): each of its errors, the correction, "
@@ -90,6 +92,14 @@ encodings for images, relative biases (T5, ALiBi) and what happens beyond the tr
 Every claim is shown by a computation that ran in the notebook; every implementation in the
 library `posenc_lib` is tested against the reference code used in production (Hugging Face
 `transformers`); every experiment trains a tiny model for real, in seconds, on a laptop CPU.
+
+**Start here:** [{first.label}]({first.stem}.ipynb), then the notebooks in order; each one says
+at its top what it expects you to know from the earlier ones.
+
+**Where it comes from.** The course grew out of a Chinese-language tutorial, "Transformer
+positional encoding: from sinusoidal to RoPE", which the notebooks call "the source article".
+It covers the right topics; six of its statements do not hold, and the notebooks correct each
+one with a measurement{errata}.
 
 **For whom.** Students and engineers who know PyTorch tensors, `nn.Module` and the scaled
 dot-product attention formula, and want to understand position encodings well enough to
