@@ -1,7 +1,7 @@
 """posenc_lib: positional encodings for Transformers, one interface, tested against reference code.
 
 The map. Position enters a Transformer in one of three places (:mod:`posenc_lib.scheme`), and the
-encodings are grouped by that place:
+encodings are grouped by that place::
 
     scheme                 module                                   notebook
     ---------------------  ---------------------------------------  --------
@@ -32,7 +32,7 @@ The core, at the root:
     models.py      TinyTransformer (calls add_to_embeddings), convert_rope_checkpoint
     checks.py      the argument checks every module shares
 
-Apart from the ideas:
+Apart from the ideas::
 
     kernels/       the fast RoPE rotation behind apply_rope (same arithmetic, arranged for speed)
     course/        what only the course needs: data, training, diagnostics, extrapolation (06),

@@ -286,7 +286,7 @@ def render_synthetic(tmp_path: Path, demo: nbformat.NotebookNode) -> Path:
     nbformat.write(demo, notebooks / "00_demo.ipynb")
     nbformat.write(next_notebook(), notebooks / "01_next.ipynb")
     (notebooks / "00_demo.py").write_text("# %% [markdown]\n# # 00 · Demo\n", encoding="utf-8")
-    build_site.stage(tmp_path / "src", notebooks, notebooks, notebooks / "catalog.toml")
+    build_site.stage(tmp_path / "src", notebooks, notebooks, notebooks / "catalog.toml", api=False)
     build_site.render(tmp_path / "src", tmp_path / "html")
     return tmp_path / "html"
 
@@ -430,6 +430,23 @@ def test_real_site_renders_in_under_30_s(real_site):
     assert seconds < 30, f"rendering took {seconds:.1f} s"
     stems = [e.stem for e in catalog.existing(catalog.load_catalog())]
     assert all((site / f"{stem}.html").is_file() for stem in stems)
+
+
+def test_real_site_has_a_library_reference_with_sources(real_site):
+    site, _ = real_site
+    modules = build_site.library_modules()
+    assert "posenc_lib.encodings.rotary.rope" in modules and "posenc_lib.attention" in modules
+    index = page(site, "api/index.html")
+    assert {a["href"] for a in index.select("article table a")} >= {f"{m}.html" for m in modules}
+    rope = page(site, "api/posenc_lib.encodings.rotary.rope.html")
+    assert rope.find(id="posenc_lib.encodings.rotary.rope.apply_rope") is not None
+    source = rope.select_one('a[href$="rope.py"]')
+    assert source is not None and "posenc_lib/encodings/rotary/rope.py" in source.get_text()
+    assert (site / "api" / source["href"]).resolve().read_text(encoding="utf-8") == \
+        (ROOT / "posenc_lib/encodings/rotary/rope.py").read_text(encoding="utf-8")
+    # a docstring's short reference (:func:`train` in another module) resolves to its definition
+    probe = page(site, "api/posenc_lib.course.diagnostics.html")
+    assert probe.select_one('a[href$="posenc_lib.course.training.html#posenc_lib.course.training.train"]') is not None
 
 
 def test_real_site_passes_the_browser_check(real_site):

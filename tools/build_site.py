@@ -55,7 +55,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = ()) -> str:
+def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = (), api: bool = False) -> str:
     """The front page: what the series teaches, for whom, the notebook table, how to run it.
 
     ``docs``: the pages of ``docs/`` staged beside it (``DOC_PAGES``), linked from "For teachers".
@@ -68,9 +68,11 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
     later = ""
     if planned:
         later = ("\nPlanned, not yet part of this build: " + "; ".join(_cell(e.label) for e in planned) + ".\n")
-    toctree = "\n".join([e.stem for e in entries] + list(docs) + ["glossary"])
+    toctree = "\n".join([e.stem for e in entries] + list(docs) + (["api/index"] if api else []) + ["glossary"])
     first = entries[0]
     errata = " (the [errata](errata.md) list them)" if "errata" in docs else ""
+    library = ("- The [library reference](api/index.md) documents every function and class of `posenc_lib` "
+               "the notebooks use, from its docstring, with its source.\n") if api else ""
     teachers = ""
     if docs:
         pages = {"errata": "the [errata of the source article](errata.md): each of its errors, the correction, "
@@ -123,7 +125,7 @@ thread), training included. Each page shows its own, with links to download the 
 - Each notebook ends with exercises: a stub cell to fill in and a checker that says `[passed]`
   or what is wrong. The worked solutions are folded: click "Show the solution to exercise N" to open one.
 - Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
-{teachers}
+{library}{teachers}
 ## How to run it
 
 On a machine with Python 3.11 (everything runs on a CPU, offline):
@@ -169,12 +171,81 @@ def doc_markdown(text: str, anchors: dict[str, dict[str, str]]) -> str:
     return DOC_NOTEBOOK_LINK.sub(fix, text)
 
 
+def library_modules() -> list[str]:
+    """The public modules of ``posenc_lib`` (dotted names, sorted), each of which gets an API page."""
+    import pkgutil
+
+    import posenc_lib
+
+    names = [m.name for m in pkgutil.walk_packages(posenc_lib.__path__, "posenc_lib.")]
+    return ["posenc_lib"] + sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
+
+
+def own_members(module: str) -> list[str]:
+    """The public functions and classes that ``module`` defines itself (not those it imports), in source order."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    found = [(name, obj) for name, obj in vars(mod).items()
+             if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
+             and obj.__module__ == module]
+    data = [name for name in getattr(mod, "__all__", []) if name not in dict(found)
+            and not inspect.ismodule(getattr(mod, name, None))
+            and not (inspect.isfunction(getattr(mod, name, None)) or inspect.isclass(getattr(mod, name, None)))]
+    return [name for name, _ in found] + data
+
+
+def _summary(module: str) -> str:
+    import importlib
+
+    doc = (importlib.import_module(module).__doc__ or "").strip()
+    first = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", doc.split("\n\n")[0].replace("\n", " "))  # roles: plain code
+    return _cell(first) if doc else ""
+
+
+def api_pages(src: Path) -> list[str]:
+    """Write ``api/index.md`` and one page per library module (Sphinx autodoc, Google-style sections
+    through napoleon) into ``src``, each page linking its module's source file as a download (plain
+    text, so that the build does not highlight and theme 40 more pages); returns the modules documented."""
+    import importlib
+
+    api = src / "api"
+    api.mkdir()
+    modules = library_modules()
+    rows = "\n".join(f"| [`{m}`]({m}.md) | {_summary(m)} |" for m in modules)
+    (api / "index.md").write_text(
+        "# Library reference: posenc_lib\n\n"
+        "Every function and class the notebooks import, from its docstring (formula, tensor shapes, "
+        "errors), with a link to its source. The design: encodings grouped by where position enters "
+        "(`encodings/absolute`, `rotary`, `score_bias`, `conditional`, `vision`), the speed kernels apart "
+        "(`kernels`), the course's own support apart (`course`).\n\n"
+        f"| Module | What it holds |\n|---|---|\n{rows}\n", encoding="utf-8")
+    for m in modules:
+        # eval-rst: autodoc emits reST, and the docstrings are reST (Google sections via napoleon).
+        # Each object is documented where it is defined: a package page lists only its own members,
+        # not what it re-exports, so that every name has one target.
+        own = ", ".join(own_members(m))
+        options = f"   :members: {own}\n   :undoc-members:\n   :show-inheritance:\n" if own else ""
+        # orphan: reached from the reference's table, not listed in every page's sidebar (which
+        # the theme renders anew for each page: 45 more entries cost it seconds per build).
+        path = Path(importlib.import_module(m).__file__)
+        source = path.relative_to(ROOT).as_posix()
+        (api / "_source" / source).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, api / "_source" / source)
+        (api / f"{m}.md").write_text(f"---\norphan: true\n---\n\n# `{m}`\n\nSource: [`{source}`](_source/{source}) · "
+                                     f"[all modules](index.md)\n\n```{{eval-rst}}\n.. automodule:: {m}\n{options}```\n",
+                                     encoding="utf-8")
+    return modules
+
+
 def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
-          docs: Path | None = None) -> list[Entry]:
+          docs: Path | None = None, api: bool = True) -> list[Entry]:
     """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
     their ``.py`` files (offered for download when present), ``docs`` the markdown pages of
     ``DOC_PAGES`` (default: the ``docs/`` folder beside ``sources``; pages that are not there are
-    left out). Returns the notebook entries rendered."""
+    left out). ``api``: also the library reference (``api/``, see :func:`api_pages`). Returns the
+    notebook entries rendered."""
     catalogued = load_catalog(catalog)
     entries = existing(catalogued, executed)
     if not entries:
@@ -203,7 +274,9 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
         for name in staged_docs:
             text = (docs / f"{name}.md").read_text(encoding="utf-8")
             (src / f"{name}.md").write_text(doc_markdown(text, anchors), encoding="utf-8")
-    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs), encoding="utf-8")
+    if api:
+        api_pages(src)
+    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs, api), encoding="utf-8")
     (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
     (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
     return entries

@@ -3,7 +3,8 @@
 Everything here is seeded through a ``torch.Generator`` the caller passes in, so a
 notebook that fixes its seed gets the same data on every run.
 
-Contents:
+Contents::
+
     PAD          - the padding token "<pad>" (id 0 in Vocab.from_texts and WhoDidWhat vocabularies)
     Vocab        - a fixed list of token strings <-> integer ids
     WhoDidWhat   - "who did what to whom": sentences whose label (the agent) can only be
@@ -41,6 +42,7 @@ __all__ = [
     "CORPUS_FILE", "CORPUS_SHA256", "CORPUS_VALID_START", "CharCorpus", "char_corpus", "lm_batch", "lm_eval_windows",
 ]
 
+#: The padding token (id 0 in the vocabularies of Vocab.from_texts and WhoDidWhat).
 PAD = "<pad>"
 
 #: The repository's ``data/`` folder: small data sets shipped with the course (see data/README.md).
@@ -163,7 +165,7 @@ class WhoDidWhat:
     # ----------------------------------------------------------------- vocabulary
     @property
     def entities(self) -> tuple[str, ...]:
-        """Agents, then patients that are not agents: the classes of the label."""
+        """The classes of the label, agents first, then the patients that are not agents."""
         return tuple(dict.fromkeys(self.agents + self.patients))
 
     @property
@@ -174,7 +176,7 @@ class WhoDidWhat:
 
     @property
     def seq_len(self) -> int:
-        """Length every sentence is padded to: that of the longest sentence the task can produce."""
+        """The length every sentence is padded to, that of the longest sentence the task can produce."""
         adjective = "adj" if self.p_adjective > 0 else None
         return len(self.sentence("a", "p", self.verbs[0], self.p_passive > 0, adjective, adjective))
 
@@ -426,10 +428,10 @@ class RelativeDirection:
             by_bag[tuple(sorted(map(tuple, bag)))][label] += 1
         return sum(max(c.values()) for c in by_bag.values()) / len(labels)
 # ----------------------------------------------------------------- character corpus (notebook 06)
-#: The shipped corpus: six Shakespeare tragedies, public domain (see data/README.md and tools/prepare_corpus.py).
+#: The shipped corpus, six Shakespeare tragedies, public domain (see data/README.md and tools/prepare_corpus.py).
 CORPUS_FILE = "shakespeare_tragedies.txt"
 CORPUS_SHA256 = "c9f22c1162741d6c6881a430bf07c88e542d22306ae330a31f3c9d1376994ce9"
-#: The validation split is the last play of the file, from this line on (train: the five before it).
+#: Where the validation split starts (the last play of the file; training uses the five before it).
 CORPUS_VALID_START = "MACBETH\n\nby William Shakespeare\n"
 
 

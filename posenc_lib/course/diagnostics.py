@@ -158,7 +158,7 @@ def position_probe(
 
 @torch.no_grad()
 def shift_sensitivity(model: TinyTransformer, inputs: Tensor, shift: int) -> float:
-    """max |model(inputs, positions + shift) - model(inputs)|: 0 (up to rounding) when only relative position matters.
+    """``max |model(inputs, positions + shift) - model(inputs)|``: 0 (up to rounding) when only relative position matters.
 
     An absolute encoding (sinusoidal, learnable) changes the output; RoPE and relative biases
     do not, in exact arithmetic. inputs: (batch, seq) token ids; shift: an int >= 0.
@@ -175,7 +175,7 @@ def shift_sensitivity(model: TinyTransformer, inputs: Tensor, shift: int) -> flo
 
 @torch.no_grad()
 def permutation_sensitivity(model: TinyTransformer, inputs: Tensor, generator: torch.Generator | None = None) -> float:
-    """max |model(inputs[:, perm]) - model(inputs)[:, perm]| over a random permutation of the tokens.
+    """``max |model(inputs[:, perm]) - model(inputs)[:, perm]|`` over a random permutation of the tokens.
 
     0 (up to rounding) means the per-token outputs just move with their tokens: the model does not
     see word order at all (an encoder without position). inputs: (batch, seq) token ids.

@@ -6,7 +6,8 @@ sequences is ``exp(mean loss over positions 0 .. nL-1)`` (:func:`perplexity_at`)
 quantity of Figure 1 of Press et al. (2022), for every scheme whose computation does not depend
 on the total length (all except dynamic NTK, which is run once per length).
 
-Contents:
+Contents::
+
     train_char_lm        - a TinyTransformer causal char LM trained on random windows of a corpus
     finetune_char_lm     - continue training it on longer windows (after a RoPE rescaling)
     with_scheme          - a copy of a trained model with another position scheme (RoPE scalings)

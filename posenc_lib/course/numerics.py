@@ -3,7 +3,7 @@
 PyTorch's own vectorised kernels (ATen), oneDNN and MKL each pick their code by instruction set,
 so one seeded training run ends in different last bits on an AMD laptop and on an Intel one, and a
 few hundred training steps grow those bits into a different third decimal. Three environment
-variables, read once when each library starts, pin one code path on every x86-64 CPU with AVX2:
+variables, read once when each library starts, pin one code path on every x86-64 CPU with AVX2::
 
     ATEN_CPU_CAPABILITY=avx2   PyTorch's kernels: softmax, attention, elementwise, Adam
     ONEDNN_MAX_CPU_ISA=AVX2    oneDNN: convolutions
@@ -36,7 +36,7 @@ from torch import nn
 __all__ = ["REFERENCE_FILE", "reference", "record_reference", "numerics_in_force", "probe_digest",
            "reproduces_reference", "describe"]
 
-#: The reference settings, thread count and digest: written by ``make execute``, read by ``make test``.
+#: The file of the reference settings, thread count and digest (written by ``make execute``, read by ``make test``).
 REFERENCE_FILE = Path(__file__).with_name("reference_numerics.json")
 
 

@@ -16,7 +16,23 @@ author = "the posenc authors"
 copyright = "the posenc authors, MIT License"
 language = "en"
 
-extensions = ["myst_nb", "sphinx.ext.mathjax", "tools.site.posenc_site"]
+extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx.ext.autodoc", "sphinx.ext.napoleon",
+              "tools.site.posenc_site"]
+
+# --- the library reference (api/, one page per module of posenc_lib; see tools/build_site.py) ---
+autodoc_member_order = "bysource"
+autodoc_inherit_docstrings = False  # torch.autograd.Function's own docstrings are not ours
+autodoc_typehints = "signature"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+html_use_index = False  # the reference's own table lists the modules; the theme lays a long genindex out too wide
+# Offline, so no intersphinx: references to the standard library's and other packages' types stay
+# plain text. References into posenc_lib must resolve (posenc_site.resolve_short_name helps).
+nitpick_ignore_regex = [
+    (r"py:.*", r"(torch|collections|numpy|pandas|matplotlib|pathlib|tqdm|typing|nbformat|abc)(\..*)?"),
+    (r"py:class", r"(Tensor|Module|T|P|posenc_lib\..*\.[TP])"),  # TypeVars
+    (r"py:.*", r"(.*\.)?_\w+"),  # private names (a base class, a helper) are not documented
+]
 exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
 
 # --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---

@@ -338,7 +338,38 @@ def link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> N
         text_node.parent.replace(text_node, [p for p in pieces if not (isinstance(p, nodes.Text) and not str(p))])
 
 
+# --- the library reference: short names in docstrings --------------------------------------------
+
+
+def resolve_short_name(app: Sphinx, env: Any, node: nodes.Element, contnode: nodes.Node) -> nodes.Node | None:
+    """Resolve a Python reference written as a short name (``:class:`NoPosition``` in a module that
+    imports it) to the one documented ``posenc_lib`` object of that name, when exactly one exists.
+
+    Docstrings name objects as the code around them does; Sphinx only searches the current module
+    and class. An ambiguous or unknown name stays unresolved (and fails the build, nitpicky)."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip("~.")
+    if not target or " " in target:
+        return None
+    domain = env.get_domain("py")
+    kinds = set(domain.objtypes_for_role(node["reftype"]) or ())
+    matches = [name for name, entry in domain.objects.items()
+               if name.startswith("posenc_lib.") and entry.objtype in kinds
+               and (name == target or name.endswith("." + target))]
+    if len(matches) > 1:  # the same short name in several modules: the referring module's own wins
+        module = node.get("py:module") or ""
+        matches = [name for name in matches if module and name.startswith(module + ".")]
+    if len(matches) != 1:
+        return None
+    node = node.deepcopy()
+    node["reftarget"] = matches[0]
+    node["refspecific"] = False
+    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], matches[0], node, contnode)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("missing-reference", resolve_short_name)
     app.connect("builder-inited", _collect_headings)
     app.connect("doctree-read", add_page_facts)
     app.connect("doctree-resolved", link_glossary_terms)

@@ -18,7 +18,7 @@ from . import Exercise, checker
 
 __all__ = ["EXERCISE_3_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
-# Agents are only ever the cat or the dog; the mouse can only be chased, seen, bitten or fed.
+#: The task of exercise 3. Agents are only ever the cat or the dog; the mouse can only be chased, seen, bitten or fed.
 EXERCISE_3_TASK = WhoDidWhat(agents=("cat", "dog"), patients=("cat", "dog", "mouse"), held_out_pairs=())
 
 
@@ -64,7 +64,7 @@ def _reference_gap(model: TinyTransformer, tokens: Tensor, perm: Tensor) -> floa
 
 @checker("Exercise 2 (a causal mask breaks the symmetry)")
 def check_exercise_2(ex: Exercise, equivariance_gap: Callable[[TinyTransformer, Tensor, Tensor], float]) -> None:
-    """``equivariance_gap(model, tokens, perm)`` = max |f(tokens[:, perm]) - f(tokens)[:, perm]| over the features."""
+    """``equivariance_gap(model, tokens, perm)`` = ``max |f(tokens[:, perm]) - f(tokens)[:, perm]|`` over the features."""
     tokens = torch.randperm(11, generator=torch.Generator().manual_seed(3))[:8].unsqueeze(0)  # 8 distinct tokens
     gaps = {}
     for causal in (False, True):

@@ -1,5 +1,7 @@
 """Checkers for notebook 01 (sinusoidal encoding).
 
+Each checker and the function it expects::
+
     check_exercise_1(fn)  fn(max_len, d_model) -> the concat-layout table [sin | cos], (max_len, d_model)
     check_exercise_2(fn)  fn(d_model, base, length) -> how many sin/cos pairs complete a full turn
                           within ``length`` positions (wavelength <= length)

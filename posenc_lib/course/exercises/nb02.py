@@ -1,5 +1,7 @@
 """Checkers for notebook 02 (learnable absolute encoding).
 
+Each checker and the function it expects::
+
     check_exercise_1(fn)  fn(table) -> (max_len,) mean cosine similarity of rows p and p+k, for k = 0 .. max_len-1
     check_exercise_2(fn)  fn(pe, new_max_len) -> a new LearnablePE of new_max_len rows, row p = pe row (p mod max_len)
     check_exercise_3(fn)  fn(d_model) -> std of N(0, std) token embeddings that, once multiplied by sqrt(d_model),

@@ -1,5 +1,7 @@
 """Checkers for notebook 04 (position in vision Transformers).
 
+Each checker and the function it expects::
+
     check_exercise_1(fn)     fn(index, grid_w) -> (rows, cols) of row-major patch indices
     check_exercise_2(fn)     fn(rows, cols, inv_freq) -> (seq, 2 * len(inv_freq)) axial 2-D RoPE angles
                              in the order of Heo et al.'s code (column pairs first, then row pairs)

@@ -1,5 +1,7 @@
 """Checkers for notebook 07 (debugging and practice).
 
+Each checker and the function it expects::
+
     check_exercise_1(fn)  fn(attn_mask) -> (batch, seq) position ids: cumsum(mask) - 1 on real tokens, 0 on pads
     check_exercise_2(fn)  fn(attn_mask, n_new) -> (batch, n_new) positions of the new tokens of a left-padded,
                           cached decode step

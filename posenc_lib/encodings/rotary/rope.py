@@ -111,11 +111,11 @@ def rope_cos_sin(
     Returns:
         ``(cos, sin)``, each (batch, seq, rot_dim // 2) or (seq, rot_dim // 2), on positions' device.
 
-    Precision. The float32 angle m * theta is off the exact one by at most 2**-24 |m theta|
+    Precision. The float32 angle m * theta is off the exact one by at most 2**-24 * ``|m theta|``
     (2e-3 rad at m = 32768, theta = 1); casting cos and sin to bfloat16/float16 adds the unit
     roundoff u (2**-8 / 2**-11) and the rotation about 3u more. So for positions up to M the
-    rotated pair is within (2**-23 * M * max(theta) + 4u) |pair| of the exact rotation:
-    0.0195 |pair| in bfloat16 and 0.0059 |pair| in float16 at M = 32768 (tests check both).
+    rotated pair is within (2**-23 * M * max(theta) + 4u) ``|pair|`` of the exact rotation:
+    0.0195 ``|pair|`` in bfloat16 and 0.0059 ``|pair|`` in float16 at M = 32768 (tests check both).
     Angles computed in bfloat16 instead are off by up to 128 theta rad at m ~ 32768 (the
     spacing of bfloat16 numbers there is 256): the rotation becomes noise.
     """
@@ -220,11 +220,11 @@ def apply_rope(
     Accuracy. Against the textbook formulas (:func:`rotate_half_reference`,
     :func:`apply_rope_complex`) the result differs only by rounding: at most 1e-6 in float32
     for standard-normal x. bfloat16/float16 x is rotated here in float32 and rounded once, so
-    the result is within about 1.5u |pair| of the exact rotation of the same x and tables
-    (u the unit roundoff: 2**-8 for bfloat16, 2**-11 for float16; |pair| the length of the
+    the result is within about 1.5u ``|pair|`` of the exact rotation of the same x and tables
+    (u the unit roundoff: 2**-8 for bfloat16, 2**-11 for float16; ``|pair|`` the length of the
     pair an element belongs to); the textbook formula, which rounds every product and sum to
-    x's dtype, is within about 3u |pair|. The tests check |fast - textbook| <= 6u |pair|
-    (0.023 |pair| in bfloat16, 0.0029 |pair| in float16) element by element. For long
+    x's dtype, is within about 3u ``|pair|``. The tests check ``|fast - textbook|`` <= 6u ``|pair|``
+    (0.023 ``|pair|`` in bfloat16, 0.0029 ``|pair|`` in float16) element by element. For long
     positions see :func:`rope_cos_sin`.
     """
     check_choice("layout", layout, LAYOUTS)

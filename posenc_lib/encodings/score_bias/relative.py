@@ -2,7 +2,7 @@
 
 All three add a number to every attention score that depends only on *where* the query
 and the key are relative to each other (never on their content), after the
-``1/sqrt(head_dim)`` scale. As :class:`~posenc_lib.attention.PositionScheme` objects they
+``1/sqrt(head_dim)`` scale. As :class:`~posenc_lib.scheme.PositionScheme` objects they
 override only ``score_bias`` and return a tensor broadcastable to
 ``(batch, heads, q_len, k_len)``.
 

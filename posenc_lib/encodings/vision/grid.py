@@ -56,11 +56,11 @@ def check_same_grid(scheme: object, old_hw: tuple[int, int], n_prefix: int) -> N
 def resample_grid(table: Tensor, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> Tensor:
     """Resize a learned position table to another patch grid by bicubic interpolation.
 
-    table: (n_prefix + H*W, d) with the prefix rows first and the patches row-major. The prefix
+    table: ``(n_prefix + H*W, d)`` with the prefix rows first and the patches row-major. The prefix
     rows are kept as they are; the (H, W, d) grid is interpolated in float32 with
     ``F.interpolate(mode="bicubic", align_corners=False)`` to exactly ``new_hw`` (the target
     size is passed, never a scale factor, which can round to the wrong size), and the result
-    is cast back to the table's dtype. Returns (n_prefix + H'*W', d).
+    is cast back to the table's dtype. Returns ``(n_prefix + H'*W', d)``.
     """
     check_float_tensor("table", table)
     for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
