@@ -2,7 +2,7 @@
 
 The layer is the textbook one, in six steps: project x to q, k, v; split them into heads;
 let the scheme rotate q and k (``rotate_qk``); append k and v to the cache, if any; ask the
-scheme for its score bias (``score_bias``); attend, with
+scheme for its score bias (``score_bias``, and ``qk_bias``, which reads q and k); attend, with
 ``softmax(s * q k^T + bias + mask) v`` where ``s = scheme.score_scale(head_dim)`` (``head_dim ** -0.5``
 except for T5, 1.0); merge the heads and project back.
 :meth:`MultiHeadAttention._attend` holds the one speed decision: how to hand the causal mask
@@ -90,7 +90,7 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: model width; must be divisible by ``n_heads``.
         n_heads: number of heads.
-        scheme: the :class:`PositionScheme` whose ``rotate_qk`` and ``score_bias``
+        scheme: the :class:`PositionScheme` whose ``rotate_qk``, ``score_bias`` and ``qk_bias``
             hooks this layer calls (its ``add_to_embeddings`` is the model's job).
             ``None`` means :class:`NoPosition`.
         bias: whether the q/k/v/out projections have a bias.
@@ -155,6 +155,9 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)  # keys are cached rotated
         bias = self.scheme.score_bias(positions, k_positions)
+        qk_bias = self.scheme.qk_bias(q, k, positions, k_positions)  # a bias that reads q and k (Transformer-XL)
+        if qk_bias is not None:
+            bias = qk_bias if bias is None else bias + qk_bias
         if return_weights:
             y, weights = self._attend_with_weights(q, k, v, self._mask(bias, attn_mask, causal, past, k.shape[-2], x))
             return self.out(self._merge_heads(y)), weights
