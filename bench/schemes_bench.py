@@ -93,6 +93,7 @@ SPECS: tuple[SchemeSpec, ...] = (
     SchemeSpec("T5RelativeBias", "t5", BOTH, lambda causal: {"bidirectional": not causal}),
     SchemeSpec("ALiBi full (h, L, L)", "alibi", BOTH, lambda causal: {"causal": False}),
     SchemeSpec("ALiBi compact (h, 1, L)", "alibi", DECODER, lambda causal: {"causal": True}),
+    SchemeSpec("Transformer-XL (relative shift)", "transformer-xl", BOTH),
     SchemeSpec("SwinRelativeBias", "swin", ENCODER, on_grid=True),
     SchemeSpec("PEG (conv)", "peg", ENCODER, on_grid=True),
     SchemeSpec("SinCos2DPE", "sincos-2d", ENCODER, on_grid=True),

@@ -1,6 +1,6 @@
 """posenc_lib: positional encodings for Transformers, one interface, tested against reference code.
 
-The map. Position enters a Transformer in one of three places (:mod:`posenc_lib.scheme`), and the
+The map. Position enters a Transformer in one of four places (:mod:`posenc_lib.scheme`), and the
 encodings are grouped by that place::
 
     scheme                 module                                   notebook
@@ -20,6 +20,8 @@ encodings are grouped by that place::
     T5RelativeBias         encodings/score_bias/relative.py         05, 06
     ALiBi                  encodings/score_bias/relative.py         05, 06
     SwinRelativeBias       encodings/score_bias/relative.py         05
+    biasing the scores with terms that read q and k
+    TransformerXLRelative  encodings/score_bias/relative.py         05, 06
     none
     NoPosition             scheme.py                                00
 
@@ -27,8 +29,8 @@ encodings are grouped by that place::
 
 The core, at the root:
 
-    scheme.py      PositionScheme (the interface: its three hooks), NoPosition
-    attention.py   MultiHeadAttention (calls rotate_qk and score_bias), KVCache
+    scheme.py      PositionScheme (the interface: its four hooks, and the score scale), NoPosition
+    attention.py   MultiHeadAttention (calls rotate_qk, score_bias and qk_bias), KVCache
     models.py      TinyTransformer (calls add_to_embeddings), convert_rope_checkpoint
     checks.py      the argument checks every module shares
 

@@ -1,19 +1,34 @@
 """The interface every positional encoding implements: a *position scheme*.
 
 Every positional encoding in this library injects position in one (or more) of
-three places, and a :class:`PositionScheme` is the object that does it:
+four places, and a :class:`PositionScheme` is the object that does it:
 
 1. ``add_to_embeddings`` - a vector added to the token embeddings before the
    first layer (sinusoidal, learnable, 2-D tables).
 2. ``rotate_qk`` - a transform of queries and keys after the projection and head
    split, before the scores (RoPE and its variants). Values are never touched.
-3. ``score_bias`` - a tensor added to the attention scores after the
-   ``1/sqrt(head_dim)`` scale (T5, ALiBi, Swin).
+3. ``score_bias`` - a tensor added to the attention scores after the scale
+   (T5, ALiBi, Swin). It depends on positions only.
+4. ``qk_bias`` - the same, for a bias that also reads the queries and keys (after
+   ``rotate_qk`` and the cache): Transformer-XL's ``q_i . W_r r_{i-j}`` and its global
+   biases ``u . k_j``, ``v . W_r r_{i-j}``. A query-dependent bias has no compact per-key
+   form, so the attention always passes it to SDPA inside its float mask.
+
+The attention layer computes, per head,
+
+    scores = score_scale(head_dim) * (q . k) + score_bias + qk_bias      weights = softmax(scores + mask)
+
+and ``score_scale`` is a declared property of the scheme too: ``head_dim ** -0.5`` by default
+(Vaswani et al.), 1.0 for T5, whose reference (Mesh TensorFlow; Hugging Face ``T5Attention``,
+``scaling = 1.0``) does not scale the scores and folds the factor into the initialisation of
+the query projection instead (see :class:`posenc_lib.attention.MultiHeadAttention`). ALiBi keeps
+the usual scale and adds its bias after it (Hugging Face ``BloomAttention``:
+``alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(head_dim))``; ``MptAttention`` likewise).
 
 The default of every hook is "do nothing", so :class:`NoPosition` is simply the
 base class, and a scheme only overrides what it uses. One scheme object is
 shared by all layers of a model (as T5 shares its bias and RoPE its tables);
-:class:`posenc_lib.attention.MultiHeadAttention` calls the last two hooks,
+:class:`posenc_lib.attention.MultiHeadAttention` calls the last three hooks,
 :class:`posenc_lib.models.TinyTransformer` the first.
 
 Shapes used throughout:
@@ -24,6 +39,8 @@ Shapes used throughout:
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -39,8 +56,8 @@ def default_positions(batch: int, seq: int, device: torch.device | None = None, 
 class PositionScheme(nn.Module):
     """Where position enters a Transformer. The base class adds nothing.
 
-    Subclasses override any of the three hooks below. ``kind`` names the place
-    the scheme acts ("none", "embedding", "rotary", "bias"), for tables and plots.
+    Subclasses override any of the four hooks below. ``kind`` names the place
+    the scheme acts ("none", "embedding", "rotary", "bias", "qk-bias"), for tables and plots.
     """
 
     kind: str = "none"
@@ -56,10 +73,27 @@ class PositionScheme(nn.Module):
         """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
         return q, k
 
+    def score_scale(self, head_dim: int) -> float:
+        """The factor ``s`` of the scores ``s * (q . k)`` before the bias: ``1 / sqrt(head_dim)`` by default.
+
+        Computed as SDPA computes its default scale (``1.0 / sqrt`` in double precision), so a
+        layer that passes it as ``scale=`` gets the very same float.
+        """
+        return 1.0 / math.sqrt(head_dim)
+
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
         """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.
 
         q_positions: (batch, q_len); k_positions: (batch, k_len).
+        """
+        return None
+
+    def qk_bias(self, q: Tensor, k: Tensor, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
+        """Bias that reads q and k, added to the scaled scores like ``score_bias``; None for none.
+
+        q: (batch, heads, q_len, head_dim); k: (batch, heads, k_len, head_dim) (rotated and
+        cached as the scores see them); positions as for ``score_bias``. Returns a tensor
+        broadcastable to (batch, heads, q_len, k_len), in the units of the scaled scores.
         """
         return None
 

@@ -162,7 +162,7 @@ def test_full_biases_grow_as_l_squared_and_tables_as_l():
     # from L=1024 on, the scratch of the CPU flash-attention kernel grows as L (below, its blocking changes)
     for name in ("NoPosition", "SinusoidalPE", "LearnablePE", "RotaryPE half", "AxialRoPE2D"):
         assert exponent(name, (1024, 2048)) < 1.2, name
-    for name in ("T5RelativeBias", "ALiBi full (h, L, L)", "SwinRelativeBias"):
+    for name in ("T5RelativeBias", "ALiBi full (h, L, L)", "SwinRelativeBias", "Transformer-XL (relative shift)"):
         assert exponent(name, (256, 512)) > 1.8, name
     # the compact ALiBi bias is (h, 1, L) and rides into SDPA as a q/k column under is_causal: no (L, L) tensor
     assert exponent("ALiBi compact (h, 1, L)", (256, 512), "causal") < 1.2

@@ -9,7 +9,7 @@ import torch
 
 from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias, TransformerXLRelative
 from posenc_lib.scheme import NoPosition
 
 
@@ -31,6 +31,8 @@ def test_position_part_bytes_are_exact_and_deterministic():
     t5 = T5RelativeBias(heads)
     assert allocated_bytes(position_part(t5, length, n_heads=heads)) == allocated_bytes(position_part(t5, length, n_heads=heads))
     assert allocated_bytes(position_part(NoPosition(), length)) == 0
+    txl = allocated_bytes(position_part(TransformerXLRelative(64, heads), length, n_heads=heads))
+    assert heads * length * length * 4 <= txl < length * length * 64 * 4  # score-sized, never (L, L, d_model)
     sin = SinusoidalPE(64, 128)
     assert allocated_bytes(position_part(sin, length, d_model=64)) >= length * 64 * 4
 

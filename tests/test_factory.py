@@ -10,7 +10,7 @@ from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.factory import SCHEMES, build_scheme
 from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 from posenc_lib.scheme import NoPosition
@@ -23,6 +23,7 @@ DIRECT = {
     "rope": lambda: RotaryPE(D // H),
     "t5": lambda: T5RelativeBias(H),
     "alibi": lambda: ALiBi(H),
+    "transformer-xl": lambda: TransformerXLRelative(D, H),
     "swin": lambda: SwinRelativeBias(H, *GRID, n_prefix=1),
     "peg": lambda: PEG(D, *GRID, n_prefix=1),
     "sincos-2d": lambda: SinCos2DPE(D, *GRID, n_prefix=1),

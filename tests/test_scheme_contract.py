@@ -28,7 +28,7 @@ from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
@@ -73,6 +73,8 @@ CASES = [
     ),
     Case("alibi-causal", lambda: ALiBi(N_HEADS, causal=True), causal=True, far_offset=500),
     Case("alibi-symmetric", lambda: ALiBi(N_HEADS, causal=False), far_offset=500),
+    Case("transformer-xl", lambda: TransformerXLRelative(D_MODEL, N_HEADS), far_offset=1000),
+    Case("transformer-xl-causal", lambda: TransformerXLRelative(D_MODEL, N_HEADS), causal=True, far_offset=1000),
     Case("swin", lambda: SwinRelativeBias(N_HEADS, window_h=3, window_w=3, n_prefix=1), grid=True),
     Case("learnable2d-add", lambda: Learnable2DPE(D_MODEL, mode="add", **GRID), grid=True),
     Case("learnable2d-concat", lambda: Learnable2DPE(D_MODEL, mode="concat", **GRID), grid=True),
@@ -125,13 +127,14 @@ def test_every_scheme_class_is_covered():
     assert public == covered, f"not covered: {public - covered}"
 
 
-HOOK_OF_KIND = {"none": set(), "embedding": {"add_to_embeddings"}, "rotary": {"rotate_qk"}, "bias": {"score_bias"}}
+HOOK_OF_KIND = {"none": set(), "embedding": {"add_to_embeddings"}, "rotary": {"rotate_qk"}, "bias": {"score_bias"},
+                "qk-bias": {"qk_bias"}}
 
 
 def test_kind_names_the_hook_the_scheme_overrides(case):
     scheme = case.make()
     overridden = {
-        hook for hook in ("add_to_embeddings", "rotate_qk", "score_bias")
+        hook for hook in ("add_to_embeddings", "rotate_qk", "score_bias", "qk_bias")
         if getattr(type(scheme), hook) is not getattr(PositionScheme, hook)
     }
     assert scheme.kind in HOOK_OF_KIND and overridden == HOOK_OF_KIND[scheme.kind]

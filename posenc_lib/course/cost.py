@@ -69,7 +69,7 @@ def position_part(
 
     The inputs (random x, or q and k, and positions ``0 .. length-1``) are made once, here, so
     that timing or counting the returned function measures the hook alone. The hook is chosen by
-    ``scheme.kind`` ("embedding", "rotary", "bias", "none").
+    ``scheme.kind`` ("embedding", "rotary", "bias", "qk-bias", "none").
     """
     for name, value in (("length", length), ("d_model", d_model), ("n_heads", n_heads), ("batch", batch)):
         check_int(name, value)
@@ -85,9 +85,12 @@ def position_part(
         return lambda: scheme.rotate_qk(q, k, positions)
     if scheme.kind == "bias":
         return lambda: scheme.score_bias(positions, positions)
+    if scheme.kind == "qk-bias":
+        q, k = torch.randn(2, batch, n_heads, length, d_model // n_heads, generator=gen)
+        return lambda: scheme.qk_bias(q, k, positions, positions)
     if scheme.kind == "none":
         return lambda: None
-    raise ValueError(f"scheme.kind must be 'embedding', 'rotary', 'bias' or 'none', got {scheme.kind!r}")
+    raise ValueError(f"scheme.kind must be 'embedding', 'rotary', 'bias', 'qk-bias' or 'none', got {scheme.kind!r}")
 
 
 def best_time(fn: Callable[[], object], repeats: int = 5) -> float:

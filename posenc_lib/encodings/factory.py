@@ -2,10 +2,11 @@
 
     build_scheme("rope", d_model=64, n_heads=4)                      # RotaryPE(head_dim=16)
     build_scheme("alibi", d_model=64, n_heads=4, causal=False)       # ALiBi(4, causal=False)
+    build_scheme("transformer-xl", d_model=64, n_heads=4)            # TransformerXLRelative(64, 4)
     build_scheme("learnable", d_model=64, n_heads=4, max_len=128)    # LearnablePE(64, 128)
     build_scheme("axial-rope-2d", d_model=64, n_heads=4, grid=(4, 4), n_prefix=1)
 
-The sizes say what each constructor needs from the model: ``d_model`` (tables, PEG),
+The sizes say what each constructor needs from the model: ``d_model`` (tables, PEG, Transformer-XL's ``r``),
 ``head_dim = d_model // n_heads`` (rotary), ``n_heads`` (score biases, mixed 2-D RoPE),
 ``max_len`` (the tables; with a grid, ``n_prefix + H*W`` by default), ``grid`` (the 2-D schemes, PEG, Swin's
 window). Any other keyword goes to the constructor as it is (``layout=``, ``base=``,
@@ -24,7 +25,7 @@ from .absolute.learnable import LearnablePE
 from .absolute.sinusoidal import SinusoidalPE
 from .conditional.peg import PEG
 from .rotary.rope import RotaryPE
-from .score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from .score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from .vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from .vision.tables_2d import Learnable2DPE, SinCos2DPE
 
@@ -70,6 +71,7 @@ SCHEMES: dict[str, Builder] = {
     "rope": lambda s, kw: RotaryPE(s.head_dim, **kw),
     "t5": lambda s, kw: T5RelativeBias(s.n_heads, **kw),
     "alibi": lambda s, kw: ALiBi(s.n_heads, **kw),
+    "transformer-xl": lambda s, kw: TransformerXLRelative(s.d_model, s.n_heads, **kw),
     "swin": lambda s, kw: SwinRelativeBias(s.n_heads, *s.grid_hw("swin"), n_prefix=s.n_prefix, **kw),
     "peg": lambda s, kw: PEG(s.d_model, *s.grid_hw("peg"), n_prefix=s.n_prefix, **kw),
     "sincos-2d": lambda s, kw: SinCos2DPE(s.d_model, *s.grid_hw("sincos-2d"), n_prefix=s.n_prefix, **kw),
@@ -93,7 +95,7 @@ def build_scheme(
     """A fresh scheme ``name`` (one of :data:`SCHEMES`) for a model of width d_model with n_heads heads.
 
     Args:
-        name: "none", "sinusoidal", "learnable", "rope", "t5", "alibi", "swin", "peg",
+        name: "none", "sinusoidal", "learnable", "rope", "t5", "alibi", "transformer-xl", "swin", "peg",
             "sincos-2d", "learnable-2d", "axial-rope-2d" or "mixed-rope-2d".
         d_model, n_heads: the model's width and heads (d_model divisible by n_heads).
         max_len: rows of a position table (a sinusoidal one still grows on demand past it).
