@@ -2,7 +2,9 @@
 
 The layer is the textbook one, in six steps: project x to q, k, v; split them into heads;
 let the scheme rotate q and k (``rotate_qk``); append k and v to the cache, if any; ask the
-scheme for its score bias (``score_bias``); attend; merge the heads and project back.
+scheme for its score bias (``score_bias``); attend, with
+``softmax(s * q k^T + bias + mask) v`` where ``s = scheme.score_scale(head_dim)`` (``head_dim ** -0.5``
+except for T5, 1.0); merge the heads and project back.
 :meth:`MultiHeadAttention._attend` holds the one speed decision: how to hand the causal mask
 and the bias to PyTorch's fused ``scaled_dot_product_attention``.
 
@@ -94,6 +96,17 @@ class MultiHeadAttention(nn.Module):
         bias: whether the q/k/v/out projections have a bias.
 
     Call with x: (batch, seq, d_model) and get (batch, seq, d_model).
+
+    Score scale. Every path (fused SDPA, the folded per-key bias, the explicit weights) scales
+    the scores by ``s = scheme.score_scale(head_dim)``. A scheme whose reference does not scale
+    (T5: ``s = 1``) would start with scores ``sqrt(head_dim)`` times larger than the usual
+    ``q.k / sqrt(head_dim)``; so, as T5 does, the factor is folded into the query projection's
+    initialisation instead: its weight and bias rows are multiplied by
+    ``head_dim ** -0.5 / s`` after PyTorch's default init, and the scores at initialisation are
+    those of a scaled layer (up to float rounding). (T5, in Hugging Face ``T5PreTrainedModel._init_weights``:
+    q ~ N(0, (d_model * d_kv) ** -0.5), k and v ~ N(0, d_model ** -0.5), that is q is
+    ``d_kv ** -0.5`` times k's scale.) The fold happens once, at construction, for the scheme
+    given then; a scheme swapped in later leaves the weights alone.
     """
 
     def __init__(self, d_model: int, n_heads: int, scheme: PositionScheme | None = None, bias: bool = True):
@@ -106,6 +119,11 @@ class MultiHeadAttention(nn.Module):
         self.scheme = scheme if scheme is not None else NoPosition()
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
+        gain = (1.0 / math.sqrt(self.head_dim)) / self.scheme.score_scale(self.head_dim)
+        if gain != 1.0:  # fold the scale the scheme leaves out into the query init (T5)
+            with torch.no_grad():
+                for p in self.qkv.parameters():
+                    p[:d_model].mul_(gain)
 
     def forward(
         self,
@@ -177,7 +195,7 @@ class MultiHeadAttention(nn.Module):
         self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, attn_mask: Tensor | None, causal: bool,
         past: int, x: Tensor,
     ) -> Tensor:
-        """softmax(q k^T / sqrt(head_dim) + bias + mask) v with PyTorch's fused SDPA: (batch, heads, q_len, head_dim).
+        """softmax(s * q k^T + bias + mask) v with PyTorch's fused SDPA: (batch, heads, q_len, head_dim).
 
         The speed decision. Causal attention with no padding and no cache offset lets SDPA apply
         the causal mask itself, in memory linear in seq; a per-key bias (batch|1, heads, 1, k_len),
@@ -185,12 +203,11 @@ class MultiHeadAttention(nn.Module):
         Anything else is folded into one (.., q_len, k_len) float mask.
         """
         sdpa_causal = causal and attn_mask is None and past == 0
-        scale = None  # SDPA's default, 1 / sqrt(head_dim)
+        scale = self.scheme.score_scale(self.head_dim)  # stated: q and k may grow by a column below
         if sdpa_causal and bias is not None:
             per_key = (bias.dim() == 4 and bias.shape[0] in (1, q.shape[0]) and bias.shape[1] in (1, self.n_heads)
                        and bias.shape[2] == 1 and bias.shape[3] == k.shape[-2])
             if per_key:
-                scale = 1.0 / math.sqrt(self.head_dim)  # the default, stated: q and k grow by a column
                 q, k, v = fold_key_bias(q, k, v, bias, scale)
                 bias = None
             else:
@@ -201,7 +218,7 @@ class MultiHeadAttention(nn.Module):
 
     def _attend_with_weights(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """The same attention written out, returning (output, weights (batch, heads, q_len, k_len))."""
-        scores = q @ k.transpose(-2, -1) / self.head_dim**0.5
+        scores = q @ k.transpose(-2, -1) * self.scheme.score_scale(self.head_dim)
         if mask is not None:
             scores = scores + mask
         # A query allowed to see no key at all (a left pad under a causal mask) gets all-zero

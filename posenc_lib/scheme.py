@@ -7,8 +7,19 @@ three places, and a :class:`PositionScheme` is the object that does it:
    first layer (sinusoidal, learnable, 2-D tables).
 2. ``rotate_qk`` - a transform of queries and keys after the projection and head
    split, before the scores (RoPE and its variants). Values are never touched.
-3. ``score_bias`` - a tensor added to the attention scores after the
-   ``1/sqrt(head_dim)`` scale (T5, ALiBi, Swin).
+3. ``score_bias`` - a tensor added to the attention scores after the scale
+   (T5, ALiBi, Swin).
+
+The attention layer computes, per head,
+
+    scores = score_scale(head_dim) * (q . k) + score_bias      weights = softmax(scores + mask)
+
+and ``score_scale`` is a declared property of the scheme too: ``head_dim ** -0.5`` by default
+(Vaswani et al.), 1.0 for T5, whose reference (Mesh TensorFlow; Hugging Face ``T5Attention``,
+``scaling = 1.0``) does not scale the scores and folds the factor into the initialisation of
+the query projection instead (see :class:`posenc_lib.attention.MultiHeadAttention`). ALiBi keeps
+the usual scale and adds its bias after it (Hugging Face ``BloomAttention``:
+``alibi.baddbmm(q, k^T, beta=1, alpha=1/sqrt(head_dim))``; ``MptAttention`` likewise).
 
 The default of every hook is "do nothing", so :class:`NoPosition` is simply the
 base class, and a scheme only overrides what it uses. One scheme object is
@@ -24,6 +35,8 @@ Shapes used throughout:
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -55,6 +68,14 @@ class PositionScheme(nn.Module):
     def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
         return q, k
+
+    def score_scale(self, head_dim: int) -> float:
+        """The factor ``s`` of the scores ``s * (q . k)`` before the bias: ``1 / sqrt(head_dim)`` by default.
+
+        Computed as SDPA computes its default scale (``1.0 / sqrt`` in double precision), so a
+        layer that passes it as ``scale=`` gets the very same float.
+        """
+        return 1.0 / math.sqrt(head_dim)
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
         """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.

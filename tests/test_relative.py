@@ -6,6 +6,8 @@ coordinator collects these numbers.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -67,6 +69,78 @@ def test_t5_bias_matches_t5attention_compute_bias(is_decoder):
     print(f"[conformance] T5 bias vs T5Attention.compute_bias decoder={is_decoder}: max abs err {err:.3g}")
     assert got.shape == (1, 4, q_len, k_len)
     assert err == 0.0
+
+
+def _t5_reference_attention(is_decoder: bool):
+    """Hugging Face's T5Attention from a tiny config (eager attention, no downloads)."""
+    from transformers import T5Config
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    config = T5Config(d_model=32, d_kv=8, num_heads=4, relative_attention_num_buckets=16,
+                      relative_attention_max_distance=20, is_decoder=is_decoder, dropout_rate=0.0)
+    config._attn_implementation = "eager"
+    torch.manual_seed(1)
+    return T5Attention(config, has_relative_attention_bias=True, layer_idx=0).eval()
+
+
+@pytest.mark.parametrize("is_decoder", [False, True], ids=["encoder_bidirectional", "decoder_causal"])
+@pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa", "explicit_weights"])
+def test_t5_layer_matches_t5attention_end_to_end(is_decoder, return_weights):
+    """Our attention + T5 bias with T5's weights = T5Attention: same output, so no 1/sqrt(d) scale."""
+    ref = _t5_reference_attention(is_decoder)
+    with torch.no_grad():
+        ref.relative_attention_bias.weight.normal_(0.0, 1.0)  # large enough that a wrong bucket shows
+    ours = MultiHeadAttention(32, 4, T5RelativeBias(4, 16, 20, bidirectional=not is_decoder), bias=False).eval()
+    with torch.no_grad():
+        ours.qkv.weight.copy_(torch.cat([ref.q.weight, ref.k.weight, ref.v.weight]))
+        ours.out.weight.copy_(ref.o.weight)
+        ours.scheme.table.weight.copy_(ref.relative_attention_bias.weight)
+    x = torch.randn(2, 30, 32, generator=torch.Generator().manual_seed(2))  # 30 > max_distance: far buckets too
+    mask = None
+    if is_decoder:  # T5 takes its causal mask as an additive (batch, 1, q_len, k_len) float tensor
+        mask = torch.zeros(30, 30).masked_fill(~torch.ones(30, 30, dtype=torch.bool).tril(), float("-inf"))[None, None]
+    with torch.no_grad():
+        expected = ref(x, mask=mask)[0]
+        got = ours(x, causal=is_decoder, return_weights=return_weights)
+        got = got[0] if return_weights else got
+        scaled = ours.scheme.score_scale  # the same layer with the usual 1/sqrt(d) would differ
+        ours.scheme.score_scale = lambda head_dim: head_dim**-0.5
+        wrong = ours(x, causal=is_decoder)
+        ours.scheme.score_scale = scaled
+    err = (got - expected).abs().max().item()
+    print(f"[conformance] T5 layer vs T5Attention decoder={is_decoder} weights={return_weights}: max abs err {err:.3g}")
+    torch.testing.assert_close(got, expected)
+    assert (wrong - expected).abs().max() > 1e-2
+
+
+def test_t5_scheme_scores_are_unscaled_and_the_scale_is_in_the_query_init():
+    """score_scale is 1 for T5 and 1/sqrt(d) otherwise; at init a T5 layer gives the scaled layer's output."""
+    class ScaledT5(T5RelativeBias):  # T5's bias with the usual scale: the course's former layer
+        def score_scale(self, head_dim: int) -> float:
+            return ALiBi.score_scale(self, head_dim)
+
+    assert T5RelativeBias(2).score_scale(16) == 1.0
+    assert ALiBi(2).score_scale(16) == 0.25 and SwinRelativeBias(2, 2, 2).score_scale(9) == 1 / 3
+    torch.manual_seed(0)
+    t5 = MultiHeadAttention(24, 3, T5RelativeBias(3))
+    torch.manual_seed(0)
+    scaled = MultiHeadAttention(24, 3, ScaledT5(3))
+    d = 24
+    torch.testing.assert_close(t5.qkv.weight[:d], scaled.qkv.weight[:d] * (1.0 / math.sqrt(8)), rtol=0, atol=0)
+    torch.testing.assert_close(t5.qkv.bias[:d], scaled.qkv.bias[:d] * (1.0 / math.sqrt(8)), rtol=0, atol=0)
+    assert torch.equal(t5.qkv.weight[d:], scaled.qkv.weight[d:]) and torch.equal(t5.qkv.bias[d:], scaled.qkv.bias[d:])
+    x = torch.randn(2, 11, d)
+    for causal in (False, True):
+        torch.testing.assert_close(t5(x, causal=causal), scaled(x, causal=causal), rtol=1e-5, atol=1e-6)
+    # a scheme with the usual scale keeps PyTorch's init untouched
+    scheme = ScaledT5(3)
+    torch.manual_seed(0)
+    untouched = MultiHeadAttention(24, 3, scheme)
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(24, 3, ALiBi(3, causal=False))
+    assert torch.equal(plain.qkv.weight, untouched.qkv.weight) and torch.equal(plain.qkv.bias, untouched.qkv.bias)
+
+
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,8 +1,9 @@
 """Relative position biases: T5 buckets, ALiBi slopes, Swin's 2-D window table.
 
 All three add a number to every attention score that depends only on *where* the query
-and the key are relative to each other (never on their content), after the
-``1/sqrt(head_dim)`` scale. As :class:`~posenc_lib.attention.PositionScheme` objects they
+and the key are relative to each other (never on their content), after the scale: ALiBi and
+Swin after the usual ``1/sqrt(head_dim)``, T5 to unscaled scores (its ``score_scale`` is 1.0,
+as in the reference; see :class:`T5RelativeBias`). As :class:`~posenc_lib.attention.PositionScheme` objects they
 override only ``score_bias`` and return a tensor broadcastable to
 ``(batch, heads, q_len, k_len)``.
 
@@ -135,6 +136,13 @@ class T5RelativeBias(PositionScheme):
     every layer: the model shares this one scheme object. Being an arbitrary learned function
     of the bucket, it has no compact per-key form (see the module docstring); ``score_bias``
     returns the full (batch|1, heads, q_len, k_len) tensor.
+
+    No score scale: T5 computes ``softmax(q.k + bias)``, without ``1/sqrt(head_dim)`` (Mesh
+    TensorFlow; Hugging Face ``T5Attention.scaling = 1.0``), so :meth:`score_scale` is 1.0 and
+    the bias is added to unscaled scores. The factor lives in the initialisation instead:
+    :class:`~posenc_lib.attention.MultiHeadAttention` built with this scheme scales its query
+    projection's init by ``1/sqrt(head_dim)``, as T5 initialises q with std
+    ``(d_model * d_kv) ** -0.5`` and k with ``d_model ** -0.5``.
     """
 
     kind = "bias"
@@ -147,6 +155,10 @@ class T5RelativeBias(PositionScheme):
         self.bidirectional = bidirectional
         self.table = nn.Embedding(num_buckets, n_heads)
         nn.init.normal_(self.table.weight, std=0.02)
+
+    def score_scale(self, head_dim: int) -> float:
+        """1.0: T5 does not scale its scores (the scale is folded into the query's initialisation)."""
+        return 1.0
 
     def buckets(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
         """Bucket ids (batch|1, q_len, k_len) of every (query, key) pair."""
