@@ -456,7 +456,7 @@ for n in SIZES:
 # - **Data needed.** With the same token embeddings in both arms, the learned table was as
 #   accurate as the sinusoid at 256 and 2048 sequences: by the series' rule the differences are
 #   within the seed spread. At 64 sequences the sinusoid is ahead by the rule, narrowly: a gap
-#   of 0.0434 against a threshold of 0.0424. What it means is modest: from 64 memorised
+#   of 0.0431 against a threshold of 0.0411. What it means is modest: from 64 memorised
 #   sequences, the fixed, smooth table generalises a little better to new ones (about 4 more
 #   test tokens in 100) than a table that must learn its structure from them. The common view
 #   that a learned table needs much more data is not what we measure at 256 sequences and more,
