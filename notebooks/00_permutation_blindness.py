@@ -141,9 +141,10 @@ with torch.no_grad():
 print("2-layer encoder: per-token outputs are equivariant, mean-pooled outputs invariant (5 shuffles)")
 
 # %% [markdown]
-# **Takeaway:** without position information a Transformer encoder cannot tell one order of
-# its tokens from another. Whatever it computes from a sentence, it computes from the
-# *bag* (multiset) of its tokens.
+# **Takeaway:**
+# - without position information a Transformer encoder cannot tell one order of its tokens from
+#   another: its per-token outputs move with the tokens, its pooled output does not move at all;
+# - whatever it computes from a sentence, it computes from the *bag* (multiset) of its tokens.
 
 # %% [markdown]
 # ## 2. "The cat chases the mouse"
@@ -309,8 +310,10 @@ print({name: f"{value:.3f}" for name, value in final.items()})
 assert final["no position"] > math.log(2) - 0.03 and final["sinusoidal"] < 0.1
 
 # %% [markdown]
-# **Takeaway:** the blind model is not badly trained; it has reached the best loss a bag of
-# words allows. Word order is information it never receives.
+# **Takeaway:**
+# - the blind model is not badly trained: it has reached the best loss a bag of words allows;
+# - word order is information it never receives; the same network with positions solves the
+#   task, on animal pairs it never saw together.
 
 # %% [markdown]
 # ## 4. Adding or concatenating the position vector?
@@ -487,6 +490,31 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 #   per-layer weights, or halves the room for content at a fixed width.
 # - Position enters in one of three places (embeddings, q/k rotation, score bias), and
 #   encodings are absolute or relative, which a shift test tells apart.
+
+# %% [markdown]
+# ### Open-ended experiment · Is a causal mask enough?
+#
+# **Question.** Exercise 2 shows that a causal mask breaks the permutation symmetry: a token at
+# index $t$ attends to exactly $t + 1$ tokens. Is that enough to *learn* who did what, with no
+# position encoding at all? Notebook 07 finds that decoders without an encoding learn absolute
+# position on a probe; does that carry over to a task with meaning?
+#
+# **A starting setup** (about as long as section 3's training cell):
+#
+# ```python
+# torch.manual_seed(0)
+# causal = TinyTransformer(len(task.vocab), task.n_classes, d_model=32, n_heads=4, n_layers=2,
+#                          scheme=NoPosition(), causal=True, pool="last")
+# batches = torch.Generator().manual_seed(3)
+# train(causal, lambda step: task.sample(64, batches, split="train"), steps=300, desc="causal, no position")
+# print(accuracy(causal, train_x, train_y), accuracy(causal, test_x, test_y))
+# ```
+#
+# **What to look for.** Whether the accuracy leaves the 50% ceiling at all, on the training
+# split and on the unseen pairs; how it changes with `pool="mean"` (each token saw only its
+# prefix) instead of `pool="last"` (the last slot, a pad for short sentences, saw the whole
+# sentence); and with 600 steps instead of 300. Repeat with three seeds before you believe a difference (the series'
+# rule, 02 §3).
 
 # %% [markdown]
 # ## Exercises

@@ -119,13 +119,22 @@ assert torch.equal(sinusoidal_table(max_len, d_model), pe.float())
 print("inline table == sinusoidal_table(128, 64): exact")
 
 # %% [markdown]
-# **Why angles in float64?** The angle $p\,\theta_i$ grows with the position. In float32 the
+# **Takeaway:**
+# - the table is a few lines of vectorised code: angles $p\,\theta_i$, sines in the even
+#   columns, cosines in the odd ones;
+# - compute the angles in float64 (or at least never in float16/bfloat16) and cast at the end
+#   (the deep dive below measures why); notebook 03 meets the same issue in RoPE.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Why the angles are computed in float64
+#
+# The angle $p\,\theta_i$ grows with the position. In float32 the
 # frequency and the product are each rounded to about 7 significant digits (relative error up to
 # $6\cdot10^{-8}$ each), so at position $10^5$ the angle, and with it the sine, is off by the order
 # of $10^{-3}$. The library computes the angles in float64 and rounds only the final values. Let us
 # measure both against the exact (float64) values at positions from 10 to $10^6$.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["deep-dive", "nbval-check-output"]
 marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
 probe = torch.unique(torch.cat([torch.logspace(1, 6, 60, dtype=torch.float64).round(), marks]))  # 10 .. 1e6
 exact = (probe[:, None] * theta).sin()                                       # float64 reference
@@ -145,10 +154,6 @@ for p, j in at.items():
     print(f"position {p:>9,}: float32 angles {err_float32_angles[j]:.1e}, float64 angles {err_float64_angles[j]:.1e}")
 assert err_float64_angles.max() <= 2**-25        # at most half a float32 step: only the final rounding
 assert err_float32_angles[at[100_000]] > 1e-3    # float32 angles: wrong in the third decimal at 1e5
-
-# %% [markdown]
-# **Takeaway:** the table is a few lines of vectorised code. Compute the angles in float64 (or
-# at least never in float16/bfloat16) and cast at the end; notebook 03 meets the same issue in RoPE.
 
 # %% [markdown]
 # ## 2 · The picture: a striped table
@@ -252,9 +257,12 @@ plt.show()
 # positions, while pairs 25 to 31 never change sign at all (half their wavelength is longer than
 # 4096 positions).
 #
-# **Takeaway:** the wavelengths are spaced evenly on a log scale over four decades, from $2\pi$
-# to almost $10000\cdot2\pi$. The first pairs tell neighbouring positions apart; the last pairs
-# separate positions thousands of steps apart and are nearly constant over a short sentence.
+# **Takeaway:**
+# - the wavelengths are spaced evenly on a log scale over four decades, from $2\pi$ to almost
+#   $10000\cdot2\pi$;
+# - the first pairs (high frequency) tell neighbouring positions apart;
+# - the last pairs (low frequency) separate positions thousands of steps apart and are nearly
+#   constant over a short sentence.
 
 # %% [markdown]
 # ## 5 · How similar are two positions?
@@ -379,11 +387,13 @@ ax.set_yticks(range(0, 16, 2))
 plt.show()
 
 # %% [markdown]
-# **Takeaway:** "$k$ positions later" is one fixed rotation of the encoding, the same at the
-# start and at the end of a sequence. A linear layer can therefore in principle turn "the token
-# at $p$" into a query for "the token at $p+k$" with one weight matrix for all $p$. (In a
-# Transformer the encoding is added to the token embedding, so queries and keys mix content and
-# position; RoPE, in notebook 03, applies the rotation to queries and keys directly.)
+# **Takeaway:**
+# - "$k$ positions later" is one fixed rotation of the encoding, the same at the start and at
+#   the end of a sequence;
+# - so a linear layer can in principle turn "the token at $p$" into a query for "the token at
+#   $p+k$" with one weight matrix for all $p$;
+# - in a Transformer the encoding is added to the token embedding, so queries and keys mix
+#   content and position; RoPE (notebook 03) applies the rotation to queries and keys directly.
 
 # %% [markdown]
 # ## 7 · Two layouts: interleaved and concatenated
@@ -592,6 +602,28 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #   loading weights.
 # - Hold the table in a non-persistent buffer: not trained, not saved, moved by `.to`.
 #   `SinusoidalPE` extends itself past `max_len`.
+
+# %% [markdown]
+# ### Open-ended experiment · Choosing the base for a context length
+#
+# **Question.** Vaswani et al. picked the base 10000 for sentences of a few hundred tokens. Section
+# 5 found that with it the similarity stops telling distances apart from about $10^3$ on (for
+# $d = 64$). If your inputs were 100 tokens long, or 100,000, which base would you pick, and what
+# would you lose?
+#
+# **A starting setup:**
+#
+# ```python
+# for base in (100.0, 10000.0, 1e6):
+#     table = sinusoidal_table(20001, d_model, base=base, dtype=torch.float64)
+#     sim_b = (table @ table[0] / (d_model / 2)).numpy()
+#     print(base, [round(float(sim_b[a:b].mean()), 3) for a, b in decades])
+# ```
+#
+# **What to look for.** The decade where the mean similarity first reaches about zero, as a
+# function of the base (compare it with the longest wavelength, $2\pi \cdot$ base); and the
+# price at short range: with a large base, how many pairs are left that change noticeably between
+# neighbouring positions? Plotting `sim_b[:200]` for each base shows both.
 
 # %% [markdown]
 # ## Exercises

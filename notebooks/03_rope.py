@@ -47,6 +47,7 @@ from torch.testing import assert_close
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.report import clearly_ahead
 from posenc_lib.course.training import accuracy, progress, setup_notebook, train
 from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
 from posenc_lib.encodings.rotary.rope import (
@@ -129,8 +130,10 @@ for angle in (0.4, 3.0, 1234.5):
 print("score depends on n - m only; rotation keeps the norm")
 
 # %% [markdown]
-# **Takeaway.** Rotating query and key by angles proportional to their positions turns the
-# score into a function of the relative position, for any content $q, k$.
+# **Takeaway.**
+# - rotating query and key by angles proportional to their positions turns the score into a
+#   function of the relative position, for any content $q, k$;
+# - a rotation keeps the norm: RoPE changes directions, not lengths.
 #
 # ## 2 · All pairs: one frequency per pair
 #
@@ -225,9 +228,10 @@ print("library apply_rope(layout='interleaved') == rope_inline")
 print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token")
 
 # %% [markdown]
-# **Takeaway.** RoPE is a block-diagonal rotation with one frequency per pair, fast pairs first
-# ($\theta_0 = 1$ rad per token) and slow pairs last ($\theta_{d/2-1} = 10000^{-(d-2)/d}$, close to
-# $1/10000$).
+# **Takeaway.**
+# - RoPE is a block-diagonal rotation with one frequency per pair, the frequencies of notebook 01;
+# - fast pairs first ($\theta_0 = 1$ rad per token), slow pairs last
+#   ($\theta_{d/2-1} = 10000^{-(d-2)/d}$, close to $1/10000$).
 #
 # ## 3 · The same thing with complex numbers
 #
@@ -262,11 +266,33 @@ assert_close(rope_scores(0)[m, n], (zq[m] * zk[n].conj() * torch.exp(1j * (m - n
 print("complex form == real form (inline and library); score = Re sum_i q_i conj(k_i) e^{j(m-n)theta_i}")
 
 # %% [markdown]
-# Both are the same function. The real form is what production code uses most: PyTorch has no
-# bfloat16 complex dtype, and complex tensors have broken `torch.compile` in the past.
+# **Takeaway.**
+# - complex multiplication and cos/sin arithmetic are two spellings of one rotation;
+# - the complex form makes the dependence on $m - n$ visible; the real form is the one
+#   production code uses most (the deep dive below says why).
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Why production code uses the real form
 #
-# **Takeaway.** Complex multiplication and cos/sin arithmetic are two spellings of one rotation.
-#
+# Models run in bfloat16, and PyTorch has no bfloat16 complex dtype: `view_as_complex` accepts
+# half, float and double tensors only, so a complex implementation must up-cast q and k to
+# float32 and back in every layer. Complex tensors have also broken `torch.compile` in the past.
+# The real form needs only elementwise products and one `rotate_half` (or a pair swap), in any
+# dtype, which is why Hugging Face's models and this library's `apply_rope` use it; Meta's
+# reference code casts to float32 for its complex multiplication.
+
+# %% tags=["deep-dive"]
+try:
+    torch.view_as_complex(qs.bfloat16().reshape(seq, head_dim // 2, 2))
+    raise AssertionError("expected a RuntimeError")
+except RuntimeError as err:
+    print(f"RuntimeError: {err}")
+    assert "only supported for half, float and double" in str(err)
+assert_close(apply_rope(x.bfloat16(), cos.bfloat16(), sin.bfloat16(), layout="interleaved").float(),
+             apply_rope(x, cos, sin, layout="interleaved"), atol=0.05, rtol=0.02)
+print("the real form runs in bfloat16 as it is")
+
+# %% [markdown]
 # ## 4 · Two layouts: interleaved and half-split
 #
 # **Question.** Which coordinates form a pair? The answer differs between codebases, and mixing
@@ -311,8 +337,9 @@ assert_close(half, rotate_half_reference(x[..., perm], cos, sin))    # the textb
 print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_half formula")
 
 # %% [markdown]
-# **Takeaway.** Interleaved and half-split RoPE differ only by where the pairs live; the
-# permutation above translates between them. Section 6 turns it into a checkpoint converter.
+# **Takeaway.**
+# - interleaved and half-split RoPE differ only by where the pairs live;
+# - the permutation above translates between them; section 6 turns it into a checkpoint converter.
 #
 # ## 5 · RoPE inside causal attention
 #
@@ -457,15 +484,15 @@ print(f"accuracy of the last prediction: offset right {acc_right:.3f}, offset fo
 assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
-# **Takeaway.** RoPE rotates q and k after the head split and before the scores, never v; this is
-# what makes a RoPE model's output unchanged when all position ids are shifted by the same
-# amount, and sensitive to relative position. That is not blindness to absolute position: a
-# causal decoder still gets order from its mask, since the token at index $t$ attends to exactly
-# $t+1$ tokens, so it can count (exercise 2 of [00 · Permutation blindness](00_permutation_blindness.ipynb)
-# shows that the mask alone breaks the permutation symmetry, and
-# [05 · Relative biases](05_relative_biases.ipynb) shows decoders without any encoding learning
-# positions this way). A decode step must rotate the new token by its absolute position (the
-# cache length).
+# **Takeaway.**
+# - RoPE rotates q and k after the head split and before the scores, never v: that makes a RoPE
+#   model's output unchanged when all position ids shift together, and sensitive to relative
+#   position;
+# - that is not blindness to absolute position: a causal decoder still gets order from its mask
+#   (the token at index $t$ attends to exactly $t+1$ tokens; exercise 2 of
+#   [00 · Permutation blindness](00_permutation_blindness.ipynb), and decoders without any encoding
+#   in [05 · Relative biases](05_relative_biases.ipynb));
+# - a decode step must rotate the new token by its absolute position, the cache length.
 #
 # ## 6 · Converting a checkpoint between layouts
 #
@@ -507,8 +534,9 @@ print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.
       "converting back restores the checkpoint exactly")
 
 # %% [markdown]
-# **Takeaway.** A layout mismatch does not crash, it quietly ruins the model. Convert by permuting
-# the q and k rows within each head, never v or the output projection.
+# **Takeaway.**
+# - a layout mismatch does not crash, it quietly ruins the model;
+# - convert by permuting the q and k rows within each head, never v or the output projection.
 #
 # ## 7 · Long-term decay
 #
@@ -572,8 +600,9 @@ assert abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]                #
 assert peaks.iloc[2:].min() > 0.3 * bound[0].item()                            # and peaks stay well above 0
 
 # %% [markdown]
-# **Takeaway.** The slowly rotating pairs keep the partial sums from cancelling, so the bound
-# drops with distance on average over the first few hundred tokens, then levels off.
+# **Takeaway.**
+# - the bound drops with distance on average over the first few hundred tokens, then levels off;
+# - it levels off because the slowly rotating pairs keep the partial sums from cancelling.
 #
 # ## 8 · Precision: compute the angles in float32
 #
@@ -643,8 +672,10 @@ assert ratio > 100
 print(f"at every position >= 1000 the float32-then-cast error is at least {ratio:.0f}x smaller than naive bf16")
 
 # %% [markdown]
-# **Takeaway.** Keep positions as integers, build the angles and cos/sin in float32, and cast to
-# the model dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does).
+# **Takeaway.**
+# - keep positions as integers, build the angles and cos/sin in float32, and cast to the model
+#   dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does);
+# - angles in bfloat16 are as good as random for the fast pairs from position ~1000 on.
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
@@ -779,6 +810,11 @@ unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
 per_seed = runs[(runs["length"] > TRAIN_LEN) & (runs["control"] == "16 near + 16 farthest keys")]["accuracy"]
 assert unseen.max() < 0.7 and per_seed.max() < 0.9                               # unseen angles alone: it fails
 assert mean.loc[LONG, "full attention"] < 0.2
+seeds_of = runs.set_index(["length", "control"])["accuracy"]
+for length in mean.index[beyond]:      # the series' rule (02 §3): seen distances ahead of unseen ones
+    assert clearly_ahead(seeds_of[length, "all keys, seen distances"].tolist(),
+                         seeds_of[length, "16 near + 16 farthest keys"].tolist())
+    assert clearly_ahead(seeds_of[length, "window of 32 keys"].tolist(), seeds_of[length, "full attention"].tolist())
 print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances "
       f"{mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen {unseen.loc[LONG]:.3f}")
 
@@ -786,7 +822,10 @@ print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}
 # In these decoders the failure comes from **unseen relative distances (unseen angles)**: with
 # every one of up to 256 keys visible but all at distances seen in training, the last query is
 # still right every time, so spreading attention over more keys costs nothing here; with only
-# 32 keys, half of them at distances never seen, accuracy collapses. This is one tiny model on a
+# 32 keys, half of them at distances never seen, accuracy collapses. At every length beyond 32
+# both gaps (seen against unseen distances, the window against full attention) pass the series'
+# rule ([02 §3](02_learnable.ipynb)); at 64 tokens the 32-key control passes it narrowly, its
+# seeds spreading from near chance to near perfect (0.491 ± 0.246). This is one tiny model on a
 # task whose answer is a single key; in language models both effects can matter.
 # [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
 # (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies so
@@ -854,10 +893,11 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
       f"partial {swing['partial (16 of 64)']:.2f}")
 
 # %% [markdown]
-# **Takeaway.** Partial rotary applies RoPE to the first `rotary_dim` coordinates of each head
-# (with frequencies over that width) and leaves the rest alone; scores stay relative. When
-# converting such a checkpoint between layouts, only the rotated rows are permuted
-# (`convert_qk_weight(..., rotary_dim=...)`).
+# **Takeaway.**
+# - partial rotary applies RoPE to the first `rotary_dim` coordinates of each head (with
+#   frequencies over that width) and leaves the rest alone; scores stay relative;
+# - converting such a checkpoint between layouts permutes only the rotated rows
+#   (`convert_qk_weight(..., rotary_dim=...)`).
 #
 # ## Summary
 #
@@ -880,7 +920,39 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb) measures the remedies.
 # - Partial rotary rotates only the first `rotary_dim` coordinates of each head; the rest carry
 #   content only (section 10).
+
+# %% [markdown]
+# ### Open-ended experiment · Does a larger base help RoPE extrapolate?
 #
+# **Question.** Section 9 blamed the slow pairs: they never complete a turn within the training
+# length, so beyond it they take angles never seen. A larger base slows them down further (fewer
+# pairs complete a turn within 32 tokens); a smaller one lets more of them turn. Which way helps
+# the lag-3 decoders at 2, 4 and 8 times the training length?
+#
+# **A starting setup** (a few seconds per decoder):
+#
+# ```python
+# def decoder_with_base(base: float, seed: int = 0) -> TinyTransformer:
+#     seeded = torch.Generator().manual_seed(seed)
+#     torch.manual_seed(seed)
+#     decoder = TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1, causal=True, pool="none",
+#                               scheme=RotaryPE(head_dim=16, layout="interleaved", base=base))
+#     train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=None)
+#     return decoder
+#
+# for base in (100.0, 10000.0, 1e6):
+#     decoder = decoder_with_base(base)
+#     print(base, full_turns(16, TRAIN_LEN, base),
+#           [round(last_query_accuracy(decoder, n, "full attention"), 3) for n in (64, 128, 256)])
+# ```
+#
+# **What to look for.** Whether accuracy beyond the training length follows the number of pairs
+# that complete a turn within it; whether a small base, which makes every pair turn, still fails
+# (and then why: the model may rely on other distances than the one it needs); and, with three
+# seeds per base, whether the differences pass the series' rule (02 §3). Notebook 06 asks the same
+# question for language models.
+
+# %% [markdown]
 # ## Exercises
 #
 # Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
