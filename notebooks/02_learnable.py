@@ -439,7 +439,10 @@ spread = {n: max(std.loc[("learnable", n), "test accuracy"], std.loc[("sinusoida
 verdict = {n: "sinusoidal ahead" if clearly_ahead(test_acc("sinusoidal", n), test_acc("learnable", n))
            else "learnable ahead" if clearly_ahead(test_acc("learnable", n), test_acc("sinusoidal", n))
            else "within the seed spread" for n in SIZES}
-assert verdict == {64: "sinusoidal ahead", 256: "within the seed spread", 2048: "within the seed spread"}, verdict
+assert verdict[256] == verdict[2048] == "within the seed spread", verdict
+# 64 sequences: the gap sits at the rule's threshold, so its verdict can flip with the last digits of
+# the arithmetic (another CPU); what holds everywhere is the direction, by more than one std.
+assert verdict[64] != "learnable ahead" and difference[64] < -spread[64], verdict
 none_acc = mean.loc[("none", 2048), "test accuracy"]
 assert all(clearly_ahead(test_acc(name, 2048), test_acc("none", 2048)) for name in SCHEMES) and none_acc < 0.4
 print(f"without position: {none_acc:.3f}")
@@ -455,8 +458,10 @@ for n in SIZES:
 #   not the table alone. 256 sequences close most of the gap, 2048 close it.
 # - **Data needed.** With the same token embeddings in both arms, the learned table was as
 #   accurate as the sinusoid at 256 and 2048 sequences: by the series' rule the differences are
-#   within the seed spread. At 64 sequences the sinusoid is ahead by the rule, narrowly: a gap
-#   of 0.0431 against a threshold of 0.0411. Taken at face value it means something modest:
+#   within the seed spread. At 64 sequences the sinusoid is ahead by the rule on the reference
+#   numerics, narrowly: a gap of 0.0431 against a threshold of 0.0411 (on another CPU the last
+#   digits move and the verdict can read "within the seed spread"; the notebook asserts only that
+#   the sinusoid leads by more than one standard deviation). Taken at face value it means something modest:
 #   from 64 memorised sequences, the fixed, smooth table generalises a little better to new
 #   ones (about 4 more test tokens in 100) than a table that must learn its structure from them.
 #   But a verdict this close to the threshold is the first to flip with other seeds or on

@@ -814,7 +814,12 @@ seeds_of = runs.set_index(["length", "control"])["accuracy"]
 for length in mean.index[beyond]:      # the series' rule (02 §3): seen distances ahead of unseen ones
     assert clearly_ahead(seeds_of[length, "all keys, seen distances"].tolist(),
                          seeds_of[length, "16 near + 16 farthest keys"].tolist())
-    assert clearly_ahead(seeds_of[length, "window of 32 keys"].tolist(), seeds_of[length, "full attention"].tolist())
+    if length > 2 * TRAIN_LEN:  # at 2L the window's lead sits at the rule's threshold: see below
+        assert clearly_ahead(seeds_of[length, "window of 32 keys"].tolist(), seeds_of[length, "full attention"].tolist())
+lead = mean.loc[beyond, "window of 32 keys"] - mean.loc[beyond, "full attention"]
+assert (lead > std.loc[beyond, "full attention"]).all()                        # ahead by more than one std everywhere
+print(f"at {2 * TRAIN_LEN} tokens: window - full = {lead.loc[2 * TRAIN_LEN]:.3f}, "
+      f"rule's threshold {2 * std.loc[2 * TRAIN_LEN, 'full attention']:.3f}")
 print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances "
       f"{mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen {unseen.loc[LONG]:.3f}")
 
@@ -823,9 +828,11 @@ print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}
 # every one of up to 256 keys visible but all at distances seen in training, the last query is
 # still right every time, so spreading attention over more keys costs nothing here; with only
 # 32 keys, half of them at distances never seen, accuracy collapses. At every length beyond 32
-# both gaps (seen against unseen distances, the window against full attention) pass the series'
-# rule ([02 §3](02_learnable.ipynb)); at 64 tokens the 32-key control passes it narrowly, its
-# seeds spreading from near chance to near perfect (0.491 ± 0.246). This is one tiny model on a
+# the seen distances beat the unseen ones by the series' rule ([02 §3](02_learnable.ipynb)), and
+# so does the window against full attention from 128 tokens on. At 64 tokens full attention's
+# seeds spread from near chance to near perfect (0.491 ± 0.246), and the window's lead sits at
+# the rule's threshold (both printed above): it passes or fails with the last digits of the
+# arithmetic, so the notebook asserts only that it exceeds one standard deviation. This is one tiny model on a
 # task whose answer is a single key; in language models both effects can matter.
 # [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
 # (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies so
