@@ -12,7 +12,7 @@
 # - A trained model on a task that can only be solved from word order stays at chance without
 #   positions, and solves it once a position encoding is added.
 # - Adding a position vector versus concatenating one: what each costs, in parameters.
-# - The map of the series: the three places where position can enter a Transformer, which is
+# - The map of the series: the places where position can enter a Transformer, which is
 #   also how the library `posenc_lib` is organised.
 #
 # **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention formula.
@@ -377,15 +377,20 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 # %% [markdown]
 # ## 5. The map: where position can enter
 #
-# Every encoding in this series plugs into the same Transformer at one of three places. They
-# are the three hooks of `posenc_lib.attention.PositionScheme`, and each defaults to "do
-# nothing" (which is exactly `NoPosition`):
+# Every encoding in this series plugs into the same Transformer in one of three places: the
+# embeddings, the queries and keys, or the attention scores. Scores can be biased by position
+# alone (T5, ALiBi) or by a term that also reads the query (Transformer-XL), so the scores have
+# two hooks, and `posenc_lib.scheme.PositionScheme` has four; each defaults to "do nothing"
+# (which is exactly `NoPosition`). The scores are $s\,q\cdot k$ plus the biases, with the scale
+# $s = 1/\sqrt{d_h}$ except for T5, which does not scale its scores (it folds the factor into the
+# initialisation of the queries; the hook `score_scale(head_dim)` says which):
 #
 # | hook | called by | what it does | shapes |
 # |---|---|---|---|
 # | `add_to_embeddings(x, positions)` | the model, once, before the first block | adds a vector per position to the token embeddings | x (batch, seq, d_model) |
 # | `rotate_qk(q, k, positions)` | every attention layer, after the head split | transforms queries and keys (never values) | q, k (batch, heads, seq, head_dim) |
-# | `score_bias(q_positions, k_positions)` | every attention layer | adds a bias to the scores after the $1/\sqrt{d_h}$ scale | broadcastable to (batch, heads, q_len, k_len) |
+# | `score_bias(q_positions, k_positions)` | every attention layer | adds a bias of the positions to the scaled scores | broadcastable to (batch, heads, q_len, k_len) |
+# | `qk_bias(q, k, q_positions, k_positions)` | every attention layer | adds a bias that also reads q and k (Transformer-XL's content-position terms) | (batch, heads, q_len, k_len) |
 #
 # One scheme object is shared by all layers. The table below is computed from the library's
 # code: for each scheme class, which hooks it overrides.
@@ -393,11 +398,11 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 # %% tags=["nbval-check-output"]
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias
+from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
 
-HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias")
+HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias", "qk_bias", "score_scale")
 catalogue = {  # scheme class -> (family, notebook that teaches it)
     SinusoidalPE: ("sinusoidal (Vaswani et al.)", "01"),
     LearnablePE: ("learnable table (BERT, GPT-2)", "02"),
@@ -409,6 +414,7 @@ catalogue = {  # scheme class -> (family, notebook that teaches it)
     T5RelativeBias: ("T5 bucketed relative bias", "05, 06"),
     ALiBi: ("ALiBi linear bias", "05, 06"),
     SwinRelativeBias: ("Swin 2-D relative bias", "05"),
+    TransformerXLRelative: ("Transformer-XL relative attention", "05, 06"),
     PEG: ("conditional, PEG convolution (CPVT)", "05"),
 }
 hook_table = pd.DataFrame([
@@ -473,7 +479,7 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 # | 02 | learnable table | `add_to_embeddings` (absolute) |
 # | 03 | RoPE | `rotate_qk` (relative) |
 # | 04 | vision: 2-D tables and 2-D RoPE | `add_to_embeddings` / `rotate_qk` on the patch grid |
-# | 05 | T5, ALiBi, Swin biases; PEG; NoPE | `score_bias` (relative); PEG and NoPE are special |
+# | 05 | T5, ALiBi, Swin biases; Transformer-XL; PEG; NoPE | `score_bias`, `qk_bias` (relative); PEG and NoPE are special |
 # | 06 | length extrapolation | all of them, trained short and tested long |
 # | 07 | debugging and practice | all of them |
 
@@ -488,7 +494,8 @@ formatted(tests, {c: rounding for c in tests.columns[:2]})
 #   ceiling of 50% (loss $\ln 2$); the same model with positions solves it, on unseen pairs.
 # - Adding a position vector keeps the width; concatenating a full-width one quadruples the
 #   per-layer weights, or halves the room for content at a fixed width.
-# - Position enters in one of three places (embeddings, q/k rotation, score bias), and
+# - Position enters in one of three places (embeddings, q/k rotation, the scores: a bias of
+#   positions, or one that reads the query), and
 #   encodings are absolute or relative, which a shift test tells apart.
 
 # %% [markdown]
@@ -578,7 +585,7 @@ check_exercise_3(answer)
 #   Positional Information* (the causal mask as a source of order, see exercise 2).
 # - Reference code: Hugging Face transformers, `modeling_bert.py` (learned position embeddings
 #   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
-#   queries and keys); `posenc_lib/scheme.py` in this repository (the three hooks).
+#   queries and keys); `posenc_lib/scheme.py` in this repository (the four hooks and the score scale).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
