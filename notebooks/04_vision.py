@@ -646,8 +646,8 @@ assert clearly_ahead(seeds_of(one_d, "contrast", task="direction"), seeds_of(one
 #   classifier stalled.
 # - On the digits the same table shows no grid (contrast -0.08) yet its models reach 0.80: they
 #   use position, but not as "nearby patches look alike".
-# - The 2-D table has the grid built in (patches that share a row share a vector): the
-#   cross-shaped maps. ViT's famous maps come from ImageNet-scale training.
+# - The 2-D table has the grid built in (patches that share a row share a vector), so its maps
+#   are made of row and column bands. ViT's famous maps come from ImageNet-scale training.
 #
 # Next, the attention of the axial-RoPE model of seed 0 on the direction task: the class token
 # and the patch A, as queries, over the 16 patches, for one held-out image (mean over the 4 heads).
@@ -753,7 +753,7 @@ for ax, task_name in zip(axes, MOVED, strict=True):
                   palette=COLORS[:2], jitter=0.1, marker="o", legend=False)
     sns.pointplot(df, x="accuracy", y="variant", hue="stage", order=list(VARIANTS), ax=ax, dodge=0.4,
                   palette=COLORS[:2], linestyle="none", markers=["|", "|"], markersize=14, errorbar=None)
-    ax.set_title(f"{task_name}: {G}x{G} -> {BIG}x{BIG}" + (" (larger canvas)" if task_name == "direction" else " (upsampled)"))
+    ax.set_title(f"{task_name}" + (" (larger canvas)" if task_name == "direction" else " (upsampled)"))
     ax.set_xlabel("test accuracy (dots: seeds, bar: mean)")
     ax.set_xlim(0, 1.02)
     ax.grid(axis="x", alpha=0.3)
@@ -761,6 +761,7 @@ for ax, task_name in zip(axes, MOVED, strict=True):
 axes[0].set_ylabel("scheme at the new size")
 handles, labels_ = axes[1].get_legend_handles_labels()
 fig.legend(handles, labels_, loc="outside lower center", ncols=2)
+fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}: every seed")
 plt.show()
 
 # %% [markdown]
