@@ -699,7 +699,7 @@ assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the clas
 #
 # First zero-shot, then after a short fine-tune of 30 steps at the new size.
 
-# %% tags=["nbval-check-output"]
+# %%
 BIG = 6
 scale = coordinate_scale((G, G), (BIG, BIG))
 print(f"interpolated coordinates of the {BIG} rows: {(torch.arange(BIG) * scale[0]).numpy().round(2)} "
