@@ -43,7 +43,7 @@ from posenc_lib.encodings.score_bias.relative import (
     swin_relative_position_index,
     t5_relative_bucket,
 )
-from posenc_lib.encodings.vision.grid import PatchEmbed, resample_grid
+from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, resample_grid
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
 from posenc_lib.models import TinyTransformer
@@ -241,6 +241,13 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"old_hw=\(3, 3\), n_prefix=1 must match the scheme's grid \(2, 2\), n_prefix=1"),
     ("regrid scheme unknown kind", lambda: regrid_scheme(ALiBi(2), (2, 2), (3, 3)), TypeError,
      r"scheme must be one of the schemes of vit_scheme, got ALiBi"),
+    ("regrid scheme unknown coords", lambda: regrid_scheme(SinCos2DPE(8, 2, 2, n_prefix=1), (2, 2), (4, 4), coords="stretch"),
+     ValueError, r"coords must be one of .*'interpolate'.*got 'stretch'"),
+    ("sincos 2d zero scale", lambda: sincos_2d_table(2, 2, 8, scale=(0.0, 1.0)), ValueError,
+     r"scale must be a \(row scale, column scale\) pair of finite numbers > 0, got \(0.0, 1.0\)"),
+    ("axial rope scale not a pair", lambda: AxialRoPE2D(8, 2, 2, scale=0.5), ValueError,
+     r"scale must be a \(row scale, column scale\) pair of finite numbers > 0, got 0.5"),
+    ("coordinate scale bad grid", lambda: coordinate_scale((4, 4), (0, 6)), ValueError, r"new_hw\[0\] must be an int >= 1, got 0"),
     ("grid similarity wrong table", lambda: grid_similarity(torch.zeros(5, 4), 2, 3), ValueError,
      r"table must have shape \(n_prefix \+ grid_h\*grid_w, d\) = \(0 \+ 2\*3, d\), got \(5, 4\)"),
     # ------------------------------------------------------------------ data: images
@@ -250,6 +257,12 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("direction n not positive", lambda: RelativeDirection().sample(0, torch.Generator()), ValueError,
      r"n must be a positive integer, got 0"),
     ("direction no generator", lambda: RelativeDirection().sample(4, 0), TypeError, r"generator must be a torch.Generator, got int"),
+    ("direction held-out tie", lambda: RelativeDirection(4, 4).split([(1, 1)]), ValueError,
+     r"held_out must be a non-empty list of \(row offset, column offset\) pairs allowed on a 4x4 canvas.*got \[\(1, 1\)\]"),
+    ("direction held-out beyond the grid", lambda: RelativeDirection(4, 4).split([(0, 4)]), ValueError,
+     r"held_out must be .* got \[\(0, 4\)\]"),
+    ("direction offsets of a flat tensor", lambda: RelativeDirection().offsets(torch.zeros(4, dtype=torch.long)), ValueError,
+     r"cells must be an \(n, 2\) tensor of \(A, B\) cell indices, got torch.Size\(\[4\]\)"),
     # ------------------------------------------------------------------ conditional (PEG)
     ("peg even kernel", lambda: PEG(8, 2, 2, kernel_size=4), ValueError, r"kernel_size must be odd.*got 4"),
     ("peg sequence not the grid", lambda: PEG(8, 2, 2).add_to_embeddings(torch.zeros(1, 5, 8), pos(5)), ValueError,

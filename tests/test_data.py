@@ -265,6 +265,21 @@ def test_relative_direction_labels_and_images():
     x2, y2 = task.sample(50, torch.Generator().manual_seed(3))
     assert torch.equal(x1, x2) and torch.equal(y1, y2) and x1.shape == (50, 2, 4, 5)
     assert len(y1.unique()) == 4
+
+
+def test_relative_direction_split_by_offset_holds_out_every_placement_of_an_offset():
+    from posenc_lib.course.data import RelativeDirection
+
+    task = RelativeDirection(4, 4)
+    held = [(0, 2), (2, 0), (1, 3)]
+    (train_cells, train_labels), (held_cells, held_labels) = task.split(held)
+    cells, _ = task.pairs()
+    assert len(train_labels) + len(held_labels) == len(cells) == 184
+    assert {tuple(o) for o in task.offsets(held_cells).tolist()} == set(held)
+    assert not {tuple(o) for o in task.offsets(train_cells).tolist()} & set(held)
+    # (0, 2): 4 rows x 2 columns of A; (2, 0): 2 x 4; (1, 3): 3 x 1
+    assert len(held_labels) == 8 + 8 + 3
+    assert task.offsets(torch.tensor([[0, 15], [5, 4]])).tolist() == [[3, 3], [0, -1]]
 # ----------------------------------------------------------------------------- character corpus (notebook 06)
 def test_char_corpus_loads_the_shipped_file_with_a_fixed_split():
     import hashlib

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 
@@ -72,3 +72,31 @@ def test_ex3_accepts_the_count(capsys):
 def test_ex3_rejects_wrong_answers(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(wrong)
+
+
+# ----------------------------------------------------------------- exercise 4
+def mae_sincos(grid_h, grid_w, d):
+    w = 10000.0 ** (-torch.arange(d // 4, dtype=torch.float64) / (d // 4))
+    r = torch.arange(grid_h).repeat_interleave(grid_w)[:, None] * w
+    c = torch.arange(grid_w).repeat(grid_h)[:, None] * w
+    return torch.cat([c.sin(), c.cos(), r.sin(), r.cos()], dim=1)
+
+
+def test_ex4_accepts_the_formula(capsys):
+    check_exercise_4(mae_sincos)
+    check_exercise_4(lambda h, w, d: mae_sincos(h, w, d).float())
+    assert capsys.readouterr().out.count("[passed] Exercise 4") == 2
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda h, w, d: torch.cat([mae_sincos(h, w, d)[:, d // 2 :], mae_sincos(h, w, d)[:, : d // 2]], dim=1), "row-first"),
+        (lambda h, w, d: mae_sincos(h, w, d).reshape(h, w, d).transpose(0, 1).reshape(-1, d), "row-first|column-major"),  # the same on a square grid
+        (lambda h, w, d: mae_sincos(h, w, d)[:, :-1], "expected shape"),
+        (lambda h, w, d: mae_sincos(h, w, d) * 2, "differs"),
+    ],
+)
+def test_ex4_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_4(wrong)

@@ -406,12 +406,12 @@ def _vit(name: str, grid: int = 3):
                            embed=PatchEmbed(1, 16, 2, n_prefix=1))
 
 
-def test_vit_schemes_are_the_seven_kinds():
+def test_vit_schemes_are_the_eight_kinds():
     from posenc_lib.course.vit import VIT_SCHEMES
 
     kinds = {name: _vit(name).scheme.kind for name in VIT_SCHEMES}
     assert kinds == {"none": "none", "1-D learnable": "embedding", "1-D sinusoidal": "embedding", "2-D learnable": "embedding",
-                     "2-D sin-cos": "embedding", "axial RoPE": "rotary", "mixed RoPE": "rotary"}
+                     "2-D sin-cos": "embedding", "axial RoPE": "rotary", "mixed RoPE": "rotary", "PEG": "embedding"}
 
 
 def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
@@ -475,3 +475,76 @@ def test_attention_weights_are_those_of_the_layer():
     x = model.blocks[0](x, pos, None, False, None)
     _, w = model.blocks[1].attn(model.blocks[1].ln1(x), pos, return_weights=True)
     torch.testing.assert_close(weights, w)
+
+
+# ----------------------------------------------------------------------------- interpolated coordinates
+
+
+@settings(max_examples=25, deadline=None)
+@given(h=st.integers(1, 6), w=st.integers(1, 6), seed=st.integers(0, 1000))
+def test_interpolating_to_the_trained_grid_is_the_identity(h, w, seed):
+    """At the trained size coordinate_scale is (1, 1), so "interpolate" changes nothing for any computed scheme."""
+    from posenc_lib.course.vit import regrid_scheme
+    from posenc_lib.encodings.vision.grid import coordinate_scale
+
+    assert coordinate_scale((h, w), (h, w)) == (1.0, 1.0)
+    torch.manual_seed(seed)
+    sincos = SinCos2DPE(8, h, w, n_prefix=1)
+    torch.testing.assert_close(regrid_scheme(sincos, (h, w), (h, w), coords="interpolate").table(), sincos.table(),
+                               rtol=0, atol=0)
+    q, k = torch.randn(2, 2, 2, 1 + h * w, 8).unbind(0)
+    positions = _arange(1 + h * w)
+    for rope in (AxialRoPE2D(8, h, w, n_prefix=1), MixedRoPE2D(8, 2, h, w, n_prefix=1)):
+        same = regrid_scheme(rope, (h, w), (h, w), coords="interpolate")
+        for a, b in zip(same.rotate_qk(q, k, positions), rope.rotate_qk(q, k, positions), strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(old=st.integers(2, 5), extra=st.integers(1, 4))
+def test_interpolated_coordinates_span_the_trained_range(old, extra):
+    """A grid grown from old to new rows: its first and last rows land on rows 0 and old - 1, the others between."""
+    from posenc_lib.encodings.vision.grid import coordinate_scale
+
+    new = old + extra
+    row_scale, col_scale = coordinate_scale((old, old), (new, new))
+    coords = torch.arange(new) * row_scale
+    assert row_scale == col_scale < 1 and coords[0] == 0
+    assert coords[-1] == pytest.approx(old - 1) and (coords.diff() > 0).all()
+    big = sincos_2d_table(new, new, 16, scale=(row_scale, col_scale))
+    small = sincos_2d_table(old, old, 16)
+    # the four corner patches get exactly the trained corners' encodings
+    for (r, c), (r0, c0) in {(0, 0): (0, 0), (0, new - 1): (0, old - 1), (new - 1, 0): (old - 1, 0),
+                             (new - 1, new - 1): (old - 1, old - 1)}.items():
+        torch.testing.assert_close(big[r * new + c], small[r0 * old + c0], atol=1e-6, rtol=0)
+
+
+def test_interpolated_rope_turns_like_the_fractional_coordinate():
+    """A 2-D RoPE regridded with "interpolate" rotates patch (r, c) of the new grid by the angles of (r s, c s)."""
+    from posenc_lib.course.vit import regrid_scheme
+
+    torch.manual_seed(0)
+    for rope in (AxialRoPE2D(8, 4, 4, n_prefix=1), MixedRoPE2D(8, 2, 4, 4, n_prefix=1)):
+        big = regrid_scheme(rope, (4, 4), (6, 6), coords="interpolate")
+        assert big.scale == (0.6, 0.6)
+        q, k = torch.randn(2, 1, 2, 1 + 36, 8).unbind(0)
+        rows = torch.cat([torch.zeros(1), torch.arange(6).repeat_interleave(6) * 0.6])[None]
+        cols = torch.cat([torch.zeros(1), torch.arange(6).repeat(6) * 0.6])[None]
+        expected = (apply_axial_rope_2d(q, rows, cols, rope.inv_freq) if isinstance(rope, AxialRoPE2D)
+                    else apply_mixed_rope_2d(q, rows, cols, rope.freqs))
+        torch.testing.assert_close(big.rotate_qk(q, k, _arange(37))[0], expected)
+        extrapolated = regrid_scheme(rope, (4, 4), (6, 6))
+        assert extrapolated.scale == (1.0, 1.0)
+
+
+def test_peg_is_carried_to_a_larger_grid_with_its_convolution():
+    from posenc_lib.course.vit import regrid_scheme
+    from posenc_lib.encodings.conditional.peg import PEG
+
+    torch.manual_seed(0)
+    small = PEG(8, 4, 4, n_prefix=1)
+    big = regrid_scheme(small, (4, 4), (6, 6), n_prefix=1)
+    assert (big.grid_h, big.grid_w, big.n_prefix) == (6, 6, 1)
+    torch.testing.assert_close(big.conv.weight, small.conv.weight)
+    torch.testing.assert_close(big.conv.bias, small.conv.bias)
+    assert big.add_to_embeddings(torch.randn(2, 37, 8), _arange(37)).shape == (2, 37, 8)

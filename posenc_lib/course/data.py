@@ -395,6 +395,33 @@ class RelativeDirection:
         labels = torch.where(horizontal, torch.where(dc > 0, 0, 1), torch.where(dr > 0, 2, 3))
         return torch.stack([a, b], dim=1), labels
 
+    def offsets(self, cells: Tensor) -> Tensor:
+        """Offset of B from A, (n, 2) int64 ``(row offset, column offset)``, for (A, B) cell pairs (n, 2)."""
+        if not isinstance(cells, Tensor) or cells.dim() != 2 or cells.shape[1] != 2:
+            raise ValueError(f"cells must be an (n, 2) tensor of (A, B) cell indices, got {getattr(cells, 'shape', cells)!r}")
+        row, col = cells // self.grid_w, cells % self.grid_w
+        return torch.stack([row[:, 1] - row[:, 0], col[:, 1] - col[:, 0]], dim=1)
+
+    def split(self, held_out: Iterable[tuple[int, int]]) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
+        """Split every allowed pair by the offset of B from A: ``((cells, labels) train, (cells, labels) held out)``.
+
+        held_out: ``(row offset, column offset)`` pairs; every pair whose offset is one of them goes
+        to the held-out part, so a model trained on the rest never sees those offsets, at any
+        placement. Each must be an offset the canvas allows (not a tie, within the grid).
+        """
+        cells, labels = self.pairs()
+        offsets = self.offsets(cells)
+        allowed = {tuple(o) for o in offsets.tolist()}
+        held = [tuple(o) for o in held_out]
+        bad = [o for o in held if o not in allowed]
+        if bad or not held:
+            raise ValueError(
+                f"held_out must be a non-empty list of (row offset, column offset) pairs allowed on a "
+                f"{self.grid_h}x{self.grid_w} canvas (|row offset| != |column offset|), got {held!r}"
+            )
+        is_held = (offsets[:, None, :] == torch.tensor(held)[None]).all(-1).any(-1)
+        return (cells[~is_held], labels[~is_held]), (cells[is_held], labels[is_held])
+
     def render(self, cells: Tensor) -> Tensor:
         """Images (n, 2, grid_h, grid_w) float32 of (A, B) cell pairs (n, 2)."""
         images = torch.zeros(cells.shape[0], 2, self.grid_h * self.grid_w)

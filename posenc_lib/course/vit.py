@@ -5,18 +5,25 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..checks import check_grid
+from ..checks import check_choice, check_grid
 from ..encodings.absolute.sinusoidal import SinusoidalPE
+from ..encodings.conditional.peg import PEG
 from ..encodings.factory import build_scheme
+from ..encodings.vision.grid import COORDS, Coords, check_same_grid
+from ..encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
+from ..encodings.vision.tables_2d import SinCos2DPE
 from ..scheme import NoPosition, PositionScheme
 
 __all__ = ["VIT_SCHEMES", "vit_scheme", "regrid_scheme", "grid_similarity"]
 
 #: The position schemes notebook 04 compares, by name (see :func:`vit_scheme`).
-VIT_SCHEMES = ("none", "1-D learnable", "1-D sinusoidal", "2-D learnable", "2-D sin-cos", "axial RoPE", "mixed RoPE")
+VIT_SCHEMES = (
+    "none", "1-D learnable", "1-D sinusoidal", "2-D learnable", "2-D sin-cos", "axial RoPE", "mixed RoPE", "PEG",
+)
 # the same schemes by their names in build_scheme
 _BUILD_NAMES = dict(
-    zip(VIT_SCHEMES, ("none", "learnable", "sinusoidal", "learnable-2d", "sincos-2d", "axial-rope-2d", "mixed-rope-2d"))
+    zip(VIT_SCHEMES, ("none", "learnable", "sinusoidal", "learnable-2d", "sincos-2d", "axial-rope-2d", "mixed-rope-2d", "peg"),
+        strict=True)
 )
 
 
@@ -28,32 +35,51 @@ def vit_scheme(name: str, d_model: int, n_heads: int, grid_h: int, grid_w: int, 
     (:class:`SinusoidalPE` over the same index); "2-D learnable" (:class:`Learnable2DPE`, row +
     column tables added); "2-D sin-cos" (:class:`SinCos2DPE`); "axial RoPE" (:class:`AxialRoPE2D`,
     base 100) and "mixed RoPE" (:class:`MixedRoPE2D`, base 10), the last two with head_dim =
-    d_model / n_heads. Built by :func:`~posenc_lib.encodings.factory.build_scheme`.
+    d_model / n_heads; "PEG" (:class:`PEG`, CPVT's 3x3 depthwise convolution over the grid). Built by :func:`~posenc_lib.encodings.factory.build_scheme`.
     """
     if name not in VIT_SCHEMES:
         raise ValueError(f"name must be one of {list(VIT_SCHEMES)}, got {name!r}")
     return build_scheme(_BUILD_NAMES[name], d_model, n_heads, grid=(grid_h, grid_w), n_prefix=n_prefix)
 
 
-def regrid_scheme(scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1) -> PositionScheme:
+def regrid_scheme(
+    scheme: PositionScheme, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int = 1,
+    coords: Coords = "extrapolate",
+) -> PositionScheme:
     """The same scheme for another patch grid, carrying over what was learned: each scheme's ``regrid``.
+
+    coords: how the computed 2-D schemes (sin-cos, RoPE) place the new grid: "extrapolate" (the
+    indices 0 .. H' - 1, beyond the trained ones) or "interpolate" (rescaled into the trained
+    range by :func:`~posenc_lib.encodings.vision.grid.coordinate_scale`). The learned tables
+    are always resampled, an interpolation; the others ignore it.
 
     - :class:`LearnablePE` (a 1-D table over prefix + patches): its patch rows are resampled
       bicubically as an (H, W) grid, the prefix rows kept apart.
     - :class:`Learnable2DPE`: the row table and the column table are each resampled along their axis.
     - :class:`SinCos2DPE`: recomputed for the new grid (same base); nothing was learned.
     - :class:`AxialRoPE2D`, :class:`MixedRoPE2D`: the same frequencies, applied to the new grid's
-      row and column indices (which now run further), as Heo et al. do at a new resolution.
+      row and column indices (which now run further), as Heo et al. do at a new resolution, or to
+      interpolated coordinates.
+    - :class:`PEG`: the same convolution on the new grid (it only looks at neighbours).
     - :class:`NoPosition`, :class:`SinusoidalPE`: unchanged (a sinusoid is defined for every index).
     """
     for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
         if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
             raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
         check_grid(hw[0], hw[1], n_prefix)
+    check_choice("coords", coords, COORDS)
     if type(scheme) in (NoPosition, SinusoidalPE):
         return scheme
+    if isinstance(scheme, PEG):
+        check_same_grid(scheme, old_hw, n_prefix)
+        conv = scheme.conv
+        new = PEG(conv.in_channels, new_hw[0], new_hw[1], conv.kernel_size[0], n_prefix, scheme.padding)
+        new.load_state_dict(scheme.state_dict())
+        return new
     if not hasattr(scheme, "regrid"):
         raise TypeError(f"scheme must be one of the schemes of vit_scheme, got {type(scheme).__name__}")
+    if isinstance(scheme, (SinCos2DPE, AxialRoPE2D, MixedRoPE2D)):
+        return scheme.regrid(old_hw, new_hw, n_prefix, coords=coords)
     return scheme.regrid(old_hw, new_hw, n_prefix)
 
 

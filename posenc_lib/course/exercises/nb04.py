@@ -6,6 +6,8 @@ Each checker and the function it expects::
     check_exercise_2(fn)     fn(rows, cols, inv_freq) -> (seq, 2 * len(inv_freq)) axial 2-D RoPE angles
                              in the order of Heo et al.'s code (column pairs first, then row pairs)
     check_exercise_3(value)  the exact bag-of-patches ceiling of RelativeDirection(grid_h=3, grid_w=6)
+    check_exercise_4(fn)     fn(grid_h, grid_w, d_model) -> (grid_h*grid_w, d_model) 2-D sin-cos table in
+                             MAE's channel order (the column's half first), from the formula
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from torch import Tensor
 from ..data import RelativeDirection
 from ...encodings.vision.grid import grid_coordinates
 from ...encodings.vision.rope_2d import AxialRoPE2D
+from ...encodings.vision.tables_2d import sincos_2d_table
 from . import Exercise, checker
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
 
 
 @checker("Exercise 1 (row and column of a patch)")
@@ -95,3 +98,26 @@ def check_exercise_3(ex: Exercise, value: float) -> None:
     ex.expect(math.isclose(value, want, abs_tol=1e-9),
               f"got {value!r}; count the allowed (A, B) pairs of each class and divide the largest count by the total")
     ex.passed(f"{want:.3f}: a bag of patches can still beat 1/4 when the classes are unbalanced")
+
+
+@checker("Exercise 4 (2-D sin-cos table in MAE's order)")
+def check_exercise_4(ex: Exercise, fn: Callable[[int, int, int], Tensor]) -> None:
+    """fn(grid_h, grid_w, d_model) -> (grid_h*grid_w, d_model): [sin(c w) | cos(c w) | sin(r w) | cos(r w)], base 10000."""
+    for grid_h, grid_w, d in [(4, 4, 32), (3, 5, 16), (2, 6, 8)]:
+        got = ex.call(fn, grid_h, grid_w, d)
+        ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
+        ex.expect(tuple(got.shape) == (grid_h * grid_w, d),
+                  f"for a {grid_h}x{grid_w} grid and d_model={d} expected shape ({grid_h * grid_w}, {d}), got {tuple(got.shape)}")
+        got = got.detach().double()
+        rows_first = sincos_2d_table(grid_h, grid_w, d, dtype=torch.float64)
+        want = torch.cat([rows_first[:, d // 2 :], rows_first[:, : d // 2]], dim=1)
+        if torch.allclose(got, want, atol=1e-5):
+            continue
+        ex.expect(not torch.allclose(got, rows_first, atol=1e-5),
+                  "this is the row-first order (Hugging Face's builder); MAE's first half encodes the column")
+        ex.expect(not torch.allclose(got.reshape(grid_h, grid_w, d).transpose(0, 1).reshape(-1, d), want, atol=1e-5),
+                  "the patches are in column-major order: patch (r, c) is row r * grid_w + c")
+        bad = int((got - want).abs().amax(dim=0).argmax())
+        ex.fail(f"on a {grid_h}x{grid_w} grid with d_model={d}, channel {bad} differs; patch (0, 1) should be "
+                f"{[round(v, 4) for v in want[1, :4].tolist()]}... you gave {[round(v, 4) for v in got[1, :4].tolist()]}...")
+    ex.passed("equal to MAE's get_2d_sincos_pos_embed order on three grids")

@@ -13,13 +13,22 @@ learned (n_prefix + H*W, d) table to another grid size.
 
 from __future__ import annotations
 
+import math
+from typing import Literal
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...checks import check_float_tensor, check_grid, check_int, check_integer_tensor, check_position_range
+from ...checks import check_float_tensor, check_grid, check_int, check_integer_tensor, check_position_range, is_number
 
-__all__ = ["grid_coordinates", "check_same_grid", "resample_grid", "PatchEmbed"]
+__all__ = ["grid_coordinates", "COORDS", "Coords", "check_scale", "coordinate_scale", "check_same_grid", "resample_grid", "PatchEmbed"]
+
+#: How a computed 2-D scheme (sin-cos, RoPE) meets a larger grid: ``"extrapolate"`` (the new
+#: rows and columns get the indices 0 .. H' - 1, beyond the trained ones) or ``"interpolate"``
+#: (the indices are rescaled into the trained range, see :func:`coordinate_scale`).
+COORDS = ("extrapolate", "interpolate")
+Coords = Literal["extrapolate", "interpolate"]
 
 
 def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int = 0) -> tuple[Tensor, Tensor]:
@@ -41,6 +50,33 @@ def grid_coordinates(positions: Tensor, grid_h: int, grid_w: int, n_prefix: int 
 
 
 # --------------------------------------------------------------------------- resizing
+
+
+def check_scale(scale: object) -> tuple[float, float]:
+    """A (row scale, column scale) pair of finite numbers > 0, returned as floats; else ValueError naming ``scale``."""
+    if not (
+        isinstance(scale, (tuple, list)) and len(scale) == 2
+        and all(is_number(v) and math.isfinite(v) and v > 0 for v in scale)
+    ):
+        raise ValueError(f"scale must be a (row scale, column scale) pair of finite numbers > 0, got {scale!r}")
+    return float(scale[0]), float(scale[1])
+
+
+def coordinate_scale(old_hw: tuple[int, int], new_hw: tuple[int, int]) -> tuple[float, float]:
+    """Per-axis factors that map a ``new_hw`` grid's indices onto the range a ``old_hw`` grid was trained on.
+
+    Row r of the new grid gets the coordinate ``r * (H - 1) / (H' - 1)``, so the first and last
+    rows keep the coordinates 0 and H - 1 of the trained grid and the rows between fall at
+    fractional coordinates inside it: the image counterpart of position interpolation (Chen et
+    al. 2023), and of the normalised patch coordinates of recent ViTs. An axis of one patch
+    gets the factor 1. Returns (row factor, column factor); ``coordinate_scale(hw, hw) == (1, 1)``.
+    """
+    for name, hw in (("old_hw", old_hw), ("new_hw", new_hw)):
+        if not (isinstance(hw, (tuple, list)) and len(hw) == 2):
+            raise ValueError(f"{name} must be a (height, width) pair, got {hw!r}")
+        check_int(f"{name}[0]", hw[0])
+        check_int(f"{name}[1]", hw[1])
+    return tuple((old - 1) / (new - 1) if new > 1 else 1.0 for old, new in zip(old_hw, new_hw, strict=True))
 
 
 def check_same_grid(scheme: object, old_hw: tuple[int, int], n_prefix: int) -> None:

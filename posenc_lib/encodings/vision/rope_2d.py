@@ -19,8 +19,8 @@ from torch import Tensor, nn
 
 from ...checks import check_choice, check_float_tensor, check_grid, check_int, check_integer_tensor
 from ...scheme import PositionScheme
-from ..rotary.rope import LAYOUTS, Layout, apply_rope, rope_cos_sin, rope_inv_freq
-from .grid import check_same_grid, grid_coordinates
+from ..rotary.rope import LAYOUTS, Layout, apply_rope, rope_inv_freq
+from .grid import COORDS, Coords, check_same_grid, check_scale, coordinate_scale, grid_coordinates
 
 __all__ = ["apply_axial_rope_2d", "apply_mixed_rope_2d", "mixed_rope_init", "AxialRoPE2D", "MixedRoPE2D"]
 
@@ -40,7 +40,7 @@ def _check_qk(q: Tensor, k: Tensor, head_dim: int, positions: Tensor) -> None:
 
 
 def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor, layout: Layout = "half") -> Tensor:
-    """Axial 2-D RoPE of x (batch, heads, seq, head_dim) with integer rows, cols (batch|1, seq).
+    """Axial 2-D RoPE of x (batch, heads, seq, head_dim) at coordinates rows, cols (batch|1, seq).
 
     inv_freq: (head_dim // 4,) frequencies shared by both axes. Pairs 0 .. head_dim/4 - 1 turn
     by ``col * inv_freq`` (the x axis), the next head_dim/4 by ``row * inv_freq`` (the y axis):
@@ -48,11 +48,14 @@ def apply_axial_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, inv_freq: Tensor,
     then the y table). Pair i is (x[i], x[i + head_dim/2]) in the "half" layout and
     (x[2i], x[2i+1]) in the "interleaved" layout of :func:`posenc_lib.encodings.rotary.rope.apply_rope`; the
     reference code uses "interleaved". The score of a query at (r, c) and a key at (r', c')
-    depends only on (r - r', c - c').
+    depends only on (r - r', c - c'). rows and cols are the integer patch indices, or real
+    coordinates (interpolated ones, see :func:`~.grid.coordinate_scale`). Angles are computed in
+    float32 (float64 for a float64 x) and cos/sin cast to x's dtype at the end.
     """
-    cos_c, sin_c = rope_cos_sin(cols, inv_freq, dtype=x.dtype)
-    cos_r, sin_r = rope_cos_sin(rows, inv_freq, dtype=x.dtype)
-    return apply_rope(x, torch.cat([cos_c, cos_r], dim=-1), torch.cat([sin_c, sin_r], dim=-1), layout=layout)
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    freq = inv_freq.to(device=x.device, dtype=compute)
+    angles = torch.cat([cols.to(compute)[..., None] * freq, rows.to(compute)[..., None] * freq], dim=-1)
+    return apply_rope(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype), layout=layout)
 
 
 def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor, layout: Layout = "half") -> Tensor:
@@ -61,7 +64,8 @@ def apply_mixed_rope_2d(x: Tensor, rows: Tensor, cols: Tensor, freqs: Tensor, la
     freqs: (2, heads, head_dim // 2) learned frequencies, x component first as in the official
     code's ``freqs`` (``compute_mixed_cis``): pair i of head h turns by
     ``cols * freqs[0, h, i] + rows * freqs[1, h, i]``, a frequency along any direction of the
-    image plane, not only along the axes. rows, cols: integer (batch|1, seq). layout: "half"
+    image plane, not only along the axes. rows, cols: (batch|1, seq) integer patch indices or
+    real (interpolated) coordinates. layout: "half"
     or "interleaved" (the reference's), as in :func:`apply_axial_rope_2d`.
     Angles are computed in at least float32 and cos/sin cast to x's dtype at the end.
     """
@@ -102,6 +106,8 @@ class _GridRoPE(PositionScheme):
     grid_w: int
     n_prefix: int
     layout: Layout
+    #: (row, column) factors of the patch coordinates: patch (r, c) turns as if at (r * scale[0], c * scale[1]).
+    scale: tuple[float, float]
 
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
         raise NotImplementedError
@@ -111,10 +117,21 @@ class _GridRoPE(PositionScheme):
         check_integer_tensor("positions", positions)
         _check_qk(q, k, self.head_dim, positions)
         rows, cols = grid_coordinates(positions, self.grid_h, self.grid_w, self.n_prefix)
+        if self.scale != (1.0, 1.0):
+            rows, cols = rows.double() * self.scale[0], cols.double() * self.scale[1]
         return self._rotate(q, rows, cols), self._rotate(k, rows, cols)
 
+    def _new_scale(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int, coords: Coords) -> tuple[float, float]:
+        """The coordinate scale of this scheme carried to ``new_hw`` (see :meth:`AxialRoPE2D.regrid`)."""
+        check_same_grid(self, old_hw, n_prefix)
+        check_choice("coords", coords, COORDS)
+        factor = coordinate_scale(old_hw, new_hw) if coords == "interpolate" else (1.0, 1.0)
+        return self.scale[0] * factor[0], self.scale[1] * factor[1]
+
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}, layout={self.layout!r}"
+        scale = "" if self.scale == (1.0, 1.0) else f", scale={self.scale}"
+        return (f"head_dim={self.head_dim}, grid=({self.grid_h}, {self.grid_w}), n_prefix={self.n_prefix}, "
+                f"layout={self.layout!r}{scale}")
 
 
 class AxialRoPE2D(_GridRoPE):
@@ -126,17 +143,20 @@ class AxialRoPE2D(_GridRoPE):
         base: frequency base (100 in Heo et al. for images, since grids are short).
         n_prefix: leading class-like tokens, left unrotated.
         layout: "half" (default) or "interleaved" (the pairs of the reference code).
+        scale: (row, column) factors of the patch coordinates; (1, 1) turns patch (r, c) by its
+            indices, :meth:`regrid` with ``coords="interpolate"`` sets fractional ones.
 
     ``inv_freq`` (head_dim // 4,) is a non-persistent buffer.
     """
 
     def __init__(
-        self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0, layout: Layout = "half"
+        self, head_dim: int, grid_h: int, grid_w: int, base: float = 100.0, n_prefix: int = 0, layout: Layout = "half",
+        scale: tuple[float, float] = (1.0, 1.0),
     ):
         super().__init__()
         check_grid(grid_h, grid_w, n_prefix)
         check_choice("layout", layout, LAYOUTS)
-        self.layout = layout
+        self.layout, self.scale = layout, check_scale(scale)
         check_int("head_dim", head_dim, minimum=4)
         if head_dim % 4:
             raise ValueError(f"head_dim must be divisible by 4 (pairs split between two axes), got {head_dim}")
@@ -146,10 +166,17 @@ class AxialRoPE2D(_GridRoPE):
     def _rotate(self, x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
         return apply_axial_rope_2d(x, rows, cols, self.inv_freq, self.layout)
 
-    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> AxialRoPE2D:
-        """The same frequencies on a ``new_hw`` grid, whose row and column indices run further."""
-        check_same_grid(self, old_hw, n_prefix)
-        new = AxialRoPE2D(self.head_dim, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout)
+    def regrid(
+        self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int, coords: Coords = "extrapolate"
+    ) -> AxialRoPE2D:
+        """The same frequencies on a ``new_hw`` grid.
+
+        coords: "extrapolate" (the new grid's row and column indices run further than the trained
+        ones, as in Heo et al.) or "interpolate" (the coordinate scale is multiplied by
+        :func:`~.grid.coordinate_scale`, so the new grid spans the trained coordinates).
+        """
+        scale = self._new_scale(old_hw, new_hw, n_prefix, coords)
+        new = AxialRoPE2D(self.head_dim, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout, scale=scale)
         new.inv_freq.copy_(self.inv_freq)
         return new
 
@@ -164,6 +191,7 @@ class MixedRoPE2D(_GridRoPE):
         base: base of the initial magnitudes (10 in Heo et al. for the mixed variant).
         n_prefix: leading class-like tokens, left unrotated.
         layout: "half" (default) or "interleaved" (the pairs of the reference code).
+        scale: (row, column) factors of the patch coordinates, as in :class:`AxialRoPE2D`.
 
     Parameter ``freqs`` (2, n_heads, head_dim // 2), x (column) component first, initialised by
     :func:`mixed_rope_init`. The reference code learns one such tensor per layer; here one
@@ -172,12 +200,12 @@ class MixedRoPE2D(_GridRoPE):
 
     def __init__(
         self, head_dim: int, n_heads: int, grid_h: int, grid_w: int, base: float = 10.0, n_prefix: int = 0,
-        layout: Layout = "half",
+        layout: Layout = "half", scale: tuple[float, float] = (1.0, 1.0),
     ):
         super().__init__()
         check_grid(grid_h, grid_w, n_prefix)
         check_choice("layout", layout, LAYOUTS)
-        self.layout = layout
+        self.layout, self.scale = layout, check_scale(scale)
         self.freqs = nn.Parameter(mixed_rope_init(head_dim, n_heads, base))
         self.head_dim, self.n_heads = head_dim, n_heads
         self.grid_h, self.grid_w, self.n_prefix = grid_h, grid_w, n_prefix
@@ -187,10 +215,16 @@ class MixedRoPE2D(_GridRoPE):
             raise ValueError(f"q and k must have n_heads={self.n_heads} heads, got {x.shape[1]}")
         return apply_mixed_rope_2d(x, rows, cols, self.freqs, self.layout)
 
-    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> MixedRoPE2D:
-        """The same learned frequencies on a ``new_hw`` grid, as Heo et al. do at a new resolution."""
-        check_same_grid(self, old_hw, n_prefix)
-        new = MixedRoPE2D(self.head_dim, self.n_heads, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout)
+    def regrid(
+        self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int, coords: Coords = "extrapolate"
+    ) -> MixedRoPE2D:
+        """The same learned frequencies on a ``new_hw`` grid, as Heo et al. do at a new resolution.
+
+        coords: "extrapolate" or "interpolate", as in :meth:`AxialRoPE2D.regrid`.
+        """
+        scale = self._new_scale(old_hw, new_hw, n_prefix, coords)
+        new = MixedRoPE2D(self.head_dim, self.n_heads, new_hw[0], new_hw[1], n_prefix=n_prefix, layout=self.layout,
+                          scale=scale)
         with torch.no_grad():
             new.freqs.copy_(self.freqs)
         return new

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...checks import check_grid, check_int, check_integer_tensor, check_number, check_position_range
+from ...checks import check_choice, check_grid, check_int, check_integer_tensor, check_number, check_position_range
 from ...scheme import PositionScheme
-from .grid import check_same_grid, resample_grid
+from .grid import COORDS, Coords, check_same_grid, check_scale, coordinate_scale, resample_grid
 
 __all__ = ["sincos_2d_table", "learnable_2d_table", "SinCos2DPE", "Learnable2DPE"]
 
@@ -25,15 +25,19 @@ Mode = Literal["add", "concat"]
 
 
 def sincos_2d_table(
-    grid_h: int, grid_w: int, d_model: int, base: float = 10000.0, n_prefix: int = 0, dtype: torch.dtype = torch.float32
+    grid_h: int, grid_w: int, d_model: int, base: float = 10000.0, n_prefix: int = 0, dtype: torch.dtype = torch.float32,
+    scale: tuple[float, float] = (1.0, 1.0),
 ) -> Tensor:
     """Fixed 2-D sin-cos encodings (MAE-style): shape (n_prefix + grid_h*grid_w, d_model).
 
-    With ``w_k = base^(-k/(d_model/4))``, k = 0 .. d_model/4 - 1, patch (r, c) gets
+    With ``w_k = base^(-k/(d_model/4))``, k = 0 .. d_model/4 - 1, patch (r, c) at the coordinates
+    ``(y, x) = (r * scale[0], c * scale[1])`` gets
 
-        [ sin(r w) | cos(r w) | sin(c w) | cos(c w) ]      (four blocks of d_model/4)
+        [ sin(y w) | cos(y w) | sin(x w) | cos(x w) ]      (four blocks of d_model/4)
 
     and prefix tokens get zero rows. Angles are computed in float64, then cast to ``dtype``.
+    ``scale`` (1, 1) gives the integer patch indices; :func:`~.grid.coordinate_scale` gives the
+    factors that put a larger grid's patches at interpolated coordinates inside a trained grid.
 
     Channel order: this is the row-first order of Hugging Face's
     ``build_2d_sinusoidal_position_embedding``. The original MAE code (``get_2d_sincos_pos_embed``)
@@ -47,10 +51,11 @@ def sincos_2d_table(
     if d_model % 4:
         raise ValueError(f"d_model must be divisible by 4 (sin and cos for two axes), got {d_model}")
     check_number("base", base, above=1, finite=True)
+    row_scale, col_scale = check_scale(scale)
     k = torch.arange(d_model // 4, dtype=torch.float64)
     omega = torch.exp(-k / (d_model // 4) * math.log(base))
-    rows = torch.arange(grid_h, dtype=torch.float64).repeat_interleave(grid_w)[:, None] * omega
-    cols = torch.arange(grid_w, dtype=torch.float64).repeat(grid_h)[:, None] * omega
+    rows = (torch.arange(grid_h, dtype=torch.float64) * row_scale).repeat_interleave(grid_w)[:, None] * omega
+    cols = (torch.arange(grid_w, dtype=torch.float64) * col_scale).repeat(grid_h)[:, None] * omega
     grid = torch.cat([rows.sin(), rows.cos(), cols.sin(), cols.cos()], dim=1)
     return torch.cat([torch.zeros(n_prefix, d_model, dtype=torch.float64), grid]).to(dtype)
 
@@ -113,20 +118,36 @@ class SinCos2DPE(_GridTable):
         grid_h, grid_w: patch grid.
         n_prefix: leading class-like tokens (zero rows).
         base: frequency base.
+        scale: (row, column) factors of the patch coordinates (see :func:`sincos_2d_table`).
     """
 
-    def __init__(self, d_model: int, grid_h: int, grid_w: int, n_prefix: int = 0, base: float = 10000.0):
+    def __init__(
+        self, d_model: int, grid_h: int, grid_w: int, n_prefix: int = 0, base: float = 10000.0,
+        scale: tuple[float, float] = (1.0, 1.0),
+    ):
         super().__init__()
+        table = sincos_2d_table(grid_h, grid_w, d_model, base, n_prefix, scale=scale)
         self.grid_h, self.grid_w, self.n_prefix, self.d_model, self.base = grid_h, grid_w, n_prefix, d_model, base
-        self.register_buffer("_table", sincos_2d_table(grid_h, grid_w, d_model, base, n_prefix), persistent=False)
+        self.scale = check_scale(scale)
+        self.register_buffer("_table", table, persistent=False)
 
     def table(self) -> Tensor:
         return self._table
 
-    def regrid(self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int) -> SinCos2DPE:
-        """The table recomputed for a ``new_hw`` grid (same base); nothing was learned."""
+    def regrid(
+        self, old_hw: tuple[int, int], new_hw: tuple[int, int], n_prefix: int, coords: Coords = "extrapolate"
+    ) -> SinCos2DPE:
+        """The table recomputed for a ``new_hw`` grid (same base); nothing was learned.
+
+        coords: "extrapolate" keeps the coordinate scale (new patches at indices beyond the
+        trained ones); "interpolate" multiplies it by :func:`~.grid.coordinate_scale`, so the new
+        grid spans the trained coordinates.
+        """
         check_same_grid(self, old_hw, n_prefix)
-        return SinCos2DPE(self.d_model, new_hw[0], new_hw[1], n_prefix, self.base)
+        check_choice("coords", coords, COORDS)
+        factor = coordinate_scale(old_hw, new_hw) if coords == "interpolate" else (1.0, 1.0)
+        scale = (self.scale[0] * factor[0], self.scale[1] * factor[1])
+        return SinCos2DPE(self.d_model, new_hw[0], new_hw[1], n_prefix, self.base, scale)
 
 
 class Learnable2DPE(_GridTable):
