@@ -3,12 +3,16 @@
 #
 # Notebooks 01-03 put position into a vector added to the tokens, or into a rotation of queries
 # and keys. There is a third place: the attention **scores** themselves. A relative bias adds one
-# number $b(i, j)$ to the score of query $i$ and key $j$, after the $1/\sqrt{d}$ scale, and that
-# number depends only on where the two tokens are relative to each other. T5 learns it per bucket
-# of distance, ALiBi fixes it as a straight line, Swin learns it over 2-D offsets inside a window.
-# This notebook also looks at two routes that add no position at all: a convolution whose zero
-# padding leaks position (PEG), and a causal decoder with no encoding (NoPE). It ends with what
-# each scheme costs in time and memory, and the selection advice, backed by this series' results.
+# number $b(i, j)$ to the score of query $i$ and key $j$, and that number depends only on where
+# the two tokens are relative to each other. T5 learns it per bucket of distance and adds it to
+# the *unscaled* score $q^\top k$ (T5 never divides by $\sqrt{d}$: the scale is folded into the
+# initialisation of its query weights); ALiBi fixes it as a straight line and adds it after the
+# usual $1/\sqrt{d}$ scale; Swin learns it over 2-D offsets inside a window. Transformer-XL goes
+# one step further: the position term depends on the query's *content* too. This notebook also
+# looks at two routes that add no position at all: a convolution whose zero padding leaks
+# position (PEG), and a causal decoder with no encoding (NoPE). It ends with what each scheme
+# costs in time and memory, and the selection advice, each row backed by a number this series
+# measured.
 #
 # **What you will learn**
 # - T5's bucketed bias: exact buckets near, log-spaced far, bidirectional or causal; and what a
@@ -17,6 +21,8 @@
 #   per-key form is exact under a causal mask, and how it reaches `scaled_dot_product_attention`
 #   without a (heads, L, L) mask;
 # - Swin's $(2M-1)\times(2M-1)$ table and its index, and BEiT's class-token variant;
+# - Transformer-XL's relative attention: four terms (content and position, each with a global
+#   bias), sinusoidal $r_{i-j}$, and what a trained model does with distance;
 # - that PEG's zero padding leaks absolute position, measured by a probe;
 # - that a causal decoder with no encoding learns position while an encoder cannot;
 # - how every family does on one task (3 seeds), and what each costs as the sequence grows.
@@ -46,6 +52,7 @@ from posenc_lib.course.data import lag_task
 from posenc_lib.course.diagnostics import position_probe_accuracy
 from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
+from posenc_lib.course.report import clearly_ahead
 from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.factory import build_scheme
@@ -53,6 +60,7 @@ from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
     T5RelativeBias,
+    TransformerXLRelative,
     alibi_bias,
     alibi_slopes,
     swin_relative_position_index,
@@ -83,7 +91,12 @@ def mib(n_bytes: float) -> str:
 # own), the rest are **log-spaced** up to `max_distance` = 128, and everything farther shares the
 # last bucket. A decoder (**causal**) sees no keys after the query, so all 32 buckets go to the
 # past. The bias of a (query, key) pair is `table[bucket, head]`, a learned `(32, heads)` table
-# shared by every layer.
+# shared by every layer, and it is added to the raw score: T5's attention computes
+# $q_i^\top k_j + b_{h}(\text{bucket}(j - i))$ with no $1/\sqrt{d}$ anywhere (Hugging Face's
+# `T5Attention` uses a scaling of 1.0; the $1/\sqrt{d}$ is folded into the initialisation of the
+# query weights). The library does the same: `T5RelativeBias.score_scale()` is 1, and
+# `MultiHeadAttention` then starts its query weights $\sqrt{d}$ times smaller, so that the
+# scores start out the size they would have in a scaled layer.
 
 # %% tags=["nbval-check-output"]
 offsets = torch.arange(-160, 161)
@@ -102,6 +115,7 @@ plt.show()
 # **Check.** Bidirectional: distances 0-7 have exact buckets on each side, keys after the query use
 # buckets 16-31, and every distance from 128 on lands in the last bucket of its side. Causal:
 # distances 0-15 are exact and every key after the query falls in bucket 0 (the mask hides it).
+# And the scale: T5's scheme multiplies $q^\top k$ by 1, ALiBi's by the usual $1/\sqrt{d}$.
 
 # %% tags=["nbval-check-output"]
 past = -offsets[offsets <= 0]  # distance of a key at or before the query
@@ -111,6 +125,7 @@ assert torch.equal(t5_relative_bucket(-torch.arange(16), bidirectional=False), t
 assert (buckets_bi[offsets <= -128] == 15).all() and (buckets_bi[offsets >= 128] == 31).all()
 assert (buckets_causal[offsets > 0] == 0).all() and (buckets_causal[offsets <= -128] == 31).all()
 assert (t5_relative_bucket(-past.flip(0)).diff() >= 0).all()  # never decreases with the distance
+assert T5RelativeBias(4).score_scale(16) == 1.0 and ALiBi(4).score_scale(16) == 1 / math.sqrt(16)
 print("distinct buckets used by offsets -160..160: bidirectional", len(buckets_bi.unique()),
       "| causal", len(buckets_causal.unique()))
 
@@ -130,6 +145,16 @@ for ax, bidirectional in zip(axes, (True, False)):
 plt.show()
 
 # %% [markdown]
+# **Takeaway:**
+# - T5 spends its buckets where precision matters (near the query) and lumps far offsets
+#   together; past `max_distance` all distances look alike.
+# - The bias is added to the raw score $q^\top k$: T5 has no $1/\sqrt{d}$ scale.
+# - What a trained model stores in the table is drawn in section 7, after training on a task
+#   where the offset matters.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Bucketing 257 offsets instead of $L^2$ pairs
+#
 # The library computes the bias without bucketing all $L^2$ pairs. Only the offsets matter, and
 # every offset beyond $\pm$`max_distance` shares the last bucket, so `T5RelativeBias.offset_bias()`
 # buckets the 257 offsets $-128 \dots 128$ once, and each pair only **gathers** the row of its
@@ -138,7 +163,7 @@ plt.show()
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
 # `posenc_lib.course.cost.allocated_bytes`, temporaries included).
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "deep-dive"]
 t5 = T5RelativeBias(4, bidirectional=False)
 pos = torch.arange(1024)[None]
 
@@ -159,17 +184,13 @@ bytes_pairs, bytes_gather = allocated_bytes(every_pair), allocated_bytes(gathere
 print(f"L = 1024, 4 heads: bucketing every pair allocates {mib(bytes_pairs)}, offsets + gather {mib(bytes_gather)}")
 assert bytes_gather < bytes_pairs / 2
 
-# %%
+# %% tags=["deep-dive"]
 # NBVAL_IGNORE_OUTPUT
 time_pairs, time_gather = best_time(every_pair, 3), best_time(gathered, 3)
 print(f"time: every pair {time_pairs * 1e3:.1f} ms, offsets + gather {time_gather * 1e3:.1f} ms "
       f"({time_pairs / time_gather:.1f}x faster)")
 
 # %% [markdown]
-# **Takeaway:** T5 spends its buckets where precision matters (near the query) and lumps far
-# offsets together; past `max_distance` all distances look alike. What a trained model stores in
-# the table is drawn in section 6, after training on a task where the offset matters.
-#
 # ## 2 · ALiBi: a fixed straight line per head
 #
 # **Question.** Can a bias work with no parameters at all?
@@ -236,7 +257,30 @@ print(f"causal: same attention; without the mask they differ by up to {no_mask_g
 assert no_mask_gap > 0.1
 
 # %% [markdown]
-# **What the compact form saves, and how it reaches SDPA.** `scaled_dot_product_attention` takes
+# **What the compact form saves.** At a realistic length the difference is large. A 32-head
+# layer (MPT-7B has 32 ALiBi heads) at a context of 8192 tokens: the full bias for one sequence,
+# in float32 and bf16, against the compact (heads, 1, L) form.
+
+# %% tags=["nbval-check-output"]
+heads, length = 32, 8192
+full_bytes = {dtype: heads * length * length * torch.finfo(dtype).bits // 8 for dtype in (torch.float32, torch.bfloat16)}
+compact_bytes = heads * length * 4
+print(f"32 heads, L = 8192: full (heads, L, L) bias {full_bytes[torch.float32] / 2**30:.0f} GiB in float32, "
+      f"{full_bytes[torch.bfloat16] / 2**30:.0f} GiB in bf16; compact {compact_bytes / 2**10:.0f} KiB "
+      f"({full_bytes[torch.float32] // compact_bytes}x less)")
+assert full_bytes[torch.float32] // compact_bytes == length
+
+# %% [markdown]
+# **Takeaway:**
+# - ALiBi has no parameters: each head gets a fixed recency penalty, geometric across heads.
+# - Under a causal mask it collapses to a per-key vector $m_h j$: no (heads, L, L) tensor
+#   (8 GiB per layer at 8192 tokens in float32 otherwise). The deep dive below shows how it
+#   reaches SDPA, and what it costs in bf16.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Compact ALiBi inside SDPA, and its cost in bf16
+#
+# **How the compact form reaches SDPA.** `scaled_dot_product_attention` takes
 # either `is_causal=True` (it applies the mask itself, in memory linear in $L$) or an explicit
 # `attn_mask`, not both. Adding a (heads, 1, L) bias and the causal mask as one float mask builds
 # a (heads, L, L) tensor after all. The library avoids it with a small identity: a bias that
@@ -247,7 +291,7 @@ assert no_mask_gap > 0.1
 # Below: the layer with compact ALiBi (folded, `is_causal`) against the same layer with the full
 # bias (one float mask), outputs and bytes.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "deep-dive"]
 def alibi_layer(compact: bool, heads: int = 8, d_model: int = 64) -> MultiHeadAttention:
     torch.manual_seed(0)
     return MultiHeadAttention(d_model, heads, ALiBi(heads, causal=compact)).eval()
@@ -264,28 +308,14 @@ print(f"one layer, L = 512, 8 heads: full bias + mask {mib(bytes_mask)}, compact
       f"one (8, 512, 512) float32 tensor is {mib(mask_bytes)}")
 assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 
-# %% [markdown]
-# At a realistic length the difference is large. A 32-head layer (MPT-7B has 32 ALiBi heads) at a
-# context of 8192 tokens: the full bias for one sequence, in float32 and bf16, against the compact
-# (heads, 1, L) form.
-
-# %% tags=["nbval-check-output"]
-heads, length = 32, 8192
-full_bytes = {dtype: heads * length * length * torch.finfo(dtype).bits // 8 for dtype in (torch.float32, torch.bfloat16)}
-compact_bytes = heads * length * 4
-print(f"32 heads, L = 8192: full (heads, L, L) bias {full_bytes[torch.float32] / 2**30:.0f} GiB in float32, "
-      f"{full_bytes[torch.bfloat16] / 2**30:.0f} GiB in bf16; compact {compact_bytes / 2**10:.0f} KiB "
-      f"({full_bytes[torch.float32] // compact_bytes}x less)")
-assert full_bytes[torch.float32] // compact_bytes == length
-
-# %% [markdown]
+# %% [markdown] tags=["deep-dive"]
 # **A caveat: precision.** The two forms are equal in exact arithmetic, not in 16-bit floats. The
 # compact values $m_h j$ grow with the position (up to 511 for head 1 at $L = 1024$), and bf16
 # keeps 8 significant bits, so near 511 it rounds to steps of 2; the full form's values that
 # matter (near the diagonal) are small and keep their digits. Measured: the same layer in bf16,
 # against a float64 run of the full form.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "deep-dive"]
 x = torch.randn(1, 1024, 64, generator=gen)
 with torch.no_grad():
     reference = alibi_layer(False).double()(x.double(), causal=True)
@@ -296,15 +326,12 @@ print("bf16, L = 1024, largest deviation of the output from float64:",
       f"(compact / full: {bf16_error['compact bias'] / bf16_error['full bias']:.0f}x)")
 assert bf16_error["compact bias"] > 5 * bf16_error["full bias"]
 
-# %% [markdown]
+# %% [markdown] tags=["deep-dive"]
 # So in bf16 or fp16 at long lengths the memory saving costs accuracy (BLOOM, which uses the
 # compact form, runs in bf16); in float32 both forms agree to rounding (checked above at
 # $L = 512$).
-#
-# **Takeaway:** ALiBi has no parameters: each head gets a fixed recency penalty, geometric across
-# heads. Under a causal mask it collapses to a per-key vector, and folded into q and k it needs
-# no (heads, L, L) tensor at all (8 GiB per layer at 8192 tokens in float32 otherwise).
-#
+
+# %% [markdown]
 # ## 3 · Swin: a 2-D table for a window, and BEiT's class token
 #
 # **Question.** In an image, patches sit on a grid. How does a relative bias index 2-D offsets?
@@ -363,9 +390,10 @@ print(f"Swin {M}x{M}: table of {n_rel} rows; BEiT with a class token: {n_rel + 3
       f"index shapes {tuple(index.shape)} and {tuple(beit_index.shape)}")
 
 # %% [markdown]
-# **Takeaway:** Swin's bias is T5's idea in 2-D without buckets: a window is small, so every 2-D
-# offset gets its own learned value; a class token, which has no place on the grid, gets
-# three extra entries of its own.
+# **Takeaway:**
+# - Swin's bias is T5's idea in 2-D without buckets: a window is small, so every 2-D offset gets
+#   its own learned value, indexed by a block-Toeplitz matrix.
+# - A class token, which has no place on the grid, gets three extra entries of its own (BEiT).
 #
 # ## 4 · PEG: zero padding leaks absolute position
 #
@@ -433,10 +461,11 @@ assert distinct_one == 9 and peg_probe["1 PEG, zeros"] < distinct_one / G**2 + 0
 assert peg_probe["3 PEG, circular"] < 2 * chance_peg
 
 # %% [markdown]
-# **Takeaway:** a PEG's position signal is its zero border: it is absolute, it starts at the
-# edges and reaches inward one kernel radius per layer. Remove the border and the signal is gone.
-# A convolutional stem (as in hybrid ViTs) pads its borders the same way, so the same mechanism
-# can give it implicit position (not measured here).
+# **Takeaway:**
+# - A PEG's position signal is its zero border: it is absolute, it starts at the edges and
+#   reaches inward one kernel radius per layer. Remove the border and the signal is gone.
+# - A convolutional stem (as in hybrid ViTs) pads its borders the same way, so the same
+#   mechanism can give it implicit position (not measured here).
 #
 # ## 5 · NoPE: the causal mask is a position signal
 #
@@ -447,7 +476,7 @@ assert peg_probe["3 PEG, circular"] < 2 * chance_peg
 # (NoPE) reach nearly the perplexity of those with one, and that their hidden states encode
 # position; Kazemnejad et al. (2023) argued that the causal mask lets the first layer compute
 # absolute position (token $i$ averages over exactly $i + 1$ tokens). Here: a 1-layer decoder with
-# no encoding, trained on the task of section 6 (output the token 3 steps back), then a probe on
+# no encoding, trained on the task of section 7 (output the token 3 steps back), then a probe on
 # its hidden states. The same weights run **without** the causal mask are an encoder.
 
 # %%
@@ -462,6 +491,7 @@ SCHEMES = {
     "RoPE": partial(build_scheme, "rope", **sizes),
     "T5 bias": partial(build_scheme, "t5", **sizes, bidirectional=False),
     "ALiBi": partial(build_scheme, "alibi", **sizes),
+    "Transformer-XL": partial(build_scheme, "transformer-xl", **sizes),
 }
 trained: dict[tuple[str, int], TinyTransformer] = {}
 
@@ -503,17 +533,76 @@ assert nope_probe["same weights, no mask (encoder)"] < 1.5 * chance
 print(f"decoder / chance = {nope_probe['decoder (causal mask)'] / chance:.1f}")
 
 # %% [markdown]
-# **Takeaway:** with a causal mask "no positional encoding" does not mean "no position": how
-# many tokens a query can see is itself a signal. An encoder has no such signal.
+# **Takeaway:**
+# - With a causal mask "no positional encoding" does not mean "no position": how many tokens a
+#   query can see is itself a signal.
+# - An encoder has no such signal: the same weights without the mask are at chance.
+
+# %% [markdown]
+# ## 6 · Transformer-XL: content and position in four terms
 #
-# ## 6 · One task, every family
+# **Question.** T5 and ALiBi add a number that depends on the offset alone, the same for every
+# query. Can the position term depend on *what* the query is looking for?
+#
+# Shaw et al. (2018) gave every clipped offset a learned vector that the query dots with;
+# Transformer-XL (Dai et al. 2019) made that the standard form. Expand the score of an absolute
+# encoding, $(x_i + p_i)^\top W_q^\top W_k (x_j + p_j)$, into four terms, then replace every
+# absolute key position $p_j$ by a relative one $r_{i-j}$ and the query's position by two
+# learned global vectors $u$, $v$ (per head):
+#
+# $$s_{ij} = \underbrace{q_i^\top k_j}_{\text{(a) content}} + \underbrace{q_i^\top W_R\, r_{i-j}}_{\text{(b) content-position}}
+#   + \underbrace{u^\top k_j}_{\text{(c) global content}} + \underbrace{v^\top W_R\, r_{i-j}}_{\text{(d) global position}}.$$
+#
+# (all four multiplied by the usual $1/\sqrt{d}$, as in the reference code). $r_{i-j}$ is the
+# sinusoidal vector of notebook 01, evaluated at the distance $i - j$ (not learned); $W_R$ is a
+# learned projection. Term (b) lets each query choose which distance it
+# wants; term (d) is a learned function of distance shared by all queries, like T5's bias but
+# read through sinusoids instead of buckets. Computing (b) naively would build an
+# $(L, L, d)$ tensor of $r_{i-j}$; instead one computes $q_i^\top W_R r_k$ for the $2L - 1$
+# possible distances $k$, an $(L, 2L-1)$ matrix, and aligns row $i$ so that column $j$ holds
+# distance $i - j$: the **relative shift** (pad one column, reshape, drop a row; the library
+# reads the same diagonals with one strided view, `relative_shift`).
+#
+# **Check.** The library's `TransformerXLRelative.qk_bias` returns terms (b) + (c) + (d), scaled
+# like $q^\top k$ by $1/\sqrt{d}$ (the attention adds (a) itself). On random queries and keys it
+# equals the formula computed pair by pair, and moving every position by the same amount changes
+# nothing: only distances enter.
+
+# %% tags=["nbval-check-output"]
+txl = TransformerXLRelative(D_MODEL, HEADS)  # W_r, u and v as initialised; r is fixed
+head_dim, n = D_MODEL // HEADS, 6
+q, k = (torch.randn(1, HEADS, n, head_dim, generator=gen) for _ in range(2))
+pos = torch.arange(n)[None]
+with torch.no_grad():
+    terms_bcd = txl.qk_bias(q, k, pos, pos)  # (1, heads, n, n): (b) + (c) + (d), scaled like q.k
+    direct = torch.empty_like(terms_bcd)  # the formula, one (query, key) pair at a time
+    for i, j in itertools.product(range(n), range(n)):
+        wr = txl.r_proj(txl.relative_encoding(torch.tensor(i - j))).view(HEADS, head_dim)  # W_r r_{i-j}, per head
+        b_plus_d = ((q[0, :, i] + txl.v) * wr).sum(-1)   # (q_i + v) . W_r r_{i-j}
+        c = (txl.u * k[0, :, j]).sum(-1)                  # u . k_j
+        direct[0, :, i, j] = txl.score_scale(head_dim) * (b_plus_d + c)
+    moved = txl.qk_bias(q, k, pos + 100, pos + 100)
+assert_close(terms_bcd, direct)
+assert torch.equal(moved, terms_bcd)
+print("relative shift = the pair-by-pair formula; moving every position by 100 changes nothing")
+
+# %% [markdown]
+# **Takeaway:**
+# - Transformer-XL's score has four terms: content (a), content-position (b) and two global
+#   biases (c), (d); the position terms see only the distance $i - j$.
+# - $r_{i-j}$ is a fixed sinusoid, so every distance has an encoding, also distances never seen
+#   in training; $W_R$, $u$, $v$ are learned.
+# - The relative shift computes (b) for $2L - 1$ distances instead of $L^2$ pairs of vectors.
+
+# %% [markdown]
+# ## 7 · One task, every family
 #
 # **Question.** On one task where relative position matters, how do the families compare?
 #
 # The task: random tokens, and at every position output the token **3 steps back** (as in
 # [03 · RoPE](03_rope.ipynb)). A 1-layer causal decoder (d_model 32, 4 heads) is trained for 150
 # steps with each scheme: none, sinusoidal and learnable (added), RoPE (rotary), T5 and ALiBi
-# (biases); 3 seeds each. Token accuracy on 512 held-out sequences (positions 3-23); chance is
+# (biases) and Transformer-XL (section 6); 3 seeds each. Token accuracy on 512 held-out sequences (positions 3-23); chance is
 # $1/16$.
 
 # %%
@@ -523,26 +612,30 @@ results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(
 summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
 summary["mean ± std"] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["mean"], summary["std"])]  # 3 seeds
 print(summary["mean ± std"].to_string())
+per_seed = {name: results.loc[results["scheme"] == name, "accuracy"].tolist() for name in SCHEMES}
 
 # %% [markdown]
-# **Check.** The orderings the prose claims, each with a margin of twice the larger spread.
+# **Check.** The orderings the prose claims, each by the series' rule
+# ([02 · Learnable absolute encoding](02_learnable.ipynb), where seeds are first compared: the gap of the
+# means exceeds twice the larger seed spread, `report.clearly_ahead`).
 
 # %% tags=["nbval-check-output"]
-def beats(a: str, b: str) -> bool:
-    gap = summary.loc[a, "mean"] - summary.loc[b, "mean"]
-    return gap > 2 * max(summary.loc[a, "std"], summary.loc[b, "std"])
-
-
-for winner in ("RoPE", "T5 bias", "sinusoidal", "learnable"):
+solvers = ("RoPE", "T5 bias", "sinusoidal", "learnable", "Transformer-XL")
+for winner in solvers:
     for loser in ("ALiBi", "none"):
-        assert beats(winner, loser), (winner, loser)
+        assert clearly_ahead(per_seed[winner], per_seed[loser]), (winner, loser)
 assert summary.loc["RoPE", "mean"] > 0.99 and summary.loc["T5 bias", "mean"] > 0.95
 assert summary.loc["ALiBi", "mean"] < 0.5 and summary.loc["none", "mean"] < 0.5
-print("RoPE, T5, sinusoidal and learnable beat ALiBi and none by more than 2 std")
+ranked = [(a, b) for a, b in itertools.permutations(solvers, 2) if clearly_ahead(per_seed[a], per_seed[b])]
+print("RoPE, T5, sinusoidal, learnable and Transformer-XL are each ahead of ALiBi and none by the series' rule")
+print("pairs among those five where one is ahead of the other:", ranked or "none")
 
 # %% [markdown]
-# RoPE and T5 express "3 back" directly (a rotation by 3 steps; a bucket of its own), and the
-# sinusoidal table gets there too. **ALiBi stays near no encoding**: its bias falls monotonically
+# RoPE, T5 and Transformer-XL express "3 back" directly (a rotation by 3 steps; a bucket of its
+# own; a learned function of the distance), and the added tables get there too. All of them but
+# T5 reach 1.00; T5 bias reaches 0.99, and its seeds agree so closely that even this gap of about
+# one point passes the series' rule (the pairs printed above): the others are ahead of it here,
+# by a margin too small to mean much beyond this setup. **ALiBi stays near no encoding**: its bias falls monotonically
 # with distance and has no parameters, so a head can prefer *near* keys but cannot single out
 # the key exactly 3 back, and with random tokens the content cannot help. That is no verdict on
 # ALiBi for language modelling (its design target, with a recency prior and many layers: in
@@ -571,22 +664,43 @@ print("offset of each head's largest bias:", peak.tolist())
 assert (peak == -LAG).any()
 
 # %% [markdown]
-# **Takeaway:** at least one head puts its largest bias exactly at offset $-3$: the model learned,
-# in the bias table alone, where to look. On this relative task RoPE, T5, the sinusoidal and the
-# learnable table solve it, ALiBi's fixed shape cannot express it, and without an encoding the decoder reaches only
-# a fraction of it.
-#
-# ## 7 · What each scheme costs
+# What did Transformer-XL learn? Its global position term (d), $v^\top W_R\, r_{i-j}$ (scaled),
+# per head against the same offset $j - i$ (seed 0). Unlike T5's table it is a smooth function
+# of the distance, read through sinusoids; term (b) adds a query-dependent part on top.
+
+# %% tags=["nbval-check-output"]
+txl_trained = run("Transformer-XL", 0).scheme
+with torch.no_grad():
+    wr = txl_trained.r_proj(txl_trained.relative_encoding(-offs)).view(len(offs), HEADS, -1)  # distance i - j = -offset
+    term_d = (wr * txl_trained.v).sum(-1) * txl_trained.score_scale(D_MODEL // HEADS)  # (SEQ, heads)
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
+line_plot(ax, offs.numpy(), {f"head {h + 1}": term_d[:, h].numpy() for h in range(HEADS)},
+          "Transformer-XL's global position term (d) on the lag-3 task", "offset j - i (key minus query, tokens)",
+          "term (d) added to the score", markers=True)
+ax.axvline(-LAG, color="grey", linewidth=0.8)
+plt.show()
+peak_d = offs[term_d.argmax(0)]
+print("offset of each head's largest term (d):", peak_d.tolist())
+assert (peak_d == -LAG).any()
+
+# %% [markdown]
+# **Takeaway:**
+# - T5 puts its largest bias exactly at offset $-3$ (every head, seed 0), and so does
+#   Transformer-XL's global position term (d): both learned, in the position terms alone,
+#   where to look.
+# - RoPE, T5 bias, Transformer-XL and the added tables solve the task; ALiBi's fixed monotone
+#   bias cannot express "exactly 3 back", and stays near no encoding.
+
+# %% [markdown]
+# ## 8 · What each scheme costs
 #
 # **Question.** How do time and memory of the position part grow with the sequence length $L$?
 #
 # The position part is the one hook each scheme uses (`posenc_lib.course.cost.position_part`): the
 # added table, the rotation of q and k, or the bias. Bytes are counted exactly (every tensor the
 # hook creates); times are the fastest of 5 calls, so they vary from run to run. Model size:
-# d_model 128, 4 heads, one sequence. Lengths stop at 1024: beyond it a fresh (heads, L, L) bias
-# passes ~32 MB, the C library hands such buffers out as new memory pages that are faulted in on
-# first touch, and their time grows faster than $L^2$ (`make bench` sets the allocator so that
-# this does not happen).
+# d_model 128, 4 heads, one sequence, lengths 128 to 1024 (the deep dive at the end of this
+# section says why they stop there).
 
 # %% tags=["nbval-check-output"]
 LENGTHS = (128, 256, 512, 1024)
@@ -676,62 +790,80 @@ plt.show()
 # scheme of the library including Swin, PEG and the 2-D encodings); its tables and log-log figure
 # are in `bench/results/schemes.md`.
 #
-# **Takeaway:** added tables, RoPE and compact ALiBi cost $O(L)$ memory; T5 and full ALiBi cost
-# $O(L^2)$ (24 and more bytes per pair here), which at long contexts is the dominant cost.
-#
-# ## 8 · Which encoding when: the selection advice, with this series' evidence
-#
-# The source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations, each
-# row backed by a result of this series (notebook and section; 04 and 07 by topic).
+# **Takeaway:**
+# - Added tables, RoPE and compact ALiBi cost $O(L)$ memory.
+# - T5 and full ALiBi cost $O(L^2)$ (24 and more bytes per pair here), which at long contexts
+#   is the dominant cost.
 
-# %% tags=["nbval-check-output"]
-advice = pd.DataFrame([
-    ("bidirectional encoder, fixed short inputs", "sinusoidal or learnable table",
-     "00 §3 (no position: chance); 02 §6 (learnable vs sinusoidal); 05 §6 (sinusoidal solves the lag task)"),
-    ("no position at all", "only in a causal decoder",
-     "00 §1 (encoder is permutation-equivariant); 05 §5 (decoder learns position, encoder at chance)"),
-    ("relative offsets matter (copying, local patterns)", "RoPE or a learned relative bias (T5)",
-     "03 §5 (RoPE solves lag-3); 05 §6 (RoPE and T5 best, T5 learns a peak at -3)"),
-    ("decoder LLM, KV cache", "RoPE, computed in float32",
-     "03 §5 (cache decode = recomputation); 03 §8 (bf16 angles are wrong)"),
-    ("train short, run long",
-     "ALiBi; for RoPE, a short fine-tune at the long length, else NTK-aware or YaRN (softer, not flat)",
-     "03 §9 (plain RoPE degrades past its length); 06 §4 (ALiBi flat to 8L, RoPE's perplexity rises; NTK-aware and YaRN "
-     "lower RoPE's 8L perplexity with no training but stay far above ALiBi); 06 §8 (PI is worst zero-shot and "
-     "needs its fine-tune; at this scale the same fine-tune without PI did better)"),
-    ("long context, memory bound", "no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask",
-     "05 §2 (compact ALiBi folded into SDPA); 05 §7 (T5 and full ALiBi grow as L²)"),
-    ("images, fixed resolution", "2-D table or 2-D sin-cos; Swin bias inside windows",
-     "04 (vision); 05 §3 (Swin index)"),
-    ("images, variable resolution", "2-D sin-cos / 2-D RoPE, or a PEG convolution",
-     "04 (vision, changing resolution); 05 §4 (PEG's zero padding carries position)"),
-    ("checking what a model learned", "position probe, attention maps, ablations",
-     "05 §4-5 (probes); 07 (debugging)"),
-], columns=["situation", "choose", "evidence (notebook § section)"])
-advice
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Why the timed lengths stop at 1024
+#
+# Beyond $L = 1024$ a fresh (heads, L, L) bias passes ~32 MB. The C library hands out buffers
+# that large as new memory pages, which the kernel faults in on first touch, so their time grows
+# faster than $L^2$ and the time slope measures the allocator, not the scheme. `make bench` sets
+# the allocator so that this does not happen, and measures whole layers up to $L = 2048$.
+
+# %% [markdown]
+# ## 9 · Which encoding when: the selection advice, with this series' evidence
+#
+# The source article, the Chinese-language tutorial *Transformer positional encoding: from
+# sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations.
+# Each row cites a number this series printed (05 by section; 06 is
+# [06 · Length extrapolation](06_length_extrapolation.ipynb), 03 is [03 · RoPE](03_rope.ipynb),
+# 04 is [04 · Position in vision transformers](04_vision.ipynb)), and says what that evidence does
+# not tell. All of it is at toy scale: 1- and 2-layer models, minutes of CPU training.
+#
+# | situation | choose | evidence this series printed | what it does not tell |
+# |---|---|---|---|
+# | bidirectional encoder | any encoding at all: without one an encoder is blind to order | 05 §5: the NoPE weights run without the causal mask (an encoder) leave a position probe at 0.040, chance 0.042 | which encoding an encoder should prefer: no notebook trains encoders with every scheme side by side |
+# | causal decoder with no encoding (NoPE) | possible: the mask itself carries position | 05 §5: the decoder's states give the probe 0.204, 4.9 times chance; 06 §4: NoPE's perplexity at $L$ is 14.24, against 11.88 to 13.94 for the other encodings (the clamped learnable table: 14.70) | whether NoPE keeps up at scale (Haviv et al. report it nearly does) |
+# | relative offsets matter (copy the token $k$ back) | RoPE, T5 bias or Transformer-XL; at a fixed length an added table does it too | 05 §7, lag-3 accuracy over 3 seeds: sinusoidal, learnable, RoPE and Transformer-XL 1.00, T5 bias 0.99; ALiBi 0.24 and no encoding 0.23 | a ranking that matters: the solvers differ by about one point at most, on a task they all solve |
+# | decoder LLM with a KV cache | RoPE, angles computed in float32 | 03 §5: a cache step equals full recomputation; 03 §8: from position 1000 on, float32 angles cast to bf16 are at least 388 times closer than bf16 angles | how the other schemes behave with a cache (not measured) |
+# | train short, run long, no fine-tune | Transformer-XL or ALiBi | 06 §4: Transformer-XL 11.88 at $L$, 11.80 at $8L$, the lowest everywhere; ALiBi 13.14 and 13.20; T5 bias 13.94 to 15.08; plain RoPE 12.47 to 17.72, worse at $8L$ than no encoding (15.20) | lengths beyond $8L$, models beyond 2 layers and 150 steps, and Transformer-XL's cost (its query-dependent bias enters attention as an $L^2$ float mask; not timed in §8) |
+# | a RoPE model that must run longer | a short fine-tune at the long length; zero-shot, NTK-aware or YaRN only soften the rise | 06 §4 and §8: at $8L$, NTK-aware 16.58, YaRN 15.55, PI ×8 after 60 steps 14.01, the same 60 steps without PI 12.54 | that PI beats direct fine-tuning: at this scale it did not |
+# | long context, memory bound | no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask | 05 §8: T5 bias 24 bytes per (query, key) pair, full ALiBi 36, compact ALiBi and RoPE none; 05 §2: a full bias is 8 GiB per layer at 32 heads and 8192 tokens | whole-model speed (`make bench` measures whole layers) |
+# | images, fixed resolution | the scheme 04 measured best on its grid; Swin's bias inside windows | 04 (fixed-resolution comparison); 05 §3 (Swin's index) | see 04 |
+# | images, variable resolution | the scheme 04 measured best at a new resolution | 04 (zero-shot at a resolution not seen in training, including PEG) | see 04 |
+# | checking what a model learned | a position probe, the learned bias, ablations | 05 §4: the probe names 0.788 of positions behind 3 zero-padded PEGs, 0.029 with circular padding; 05 §7: T5's learned bias peaks at offset −3 | a probe shows that position is present in the states, not that the model uses it |
 
 # %% [markdown]
 # ## Summary
 #
-# - **T5** buckets the offset $j - i$: exact buckets for distances 0-7 (0-15 causal), log-spaced
-#   up to 128, one last bucket beyond; one learned scalar per bucket and head. Bucketing the
-#   257 offsets once and gathering gives the same bias bit for bit, with far fewer bytes than
-#   bucketing every pair (printed in section 1). Trained on the lag-3 task, a head peaks at offset −3.
-# - **ALiBi**: slopes $2^{-8h/n}$ ($1/2 \dots 1/256$ for 8 heads; 12 heads take the 8-head slopes
-#   plus every other 16-head slope). Under a causal mask the per-key form $m_h j$ is exact; folded
-#   into q and k it reaches SDPA with `is_causal` and no (heads, L, L) mask: 8 GiB less per layer
-#   for 32 heads at 8192 tokens in float32. In bf16 the compact values lose digits: the output
-#   deviates ~70x more than with the full form at $L = 1024$ (0.28 against 0.004).
+# - **T5** buckets the offset $j - i$ (exact near, log-spaced up to 128, one last bucket beyond)
+#   and adds one learned scalar per bucket and head to the *unscaled* score $q^\top k$.
+#   Trained on the lag-3 task, a head peaks at offset −3.
+# - **ALiBi**: fixed slopes $2^{-8h/n}$ (12 heads: the 8-head slopes plus every other 16-head
+#   slope), added after the $1/\sqrt{d}$ scale. Under a causal mask the per-key form $m_h j$ is
+#   exact and needs no (heads, L, L) tensor.
 # - **Swin**: $(2M-1)^2$ table rows, a block-Toeplitz index; BEiT adds 3 rows for the class token.
-# - **PEG**: on constant inputs, three zero-padded PEGs let a probe name most positions exactly;
-#   circular padding leaves it at chance $1/36$ (numbers in section 4).
-# - **NoPE**: a causal decoder's hidden states reveal position to a probe (several times
-#   chance); the same weights without the mask are at chance (Haviv et al. 2022; Kazemnejad et al. 2023).
-# - **One task, 3 seeds**: RoPE, T5, sinusoidal and learnable solve lag-3; ALiBi stays near no encoding
-#   (its monotone bias cannot pick one offset); the table in section 6 has mean ± std.
-# - **Cost**: added tables, RoPE and compact ALiBi use $O(L)$ memory; T5 (24 bytes per pair) and
-#   full ALiBi $O(L^2)$; slopes 1 and 2 read off the log-log plot; `make bench` for whole layers.
+# - **Transformer-XL**: four terms, content and position, each with a global bias; the position
+#   terms read sinusoidal $r_{i-j}$ through a learned projection.
+# - **PEG** and **NoPE** add no encoding, yet zero padding and the causal mask both give a probe
+#   the position; circular padding and an encoder do not.
+# - **One task, 3 seeds**: RoPE, T5, Transformer-XL, sinusoidal and learnable solve lag-3;
+#   ALiBi stays near no encoding. **Cost**: T5 and full ALiBi need $O(L^2)$ memory, the others $O(L)$.
+
+# %% [markdown]
+# ### Open-ended experiment · Can T5 find a key that shares its bucket?
 #
+# **Question.** In a causal decoder, T5's exact buckets stop at distance 15; past it, neighbouring
+# distances share a log-spaced bucket. On the lag task with a lag of 20 (or 40), can a T5 model
+# still single out the one key 20 back, and what do RoPE and Transformer-XL do there?
+#
+# ```python
+# LAG_FAR, SEQ_FAR = 20, 48
+# data = lag_task(4096, SEQ_FAR, VOCAB, LAG_FAR, torch.Generator().manual_seed(100))
+# test = lag_task(512, SEQ_FAR, VOCAB, LAG_FAR, torch.Generator().manual_seed(101))
+# print(t5_relative_bucket(-torch.arange(16, 26), bidirectional=False))  # which distances share a bucket
+# # then train as run() does, with max_len=SEQ_FAR, for "T5 bias" and "RoPE", 3 seeds each
+# ```
+#
+# **What to look for.** The accuracy of each scheme over 3 seeds, and T5's learned bias around
+# offset $-20$: a bucket shared by several distances gives them all the same bias, so the
+# attention must tell them apart by content alone, which random tokens do not allow. Does
+# more training, or a larger `num_buckets`, change it?
+
+# %% [markdown]
 # ## Exercises
 #
 # ### Exercise 1 · ALiBi slopes for any number of heads
