@@ -33,7 +33,7 @@
 # and [03 · RoPE](03_rope.ipynb) (the schemes compared here).
 #
 # **Run time:** about 24 s on a laptop CPU (measured with `make execute`, one thread), most of it
-# in eighteen small training runs of 150 steps.
+# in 21 small training runs of 150 steps (7 schemes × 3 seeds).
 
 # %%
 import itertools
@@ -822,8 +822,8 @@ plt.show()
 # | train short, run long, no fine-tune | Transformer-XL or ALiBi | 06 §4: Transformer-XL 11.88 at $L$, 11.80 at $8L$, the lowest everywhere; ALiBi 13.14 and 13.20; T5 bias 13.94 to 15.08; plain RoPE 12.47 to 17.72, worse at $8L$ than no encoding (15.20) | lengths beyond $8L$, models beyond 2 layers and 150 steps, and Transformer-XL's cost (its query-dependent bias enters attention as an $L^2$ float mask; not timed in §8) |
 # | a RoPE model that must run longer | a short fine-tune at the long length; zero-shot, NTK-aware or YaRN only soften the rise | 06 §4 and §8: at $8L$, NTK-aware 16.58, YaRN 15.55, PI ×8 after 60 steps 14.01, the same 60 steps without PI 12.54 | that PI beats direct fine-tuning: at this scale it did not |
 # | long context, memory bound | no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask | 05 §8: T5 bias 24 bytes per (query, key) pair, full ALiBi 36, compact ALiBi and RoPE none; 05 §2: a full bias is 8 GiB per layer at 32 heads and 8192 tokens | whole-model speed (`make bench` measures whole layers) |
-# | images, fixed resolution | the scheme 04 measured best on its grid; Swin's bias inside windows | 04 (fixed-resolution comparison); 05 §3 (Swin's index) | see 04 |
-# | images, variable resolution | the scheme 04 measured best at a new resolution | 04 (zero-shot at a resolution not seen in training, including PEG) | see 04 |
+# | images, fixed resolution | a 2-D RoPE (axial or mixed) when the answer is a spatial relation; for content, any encoding; Swin's bias inside windows | 04 §4, direction task on offsets never trained: axial and mixed RoPE 1.00, 2-D sin-cos 0.92, the learned tables 0.70 to 0.71, PEG 0.71, 1-D sinusoid 0.54; digits: 0.70 to 0.86 with any position scheme, no ordering among them by the rule; 05 §3 (Swin's index) | one 4x4 grid and 148 training images: whether learned tables catch up with ViT-scale data |
+# | images, variable resolution | interpolated coordinates (2-D sin-cos or RoPE at positions rescaled to the trained range) or a resampled learned table, then a short fine-tune; not extrapolated coordinates | 04 §6, digits from 4x4 to 6x6 patches, zero-shot: extrapolated sin-cos and RoPE 0.11 to 0.18, interpolated 0.47 to 0.51, the resampled 1-D table 0.52 (within the seed spread of the interpolated ones), PEG 0.29; after the fine-tune 0.69 to 0.72, 0.77 and 0.71; direction task on a larger canvas, interpolated axial and mixed RoPE 0.99 and 1.00 with no fine-tune | one change of resolution, tiny models: PEG's advantage reported at ViT scale (CPVT) did not show here, and "learned beats fixed" was mostly "interpolated beats extrapolated" |
 # | checking what a model learned | a position probe, the learned bias, ablations | 05 §4: the probe names 0.788 of positions behind 3 zero-padded PEGs, 0.029 with circular padding; 05 §7: T5's learned bias peaks at offset −3 | a probe shows that position is present in the states, not that the model uses it |
 
 # %% [markdown]

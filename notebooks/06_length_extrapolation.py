@@ -31,7 +31,7 @@
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
 # **Run time:** about 79 s on a laptop CPU (measured with `make execute`, one thread), almost all
-# of it in 18 training runs of 250 steps (6 encodings × 3 seeds) and 6 short fine-tunes.
+# of it in 21 training runs of 150 steps (7 encodings × 3 seeds) and 12 short fine-tunes.
 
 # %%
 import itertools
