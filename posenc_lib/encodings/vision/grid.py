@@ -24,9 +24,9 @@ from ...checks import check_float_tensor, check_grid, check_int, check_integer_t
 
 __all__ = ["grid_coordinates", "COORDS", "Coords", "check_scale", "coordinate_scale", "check_same_grid", "resample_grid", "PatchEmbed"]
 
-#: How a computed 2-D scheme (sin-cos, RoPE) meets a larger grid: ``"extrapolate"`` (the new
-#: rows and columns get the indices 0 .. H' - 1, beyond the trained ones) or ``"interpolate"``
-#: (the indices are rescaled into the trained range, see :func:`coordinate_scale`).
+#: The ways a computed 2-D scheme (sin-cos, RoPE) can meet a larger grid. ``"extrapolate"``: the new
+#: rows and columns get the indices 0 .. H' - 1, beyond the trained ones. ``"interpolate"``:
+#: the indices are rescaled into the trained range (see :func:`coordinate_scale`).
 COORDS = ("extrapolate", "interpolate")
 Coords = Literal["extrapolate", "interpolate"]
 
