@@ -248,7 +248,7 @@ assert all(abs(c - 0.5) < 1e-9 for c in ceiling.values())
 # seed, same batches, 300 steps) except for the position scheme. Each step draws a fresh batch
 # of 64 sentences from the training split, so neither model can memorise a fixed data set.
 
-# %%
+# %% tags=["nbval-check-output"]
 test_x, test_y = task.sample(2000, torch.Generator().manual_seed(1), split="test")
 train_x, train_y = task.sample(2000, torch.Generator().manual_seed(2), split="train")
 schemes = {"no position": NoPosition, "sinusoidal": lambda: SinusoidalPE(32)}

@@ -132,7 +132,7 @@ SEEDS = (0, 1, 2)  # every comparison of trained models below is repeated with t
 # as in GPT-2, and $\mathcal N(0, 1)$, PyTorch's default for `nn.Embedding`, and each of the
 # four runs with three seeds (weights and batches).
 
-# %%
+# %% tags=["nbval-check-output"]
 seed_everything(0)
 small_table = LearnablePE(D_MODEL, MAX_LEN, init_std=0.02).weight.detach()
 seed_everything(0)
@@ -231,7 +231,7 @@ print("mean loss over 150 steps (mean of 3 seeds): " + "; ".join(
 # similarity of every pair of rows, $\cos(P[i], P[j])$, before and after. For reference, the
 # third panel is the sinusoidal table of notebook 01, whose structure is designed.
 
-# %%
+# %% tags=["nbval-check-output"]
 learned = build(lambda: LearnablePE(D_MODEL, MAX_LEN), token_std=0.02)
 table_before = learned.scheme.weight.detach().clone()
 learned_losses = train(learned, (train_x, train_y), STEPS, desc="learnable, 2048 sequences")
@@ -379,7 +379,7 @@ assert int((moved > 0).sum()) == SEQ_LEN
 # entries of size 1 (section 7) and, by section 3, cost the learnable table at 0.02 little. A
 # model without any position encoding is the floor.
 
-# %%
+# %% tags=["nbval-check-output"]
 SIZES = (64, 256, 2048)
 SCHEMES = {"learnable": lambda: LearnablePE(D_MODEL, MAX_LEN), "sinusoidal": lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN)}
 models, rows = {}, []
@@ -501,7 +501,7 @@ for n in SIZES:
 # as they reach the position scheme, its ratio to the sinusoidal row norm, and the mean
 # training loss over 150 steps (as in section 3).
 
-# %%
+# %% tags=["nbval-check-output"]
 sin_norm = SinusoidalPE(D_MODEL, max_len=MAX_LEN).table.norm(dim=1).mean().item()
 inits = {"N(0, 1) (PyTorch default)": None, "N(0, 1/d) (Vaswani et al.)": D_MODEL**-0.5,
          "N(0, 0.02²) (GPT-2)": 0.02}

@@ -281,7 +281,7 @@ print("complex form == real form (inline and library); score = Re sum_i q_i conj
 # dtype, which is why Hugging Face's models and this library's `apply_rope` use it; Meta's
 # reference code casts to float32 for its complex multiplication.
 
-# %% tags=["deep-dive"]
+# %% tags=["deep-dive", "nbval-check-output"]
 try:
     torch.view_as_complex(qs.bfloat16().reshape(seq, head_dim // 2, 2))
     raise AssertionError("expected a RuntimeError")
@@ -352,7 +352,7 @@ print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_hal
 # embeddings. To have a model whose behaviour we can measure, we train a tiny causal decoder on a
 # task that needs relative position: at every step, output the token seen **3 steps earlier**.
 
-# %%
+# %% tags=["nbval-check-output"]
 VOCAB, TRAIN_LEN, LAG = 16, 32, 3
 
 
@@ -716,7 +716,7 @@ assert turns["full turn within L"].tolist() == closed_form
 # First, accuracy per position on sequences of length 256 (8 times the training length), with
 # full causal attention and with a sliding window of 32 keys (which removes both effects at once):
 
-# %%
+# %% tags=["nbval-check-output"]
 def sliding_window(length: int, window: int) -> torch.Tensor:
     """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i (causality added by the model)."""
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]

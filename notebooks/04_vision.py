@@ -415,7 +415,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # training digits, evaluated on the 497 test digits; 200 steps on the 148 training images of the
 # direction task, evaluated on them and on the 36 held-out ones. Every scheme runs with seeds 0, 1, 2.
 
-# %%
+# %% tags=["nbval-check-output"]
 D_MODEL, N_HEADS, SEEDS = 32, 4, (0, 1, 2)
 STEPS = {"digits": 150, "direction": 200}
 TASKS = {
@@ -452,7 +452,7 @@ def run_all(task_name: str) -> list[dict]:
 models = {}
 direction_rows = run_all("direction")
 
-# %%
+# %% tags=["nbval-check-output"]
 results = pd.DataFrame(direction_rows + run_all("digits"))
 
 
@@ -477,7 +477,7 @@ print(dir_table.round(2).to_string(), "\n")
 print("digits: test accuracy over seeds (0, 1, 2)")
 print(summary(digits, "test").round(2).to_string())
 
-# %%
+# %% tags=["nbval-check-output"]
 fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), sharey=True, layout="constrained")
 for ax, (name, df) in zip(axes, {"direction, held-out offsets": direction, "digits, test set": digits}.items(),
                           strict=True):
@@ -699,7 +699,7 @@ assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the clas
 #
 # First zero-shot, then after a short fine-tune of 30 steps at the new size.
 
-# %%
+# %% tags=["nbval-check-output"]
 BIG = 6
 scale = coordinate_scale((G, G), (BIG, BIG))
 print(f"interpolated coordinates of the {BIG} rows: {(torch.arange(BIG) * scale[0]).numpy().round(2)} "
@@ -744,7 +744,7 @@ res_table = pd.concat({s: resized.groupby(["task", "variant"], sort=False)[s].ag
 print(f"test accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")
 print(res_table.round(2).to_string())
 
-# %%
+# %% tags=["nbval-check-output"]
 long = resized.melt(id_vars=["task", "variant", "seed"], value_vars=STAGES[1:], var_name="stage", value_name="accuracy")
 fig, axes = plt.subplots(1, 2, figsize=(7.5, 4.6), sharey=True, layout="constrained")
 for ax, task_name in zip(axes, MOVED, strict=True):

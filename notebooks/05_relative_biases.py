@@ -163,7 +163,7 @@ plt.show()
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
 # `posenc_lib.course.cost.allocated_bytes`, temporaries included).
 
-# %% tags=["nbval-check-output", "deep-dive"]
+# %% tags=["deep-dive", "nbval-check-output"]
 t5 = T5RelativeBias(4, bidirectional=False)
 pos = torch.arange(1024)[None]
 
@@ -291,7 +291,7 @@ assert full_bytes[torch.float32] // compact_bytes == length
 # Below: the layer with compact ALiBi (folded, `is_causal`) against the same layer with the full
 # bias (one float mask), outputs and bytes.
 
-# %% tags=["nbval-check-output", "deep-dive"]
+# %% tags=["deep-dive", "nbval-check-output"]
 def alibi_layer(compact: bool, heads: int = 8, d_model: int = 64) -> MultiHeadAttention:
     torch.manual_seed(0)
     return MultiHeadAttention(d_model, heads, ALiBi(heads, causal=compact)).eval()
@@ -315,7 +315,7 @@ assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 # matter (near the diagonal) are small and keep their digits. Measured: the same layer in bf16,
 # against a float64 run of the full form.
 
-# %% tags=["nbval-check-output", "deep-dive"]
+# %% tags=["deep-dive", "nbval-check-output"]
 x = torch.randn(1, 1024, 64, generator=gen)
 with torch.no_grad():
     reference = alibi_layer(False).double()(x.double(), causal=True)
@@ -605,7 +605,7 @@ print("relative shift = the pair-by-pair formula; moving every position by 100 c
 # (biases) and Transformer-XL (section 6); 3 seeds each. Token accuracy on 512 held-out sequences (positions 3-23); chance is
 # $1/16$.
 
-# %%
+# %% tags=["nbval-check-output"]
 SEEDS = (0, 1, 2)
 results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(name, seed), *test_data)}
                         for name, seed in progress(list(itertools.product(SCHEMES, SEEDS)), desc="scheme x seed")])

@@ -129,7 +129,7 @@ print("evaluation windows:", tuple(inputs.shape), "| training length L =", L, "|
 # that what matters is the table's scale *relative to the tokens* (GPT-2's 0.02 goes with tokens
 # at 0.02).
 
-# %%
+# %% tags=["nbval-check-output"]
 SCHEMES = {
     "sinusoidal": lambda: SinusoidalPE(64),
     "learnable": lambda: LearnablePE(64, max_len=L, init_std=1.0),  # the tokens' scale (02 §3, §7)
@@ -153,7 +153,7 @@ train_all(["sinusoidal", "learnable", "RoPE"])
 # %% [markdown]
 # The biases, NoPE and Transformer-XL (a second cell, so that no single cell runs for minutes on a slow machine):
 
-# %%
+# %% tags=["nbval-check-output"]
 train_all(["ALiBi", "T5 bias", "NoPE", "Transformer-XL"])
 
 # %% [markdown]
@@ -266,7 +266,7 @@ print("RoPE + dynamic NTK:", np.round(ppl["RoPE + dynamic NTK"].mean(0), 2).toli
 # plain RoPE (no rescaling) at $8L$, so that the gain of PI is not confused with the gain of
 # simply training on longer windows.
 
-# %%
+# %% tags=["nbval-check-output"]
 FINETUNES = {**{f"RoPE + PI ×{s} + fine-tune": (PI[s], s) for s in PI_FACTORS}, "RoPE + fine-tune": (None, 8)}
 tuned = {name: [] for name in FINETUNES}
 for (name, (config, s)), seed in progress(list(itertools.product(FINETUNES.items(), SEEDS)), desc="fine-tune x seed"):

@@ -109,7 +109,7 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # token order at all (`permutation_sensitivity`: max change beyond the tokens moving with a
 # permutation, notebook 00)?
 
-# %%
+# %% tags=["nbval-check-output"]
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
 probe_rows = []
 for name, causal, start_token, seed in progress(list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS)),
@@ -307,7 +307,7 @@ for label, weight in [("detached", buggy.scheme.weight),
 # right positions, once with every position id 0, as a data pipeline that forgets to pass them
 # might do.
 
-# %%
+# %% tags=["nbval-check-output"]
 VOCAB, SEQ, LAG = 16, 16, 3
 lag_train, lag_test = lag_task(2048, SEQ, VOCAB, LAG, gen), lag_task(512, SEQ, VOCAB, LAG, gen)
 rope_model = make(RotaryPE(HEAD_DIM, layout="interleaved"), causal=True)
@@ -452,7 +452,7 @@ print(f"largest float32 difference of an immune scheme: {left.drop(['SinusoidalP
 # RoPE model with dynamic NTK ($L_0 = 8$, factor 4), in the four settings of the table, and
 # right-padded to 12, 16 and 24 slots:
 
-# %%
+# %% tags=["nbval-check-output"]
 DYNAMIC_NTK = {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 8}
 dynamic = {causal: make(RotaryPE(HEAD_DIM, scaling=DYNAMIC_NTK), causal=causal) for causal in (False, True)}
 dynamic_gaps = {"encoder, right": padded_gap(dynamic[False], "right"),
@@ -486,7 +486,7 @@ assert by_width[24] > 1.5 * by_width[12]                          # more padding
 # "repeat the first token at every step" (an *absolute* task: where is position 0?). Each runs
 # on 512 test sequences of random lengths 6 to 16, left-padded to 16.
 
-# %%
+# %% tags=["nbval-check-output"]
 def first_token_task(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Random tokens (n, 16); the target at every step is the sequence's first token."""
     tokens = torch.randint(0, VOCAB, (n, SEQ), generator=gen)
