@@ -150,6 +150,11 @@ def test_deep_dive_block_folds_into_one_details_element():
     assert cells[3].source == "</details>" and cells[4].source == "## 3 · Next section"
 
 
+def test_deep_dive_summary_typesets_its_math():
+    assert glue.summary_html("Deep dive (optional) · $L^2$ pairs & more") == \
+        'Deep dive (optional) · <span class="math notranslate nohighlight">\\(L^2\\)</span> pairs &amp; more'
+
+
 def test_deep_dive_block_without_its_heading_is_an_error():
     nb = new_notebook(cells=[new_code_cell("x = 1", metadata={"tags": ["deep-dive"]})])
     with pytest.raises(ValueError, match="must start with a markdown cell headed"):

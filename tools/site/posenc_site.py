@@ -23,6 +23,7 @@ for every notebook page, its label, run time and download paths.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 import tomllib
@@ -143,6 +144,15 @@ def solution_label(source: str) -> str:
     return f"solution to exercise {m[1] or m[2]}"
 
 
+def summary_html(title: str) -> str:
+    """A heading's text as the HTML of a fold's summary: escaped, with ``$...$`` as inline math that
+    MathJax typesets (the summary is raw HTML, which MyST does not parse)."""
+    parts = re.split(r"\$([^$]+)\$", title)
+    return "".join(html.escape(p) if i % 2 == 0 else
+                   f'<span class="math notranslate nohighlight">\\({html.escape(p)}\\)</span>'
+                   for i, p in enumerate(parts))
+
+
 def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
     """Each run of consecutive ``deep-dive`` cells, folded into one ``<details class="deep-dive">``.
 
@@ -166,7 +176,7 @@ def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.Noteboo
         if m is None:
             raise ValueError(f"a deep-dive block must start with a markdown cell headed 'Deep dive (optional) · ...'; "
                              f"it starts with: {first.source[:80]!r}")
-        first.source = (f'<details class="deep-dive">\n<summary>{m[1]}</summary>\n\n'
+        first.source = (f'<details class="deep-dive">\n<summary>{summary_html(m[1])}</summary>\n\n'
                         + first.source[m.end():].lstrip("\n"))
         out += cells[i:j] + [nbformat.v4.new_markdown_cell("</details>")]
         i = j
