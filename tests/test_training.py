@@ -147,3 +147,69 @@ def test_cross_entropy_ignores_minus_100_per_token():
     keep = targets != -100
     expected = torch.nn.functional.cross_entropy(logits[keep], targets[keep])
     torch.testing.assert_close(cross_entropy(logits, targets), expected)
+
+
+def trained_net(seed: int) -> tuple[list[float], dict[str, torch.Tensor]]:
+    """One independent run for run_each: its losses and its final weights."""
+    gen = seed_everything(seed)
+    net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    losses = train(net, sorting_data(gen), steps=10, batch_size=16, generator=gen, desc=None)
+    return losses, net.state_dict()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_run_each_gives_the_loop_s_results_in_order_bit_for_bit(monkeypatch, workers):
+    monkeypatch.setenv("POSENC_WORKERS", workers)
+    seeds = [2, 0, 1]
+    loop = [trained_net(seed) for seed in seeds]
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    each = training.run_each(trained_net, seeds)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's generator is untouched
+    for (loop_losses, loop_weights), (losses, weights) in zip(loop, each, strict=True):
+        assert losses == loop_losses
+        assert all(torch.equal(weights[k], loop_weights[k]) for k in loop_weights)
+
+
+def test_run_each_works_with_a_lambda_and_starts_every_item_from_seed_0(monkeypatch):
+    """Items that draw without seeding still get the same numbers, on any number of workers."""
+    draws = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("POSENC_WORKERS", workers)
+        draws[workers] = training.run_each(lambda n: torch.rand(n).tolist(), [2, 3, 2])
+    assert draws["1"] == draws["2"]
+    assert draws["1"][0] == draws["1"][2]
+    torch.manual_seed(0)
+    assert draws["1"][0] == torch.rand(2).tolist()
+
+
+def test_run_each_counts_finished_items_on_its_bar(monkeypatch, capsys):
+    monkeypatch.setenv("POSENC_DETERMINISTIC", "1")
+    monkeypatch.setenv("POSENC_WORKERS", "1")
+    assert training.run_each(lambda x: x * x, [1, 2, 3], desc="squares") == [1, 4, 9]
+    out = capsys.readouterr().out
+    assert "squares: 100%" in out and "3/3" in out
+
+
+def test_run_each_passes_a_worker_s_error_on(monkeypatch):
+    monkeypatch.setenv("POSENC_WORKERS", "2")
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
+        training.run_each(lambda steps: train(TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1),
+                                              sorting_data(torch.Generator()), steps=steps, desc=None), [3, 0])
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_run_each_rejects_a_bad_worker_count(monkeypatch, value):
+    monkeypatch.setenv("POSENC_WORKERS", value)
+    with pytest.raises(ValueError, match=f"POSENC_WORKERS must be a positive integer, got '{value}'"):
+        training.run_each(abs, [1, 2])
+
+
+def test_run_each_uses_as_many_workers_as_the_cores_hold_at_the_thread_count(monkeypatch):
+    monkeypatch.delenv("POSENC_WORKERS", raising=False)
+    monkeypatch.setattr(training.os, "cpu_count", lambda: 8)
+    assert training._workers(10, threads=1) == 4 and training._workers(10, threads=2) == 4
+    assert training._workers(10, threads=4) == 2 and training._workers(10, threads=16) == 1
+    assert training._workers(3, threads=1) == 3  # never more workers than items
+    monkeypatch.setattr(training.os, "cpu_count", lambda: 2)
+    assert training._workers(10, threads=2) == 1  # the numerics matrix's 2-thread run: one at a time

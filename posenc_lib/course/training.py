@@ -10,7 +10,7 @@ import importlib.util
 import os
 import random
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -24,12 +24,14 @@ __all__ = [
     "setup_notebook",
     "seed_everything",
     "progress",
+    "run_each",
     "train",
     "accuracy",
     "cross_entropy",
 ]
 
 T = TypeVar("T")
+R = TypeVar("R")
 Batch = tuple[Tensor, Tensor]
 
 
@@ -111,6 +113,63 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)
 
 
+def _workers(n_items: int, threads: int) -> int:
+    """Worker processes for :func:`run_each`: ``POSENC_WORKERS`` if set, else as many as the cores
+    hold at ``threads`` each, at most 4 (more threads than cores make OpenMP threads wait on each other)."""
+    value = os.environ.get("POSENC_WORKERS", str(max(1, min((os.cpu_count() or 1) // threads, 4))))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"POSENC_WORKERS must be a positive integer, got {value!r}")
+    return max(1, min(int(value), n_items))
+
+
+def _run_item(fn: Callable[[T], R], item: T, threads: int) -> R:
+    """One item of :func:`run_each`: the caller's thread count, and the global generators at seed 0."""
+    torch.set_num_threads(threads)
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    return fn(item)
+
+
+def run_each(fn: Callable[[T], R], items: Sequence[T], desc: str | None = None) -> list[R]:
+    """``[fn(item) for item in items]``, the items spread over worker processes, with one progress bar.
+
+    For the loops over seeds and settings that make up most of a notebook's run time: each item
+    is one independent training run, so several can run at once, each in its own process with
+    the notebook's thread count (one) and numerics (the environment the kernel started with).
+    The result is the same list, in the same order, whatever the number of workers: each item
+    starts with Python's, NumPy's and PyTorch's global generators seeded with 0, and ``fn``
+    seeds what it draws (:func:`seed_everything` with the item's seed). The caller's own
+    generators are left as they were.
+
+    desc: label of the progress bar, which counts finished items; ``None``: no bar.
+    Workers: ``POSENC_WORKERS`` (default: as many as the cores hold at the notebook's thread count,
+    at most 4); 1 runs the items here, in this
+    process. ``fn`` and the items travel to the workers by value (joblib's cloudpickle), so ``fn``
+    may be a function or lambda defined in a notebook; the results come back the same way.
+    """
+    items = list(items)
+    threads = torch.get_num_threads()
+    workers = _workers(len(items), threads)
+
+    def counted(results: Iterable[R]) -> Iterable[R]:
+        return progress(results, total=len(items), desc=desc) if desc is not None else results
+
+    if workers == 1:
+        state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+        try:
+            return list(counted(_run_item(fn, item, threads) for item in items))
+        finally:
+            random.setstate(state[0])
+            np.random.set_state(state[1])
+            torch.set_rng_state(state[2])
+    from joblib import Parallel, delayed, parallel_config
+
+    with parallel_config(backend="loky", inner_max_num_threads=threads):
+        results = Parallel(n_jobs=workers, return_as="generator")(delayed(_run_item)(fn, item, threads) for item in items)
+        return list(counted(results))
+
+
 def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     """Cross-entropy for (batch, classes) or per-token (batch, seq, classes) logits; -100 targets are ignored."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
@@ -148,7 +207,8 @@ def train(
             return inputs[idx], targets[idx]
     else:
         batch = data
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    # foreach: one call per step for all parameters (the same arithmetic as the per-tensor loop, bit for bit)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - 0.9 * s / steps)
     model.train()
     losses: list[float] = []
