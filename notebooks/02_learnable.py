@@ -37,7 +37,7 @@ from posenc_lib.course.data import sorting_task
 from posenc_lib.course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import COLORS, heatmap, line_plot, moving_average
 from posenc_lib.course.report import clearly_ahead, mean_std
-from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, sinusoidal_table
 from posenc_lib.models import TinyTransformer
@@ -131,6 +131,11 @@ SEEDS = (0, 1, 2)  # every comparison of trained models below is repeated with t
 # times 50. We repeat the pair for two scales of the token embeddings: $\mathcal N(0, 0.02^2)$
 # as in GPT-2, and $\mathcal N(0, 1)$, PyTorch's default for `nn.Embedding`, and each of the
 # four runs with three seeds (weights and batches).
+#
+# The twelve runs are independent of each other, so `run_each` trains them side by side in
+# worker processes, one per core (`posenc_lib.course.training`; every experiment from here on
+# uses it). Each run seeds itself, so the results are those of a plain `for` loop, bit for bit,
+# on any number of cores.
 
 # %% tags=["nbval-check-output"]
 seed_everything(0)
@@ -140,12 +145,17 @@ large_table = LearnablePE(D_MODEL, MAX_LEN, init_std=1.0).weight.detach()
 torch.testing.assert_close(large_table, 50 * small_table)   # same seed: same table, 50 times larger
 
 INIT_STEPS = 150
-init_losses = {}  # (token std, table std, seed) -> the loss of every step
-for token_std, init_std, seed in progress(list(itertools.product((0.02, 1.0), (0.02, 1.0), SEEDS)),
-                                         desc="token std x table std x seed"):
+
+
+def init_run(setup: tuple[float, float, int]) -> list[float]:
+    """One run of the experiment: the loss of every step."""
+    token_std, init_std, seed = setup
     model = build(lambda: LearnablePE(D_MODEL, MAX_LEN, init_std=init_std), token_std, seed=seed)
-    init_losses[token_std, init_std, seed] = train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed),
-                                                   desc=None)
+    return train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed), desc=None)
+
+
+init_setups = list(itertools.product((0.02, 1.0), (0.02, 1.0), SEEDS))  # (token std, table std, seed)
+init_losses = dict(zip(init_setups, run_each(init_run, init_setups, desc="token std x table std x seed")))
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, token_std in zip(axes, (0.02, 1.0)):
@@ -385,12 +395,21 @@ SCHEMES = {"learnable": lambda: LearnablePE(D_MODEL, MAX_LEN), "sinusoidal": lam
 models, rows = {}, []
 setups = [(name, make_scheme, n, seed) for name, make_scheme in {**SCHEMES, "none": NoPosition}.items()
           for n in (SIZES if name != "none" else (2048,)) for seed in SEEDS]
-for name, make_scheme, n, seed in progress(setups, desc="encoding x training sequences x seed"):
-    model = models[name, n, seed] = build(make_scheme, token_std=None, seed=seed)
+
+
+def data_run(setup: tuple) -> tuple[TinyTransformer, dict]:
+    """One run: an encoding, the first n training sequences, a seed; the model and its accuracies."""
+    name, make_scheme, n, seed = setup
+    model = build(make_scheme, token_std=None, seed=seed)
     train(model, (train_x[:n], train_y[:n]), STEPS, generator=batches(seed), desc=None)
-    rows.append({"encoding": name, "training sequences": n, "seed": seed,
-                 "train accuracy": accuracy(model, train_x[:n], train_y[:n]),
-                 "test accuracy": accuracy(model, test_x, test_y)})
+    return model, {"encoding": name, "training sequences": n, "seed": seed,
+                   "train accuracy": accuracy(model, train_x[:n], train_y[:n]),
+                   "test accuracy": accuracy(model, test_x, test_y)}
+
+
+for (name, _, n, seed), (model, row) in zip(setups, run_each(data_run, setups, desc="encoding x training sequences x seed")):
+    models[name, n, seed] = model
+    rows.append(row)
 runs = pd.DataFrame(rows)
 runs["gap"] = runs["train accuracy"] - runs["test accuracy"]
 stats = runs.groupby(["encoding", "training sequences"], sort=False)[["train accuracy", "test accuracy", "gap"]]
@@ -505,16 +524,20 @@ for n in SIZES:
 sin_norm = SinusoidalPE(D_MODEL, max_len=MAX_LEN).table.norm(dim=1).mean().item()
 inits = {"N(0, 1) (PyTorch default)": None, "N(0, 1/d) (Vaswani et al.)": D_MODEL**-0.5,
          "N(0, 0.02²) (GPT-2)": 0.02}
-scale_rows = []
-for (init_name, token_std), embed_scale, seed in progress(list(itertools.product(inits.items(), (False, True), SEEDS)),
-                                                        desc="token init x embed_scale x seed"):
+
+
+def scale_run(setup: tuple) -> dict:
+    """One run: the token rows' norm as they reach the position scheme, and the mean training loss."""
+    (init_name, token_std), embed_scale, seed = setup
     model = build(lambda: SinusoidalPE(D_MODEL, max_len=MAX_LEN), token_std, embed_scale, seed=seed)
     token_norm = (model.embed.weight * model.embed_scale).norm(dim=1).mean().item()
     losses = train(model, (train_x, train_y), INIT_STEPS, generator=batches(seed), desc=None)
-    scale_rows.append({"token init": init_name, "embed_scale": embed_scale, "seed": seed,
-                       "token row norm": token_norm, "token / position norm": token_norm / sin_norm,
-                       "mean loss": np.mean(losses)})
-scale_runs = pd.DataFrame(scale_rows)
+    return {"token init": init_name, "embed_scale": embed_scale, "seed": seed,
+            "token row norm": token_norm, "token / position norm": token_norm / sin_norm, "mean loss": np.mean(losses)}
+
+
+scale_runs = pd.DataFrame(run_each(scale_run, list(itertools.product(inits.items(), (False, True), SEEDS)),
+                                   desc="token init x embed_scale x seed"))
 by_setup = scale_runs.groupby(["token init", "embed_scale"], sort=False)
 scales = by_setup[["token row norm", "token / position norm"]].mean()
 scales["mean loss (3 seeds)"] = by_setup["mean loss"].agg(lambda v: mean_std(v))
@@ -652,14 +675,13 @@ pros_cons
 # passes the series' rule by a hair. Is it a property of the two encodings, or of seeds 0, 1 and
 # 2? And does the lead grow when data gets scarcer still?
 #
-# **A starting setup** (copy it into a new cell; each run takes about a second):
+# **A starting setup** (copy it into a new cell; each run takes a few seconds):
 #
 # ```python
+# setups = [(name, SCHEMES[name], 64, seed) for name in SCHEMES for seed in range(6)]
 # acc = {name: [] for name in SCHEMES}
-# for name, seed in progress(list(itertools.product(SCHEMES, range(6))), desc="encoding x seed"):
-#     model = build(SCHEMES[name], token_std=None, seed=seed)
-#     train(model, (train_x[:64], train_y[:64]), STEPS, generator=batches(seed), desc=None)
-#     acc[name].append(accuracy(model, test_x, test_y))
+# for (name, *_), (model, row) in zip(setups, run_each(data_run, setups, desc="encoding x seed")):
+#     acc[name].append(row["test accuracy"])
 # print({name: mean_std(a) for name, a in acc.items()}, clearly_ahead(acc["sinusoidal"], acc["learnable"]))
 # ```
 #

@@ -48,7 +48,7 @@ from posenc_lib.course.data import lag_task
 from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, progress, setup_notebook, train
+from posenc_lib.course.training import accuracy, run_each, setup_notebook, train
 from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
 from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
@@ -733,7 +733,7 @@ def trained_decoder(seed: int) -> TinyTransformer:
 
 
 SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
-decoders = {seed: trained_decoder(seed) for seed in progress(SEEDS, desc="RoPE decoders, one per seed")}
+decoders = dict(zip(SEEDS, run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed")))  # side by side
 long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100))
 per_position = {"full attention": [], "window of 32 keys": []}
 with torch.no_grad():

@@ -47,7 +47,7 @@ from posenc_lib.course.data import DIGITS_FILE, DIGITS_SHA256, RelativeDirection
 from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
 from posenc_lib.course.plotting import COLORS, MARKERS, heatmap
 from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
 from posenc_lib.course.vit import VIT_SCHEMES, grid_similarity, regrid_scheme, vit_scheme
 from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_table
 from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, grid_coordinates
@@ -441,10 +441,13 @@ def run(task_name: str, scheme_name: str, seed: int) -> tuple[TinyTransformer, d
 
 
 def run_all(task_name: str) -> list[dict]:
-    """Train every scheme with every seed on one task; keep the models, return one row per run."""
+    """Train every scheme with every seed on one task (side by side: `run_each`); keep the models,
+    return one row per run."""
+    setups = list(itertools.product(VIT_SCHEMES, SEEDS))
     rows = []
-    for scheme_name, seed in progress(list(itertools.product(VIT_SCHEMES, SEEDS)), desc=f"{task_name}: scheme x seed"):
-        models[task_name, scheme_name, seed], acc = run(task_name, scheme_name, seed)
+    for (scheme_name, seed), (model, acc) in zip(setups, run_each(lambda setup: run(task_name, *setup), setups,
+                                                                  desc=f"{task_name}: scheme x seed")):
+        models[task_name, scheme_name, seed] = model
         rows.append({"task": task_name, "scheme": scheme_name, "seed": seed, **acc})
     return rows
 
@@ -727,18 +730,25 @@ VARIANTS = {  # label: (scheme, coordinates)
     "PEG": ("PEG", "extrapolate"),
 }
 STAGES = [f"trained {G}x{G}", f"zero-shot {BIG}x{BIG}", f"fine-tuned {BIG}x{BIG}"]
+
+
+def moved(setup: tuple) -> dict:
+    """One trained model on the larger grid: its accuracy zero-shot and after the fine-tune."""
+    task_name, variant, seed, model = setup
+    inputs, labels, fine_tune_data = MOVED[task_name]
+    model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1, coords=VARIANTS[variant][1]))
+    zero_shot = accuracy(model, inputs, labels)
+    train(model, fine_tune_data, 30, lr=1e-3, generator=torch.Generator().manual_seed(100 + seed), desc=None)
+    return {STAGES[1]: zero_shot, STAGES[2]: accuracy(model, inputs, labels)}
+
+
 rows_out = []
-for task_name, (inputs, labels, fine_tune_data) in MOVED.items():
-    for variant, seed in progress(list(itertools.product(VARIANTS, SEEDS)), desc=f"{task_name} at {BIG}x{BIG}: variant x seed"):
-        scheme_name, coords = VARIANTS[variant]
-        model = copy.deepcopy(models[task_name, scheme_name, seed])
-        model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1, coords=coords))
-        zero_shot = accuracy(model, inputs, labels)
-        g = torch.Generator().manual_seed(100 + seed)
-        train(model, fine_tune_data, 30, lr=1e-3, generator=g, desc=None)
-        trained = seeds_of(results, "test", task=task_name, scheme=scheme_name, seed=seed)[0]
-        rows_out.append({"task": task_name, "variant": variant, "seed": seed, STAGES[0]: trained,
-                         STAGES[1]: zero_shot, STAGES[2]: accuracy(model, inputs, labels)})
+for task_name in MOVED:
+    setups = [(task_name, variant, seed, copy.deepcopy(models[task_name, VARIANTS[variant][0], seed]))
+              for variant, seed in itertools.product(VARIANTS, SEEDS)]
+    for (_, variant, seed, _), acc in zip(setups, run_each(moved, setups, desc=f"{task_name} at {BIG}x{BIG}: variant x seed")):
+        trained = seeds_of(results, "test", task=task_name, scheme=VARIANTS[variant][0], seed=seed)[0]
+        rows_out.append({"task": task_name, "variant": variant, "seed": seed, STAGES[0]: trained, **acc})
 resized = pd.DataFrame(rows_out)
 res_table = pd.concat({s: resized.groupby(["task", "variant"], sort=False)[s].agg(["mean", "std"]) for s in STAGES}, axis=1)
 print(f"test accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")

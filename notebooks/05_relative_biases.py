@@ -53,7 +53,7 @@ from posenc_lib.course.diagnostics import position_probe_accuracy
 from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.training import accuracy, progress, run_each, seed_everything, setup_notebook, train
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.factory import build_scheme
 from posenc_lib.encodings.score_bias.relative import (
@@ -493,21 +493,20 @@ SCHEMES = {
     "ALiBi": partial(build_scheme, "alibi", **sizes),
     "Transformer-XL": partial(build_scheme, "transformer-xl", **sizes),
 }
-trained: dict[tuple[str, int], TinyTransformer] = {}
 
 
-def run(name: str, seed: int) -> TinyTransformer:
-    """A 1-layer causal decoder with scheme ``name``, trained on the lag task (cached per name and seed)."""
-    if (name, seed) not in trained:
-        data_gen = seed_everything(seed)
-        model = TinyTransformer(VOCAB, VOCAB, d_model=D_MODEL, n_heads=HEADS, n_layers=1, causal=True, pool="none",
-                                scheme=SCHEMES[name]())
-        train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=None)
-        trained[name, seed] = model
-    return trained[name, seed]
+def train_decoder(setup: tuple[str, int]) -> TinyTransformer:
+    """A 1-layer causal decoder with the scheme named in ``setup``, trained on the lag task with its seed."""
+    name, seed = setup
+    data_gen = seed_everything(seed)
+    model = TinyTransformer(VOCAB, VOCAB, d_model=D_MODEL, n_heads=HEADS, n_layers=1, causal=True, pool="none",
+                            scheme=SCHEMES[name]())
+    train(model, train_data, STEPS, lr=1e-2, generator=data_gen, desc=None)
+    return model
 
 
-nope = run("none", 0)
+trained = {("none", 0): train_decoder(("none", 0))}  # (scheme, seed) -> model; section 7 trains the rest
+nope = trained["none", 0]
 probe_x = (lag_task(1024, SEQ, VOCAB, LAG, torch.Generator().manual_seed(102))[0],
            lag_task(512, SEQ, VOCAB, LAG, torch.Generator().manual_seed(103))[0])
 nope_probe = {}
@@ -607,8 +606,10 @@ print("relative shift = the pair-by-pair formula; moving every position by 100 c
 
 # %% tags=["nbval-check-output"]
 SEEDS = (0, 1, 2)
-results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(run(name, seed), *test_data)}
-                        for name, seed in progress(list(itertools.product(SCHEMES, SEEDS)), desc="scheme x seed")])
+todo = [setup for setup in itertools.product(SCHEMES, SEEDS) if setup not in trained]
+trained.update(zip(todo, run_each(train_decoder, todo, desc="scheme x seed")))  # side by side (02 §3)
+results = pd.DataFrame([{"scheme": name, "seed": seed, "accuracy": accuracy(trained[name, seed], *test_data)}
+                        for name, seed in itertools.product(SCHEMES, SEEDS)])
 summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
 summary["mean ± std"] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["mean"], summary["std"])]  # 3 seeds
 print(summary["mean ± std"].to_string())
@@ -648,7 +649,7 @@ print("pairs among those five where one is ahead of the other:", ranked or "none
 # What did T5 learn? Its bias per head, against the offset (seed 0):
 
 # %% tags=["nbval-check-output"]
-t5_trained = run("T5 bias", 0).scheme
+t5_trained = trained["T5 bias", 0].scheme
 with torch.no_grad():
     learned = t5_trained.offset_bias()  # (2 * 128 + 1, heads); row r = offset r - 128
 offs = torch.arange(-(SEQ - 1), 1)
@@ -669,7 +670,7 @@ assert (peak == -LAG).any()
 # of the distance, read through sinusoids; term (b) adds a query-dependent part on top.
 
 # %% tags=["nbval-check-output"]
-txl_trained = run("Transformer-XL", 0).scheme
+txl_trained = trained["Transformer-XL", 0].scheme
 with torch.no_grad():
     wr = txl_trained.r_proj(txl_trained.relative_encoding(-offs)).view(len(offs), HEADS, -1)  # distance i - j = -offset
     term_d = (wr * txl_trained.v).sum(-1) * txl_trained.score_scale(D_MODEL // HEADS)  # (SEQ, heads)
@@ -855,7 +856,7 @@ plt.show()
 # data = lag_task(4096, SEQ_FAR, VOCAB, LAG_FAR, torch.Generator().manual_seed(100))
 # test = lag_task(512, SEQ_FAR, VOCAB, LAG_FAR, torch.Generator().manual_seed(101))
 # print(t5_relative_bucket(-torch.arange(16, 26), bidirectional=False))  # which distances share a bucket
-# # then train as run() does, with max_len=SEQ_FAR, for "T5 bias" and "RoPE", 3 seeds each
+# # then train as train_decoder() does, with max_len=SEQ_FAR, for "T5 bias" and "RoPE", 3 seeds each
 # ```
 #
 # **What to look for.** The accuracy of each scheme over 3 seeds, and T5's learned bias around

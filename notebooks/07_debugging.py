@@ -53,7 +53,7 @@ from posenc_lib.course.diagnostics import (
 from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
 from posenc_lib.course.plotting import COLORS, heatmap
 from posenc_lib.course.report import clearly_ahead, mean_std
-from posenc_lib.course.training import accuracy, cross_entropy, progress, seed_everything, setup_notebook, train
+from posenc_lib.course.training import accuracy, cross_entropy, progress, run_each, seed_everything, setup_notebook, train
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.factory import build_scheme
@@ -111,13 +111,19 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 
 # %% tags=["nbval-check-output"]
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
-probe_rows = []
-for name, causal, start_token, seed in progress(list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS)),
-                                               desc="scheme x encoder/decoder x start token x seed"):
-    where = "decoder" if causal else "encoder"
-    acc = position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=None)
-    probe_rows.append({"scheme": name, "model": where, "start token": start_token, "seed": seed, "accuracy": acc})
-probes = pd.DataFrame(probe_rows)
+
+
+def probe_run(setup: tuple) -> float:
+    """The probe's accuracy for one scheme, encoder or decoder, with or without a start token, one seed."""
+    name, causal, start_token, seed = setup
+    return position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=None)
+
+
+probe_setups = list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS))
+accuracies = run_each(probe_run, probe_setups, desc="scheme x encoder/decoder x start token x seed")  # side by side (02 §3)
+probes = pd.DataFrame([{"scheme": name, "model": "decoder" if causal else "encoder", "start token": start_token,
+                        "seed": seed, "accuracy": acc}
+                       for (name, causal, start_token, seed), acc in zip(probe_setups, accuracies)])
 
 # %%
 words = torch.randint(0, 16, (4, PROBE_LEN), generator=gen)

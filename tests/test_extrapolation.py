@@ -20,6 +20,7 @@ from posenc_lib.course.extrapolation import (
     window_mask,
     with_scheme,
 )
+from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.score_bias.relative import ALiBi
@@ -146,3 +147,16 @@ def test_train_and_finetune_char_lm_learn_and_are_seeded():
     assert trained_ppl < 0.5 * untrained_ppl  # 30 steps already learn the character frequencies
     finetune_char_lm(a, corpus, 32, 10, seed=0, desc=None)
     assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_train_char_lm_builds_a_scheme_from_its_function_after_seeding():
+    """A learnable table built by the function comes from the seed, whatever ran before."""
+    corpus = char_corpus()
+    tables = []
+    for noise in (0, 1):
+        torch.manual_seed(noise)  # a different global state before each call
+        model = train_char_lm(lambda: LearnablePE(64, max_len=16), corpus, 16, 1, seed=3, desc=None)
+        tables.append(model.scheme.weight.detach().clone())
+    assert torch.equal(tables[0], tables[1])
+    with pytest.raises(TypeError, match="scheme must be a PositionScheme or a function that builds one, got int"):
+        train_char_lm(3, corpus, 16, 1, seed=0)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def train_char_lm(
-    scheme: PositionScheme,
+    scheme: PositionScheme | Callable[[], PositionScheme],
     corpus: CharCorpus,
     seq_len: int,
     steps: int,
@@ -62,13 +62,19 @@ def train_char_lm(
 
     Seeds everything with ``seed``, then builds the model (its weights come from that seed) and
     trains ``steps`` steps on windows of ``seq_len`` characters drawn from ``corpus.train`` by
-    :func:`posenc_lib.course.data.lm_batch` (offsets from the same seed). A scheme with parameters of
-    its own (T5 bias, a learnable table) was initialised when the caller built it, before this
-    seeding. Returns the model in eval mode.
+    :func:`posenc_lib.course.data.lm_batch` (offsets from the same seed). Returns the model in eval mode.
+
+    scheme: the position scheme, or a function that builds it. Pass the function for a scheme with
+    parameters of its own (T5 bias, a learnable table): it is called after the seeding, so those
+    parameters come from ``seed`` too; a scheme built by the caller was drawn before it.
     """
     check_int("seq_len", seq_len)
     check_int("steps", steps)
     gen = seed_everything(seed)
+    if not isinstance(scheme, PositionScheme):
+        if not callable(scheme):
+            raise TypeError(f"scheme must be a PositionScheme or a function that builds one, got {type(scheme).__name__}")
+        scheme = scheme()
     model = TinyTransformer(len(corpus.vocab), len(corpus.vocab), d_model, n_heads, n_layers, scheme=scheme,
                             causal=True, pool="none")
     train(model, lambda _: lm_batch(corpus.train, seq_len, batch_size, gen), steps, lr=lr, desc=desc)
