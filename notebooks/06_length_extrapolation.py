@@ -211,8 +211,8 @@ print("learnable, positions clamped at L-1: perplexity", np.round(ppl["learnable
 # **Takeaway:**
 # - A learnable table does not extrapolate badly, it does not extrapolate at all; any extension
 #   (clamping, interpolating rows, a longer table) is a decision made outside the model.
-# - Clamping, the cheapest, is not free for a model that uses its table: perplexity 14.70 at
-#   $L$, 16.27 at $8L$ (compared with the other encodings in section 4).
+# - Clamping, the cheapest, is not free for a model that uses its table: perplexity 14.46 at
+#   $L$, 16.69 at $8L$ (compared with the other encodings in section 4).
 #
 # ## 3 · RoPE rescaled: interpolation, NTK-aware, dynamic NTK, YaRN
 #
@@ -418,7 +418,7 @@ print(f"RoPE - sinusoidal at 8L: {gap:.2f} (stds {std['RoPE'][-1]:.2f}, {std['si
 #   seeds' spread.
 # - **The strongest evidence against the article's claim that RoPE extrapolates well** (erratum
 #   E3): at $8L$ plain RoPE (17.72) is worse than a model with no position encoding at all
-#   (NoPE, 15.20) and than every bias, T5 (15.08), ALiBi (13.20) and Transformer-XL (11.80), all
+#   (NoPE, 15.20) and than every bias, T5 (14.99), ALiBi (13.20) and Transformer-XL (11.68), all
 #   by the series' rule; inside $L$ it was second only to Transformer-XL (12.47).
 # - Where this departs from Press et al.'s Figure 1: there the sinusoidal model degrades far
 #   more than the rotary one; here the two end at $8L$ within the seed spread of each other
