@@ -30,7 +30,7 @@ html_use_index = False  # the reference's own table lists the modules; the theme
 # plain text. References into posenc_lib must resolve (posenc_site.resolve_short_name helps).
 nitpick_ignore_regex = [
     (r"py:.*", r"(torch|collections|numpy|pandas|matplotlib|pathlib|tqdm|typing|nbformat|abc)(\..*)?"),
-    (r"py:class", r"(Tensor|Module|T|P|posenc_lib\..*\.[TP])"),  # TypeVars
+    (r"py:class", r"(Tensor|Module|T|P|R|posenc_lib\..*\.[TPR])"),  # TypeVars
     (r"py:.*", r"(.*\.)?_\w+"),  # private names (a base class, a helper) are not documented
 ]
 exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
