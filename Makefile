@@ -27,7 +27,7 @@ export TOKENIZERS_PARALLELISM := false
 export HF_HUB_OFFLINE := 1
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-# Notebooks are validated in parallel, one whole notebook per worker (one thread each).
+# Tests run in parallel, one whole file (or notebook) per worker, one thread each.
 JOBS ?= 2
 
 .PHONY: help setup chromium test unit nbval numerics-matrix execute sync html student check-site lab bench clean
@@ -78,12 +78,14 @@ test: $(STAMP) $(KERNEL) chromium
 
 # pytest exits with status 5 when it collects no test, which fails the target.
 unit: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(JOBS) --dist loadfile tests
 
 # Without notebooks, a bare `pytest --nbval` would fall back to testpaths and rerun the unit tests.
 # Strict (every output compared) where the probe digest equals the one recorded with the committed
 # notebooks; elsewhere lax: every cell still runs with its assertions, and only the outputs that
 # `make numerics-matrix` found identical under every setting (tag nbval-check-output) are compared.
+# xdist runs two notebooks at once, the longest first (catalog run times), so each notebook trains its
+# runs one after the other (POSENC_WORKERS=1; run_each's results do not depend on it).
 nbval: $(STAMP) $(KERNEL)
 	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
 	@if $(PY) -m posenc_lib.course.numerics --check; then \
@@ -93,8 +95,8 @@ nbval: $(STAMP) $(KERNEL)
 		     "assertions but only outputs tagged nbval-check-output (identical under every numerics) are compared"; \
 		flags="--nbval-lax"; \
 	fi; \
-	$(PY) -m pytest --nbval $$flags --nbval-sanitize-with tools/nbval_sanitize.cfg -p no:cacheprovider \
-		-n $(JOBS) --dist loadfile $(NOTEBOOKS)
+	POSENC_WORKERS=1 $(PY) -m pytest --nbval $$flags --nbval-sanitize-with tools/nbval_sanitize.cfg -p no:cacheprovider \
+		-n $(JOBS) --dist loadfile $$($(PY) -m tools.catalog --longest-first $(NOTEBOOKS))
 
 # Every notebook executed (into build/numerics-matrix/) under PyTorch kernel levels default/avx2/native,
 # oneDNN and MKL modes and 1 or 2 threads; fails on any error, failed assertion, or a change in an

@@ -77,3 +77,18 @@ def format_seconds(seconds: float | None) -> str:
         return "not measured yet"
     s = round(seconds)
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
+
+
+def longest_first(paths: list[Path]) -> list[Path]:
+    """``paths`` (notebooks) with the longest recorded run time first, so that a run spreading them
+    over two workers does not start its longest notebook last; unmeasured ones go first, in order."""
+    run_time = {e.stem: e.run_time_s for e in load_catalog()}
+    return sorted(paths, key=lambda p: -(run_time.get(p.stem) or float("inf")))
+
+
+if __name__ == "__main__":  # python -m tools.catalog --longest-first NOTEBOOK...: print them in that order
+    import sys
+
+    if sys.argv[1:2] != ["--longest-first"]:
+        sys.exit("usage: python -m tools.catalog --longest-first NOTEBOOK...")
+    print(" ".join(str(p) for p in longest_first([Path(a) for a in sys.argv[2:]])))

@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
+from tools.catalog import longest_first
 from tools.execute import execute
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +60,7 @@ def config_env(name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in KNOBS}
     env.update({k: v for k, v in settings.items() if v is not NATIVE})
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), POSENC_NUM_THREADS=str(threads))
+    env["POSENC_WORKERS"] = "1"  # the matrix runs notebooks side by side itself: their own workers would oversubscribe
     return env
 
 
@@ -168,7 +170,7 @@ def main(argv: list[str]) -> int:
         results = [(c, p.stem, "" if (OUT / c / p.name).exists() else "not executed") for c in configs
                    for p in args.notebooks]
     for threads in sorted({CONFIGS[c][1] for c in configs}) if not args.no_execute else []:
-        jobs = [(c, p.resolve()) for c in configs if CONFIGS[c][1] == threads for p in args.notebooks]
+        jobs = [(c, p.resolve()) for c in configs if CONFIGS[c][1] == threads for p in longest_first(args.notebooks)]
         with ProcessPoolExecutor(max_workers=max(1, args.jobs // threads), mp_context=FRESH,
                                  max_tasks_per_child=1) as pool:  # a fresh process (and zmq context) per notebook
             for name, stem, seconds, error in pool.map(_run, jobs):

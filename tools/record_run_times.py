@@ -7,7 +7,8 @@
 script writes the measured wall time (rounded up to whole seconds) there, then makes the two
 copies agree with it: the "**Run time:** about N s" sentence in each notebook's ``.py`` and
 ``.ipynb`` header (text only: outputs are not touched), and the notebook table of README.md
-(between ``<!-- notebook-table:start -->`` and ``<!-- notebook-table:end -->``).
+(between ``<!-- notebook-table:start -->`` and ``<!-- notebook-table:end -->``) with the series' total
+in the sentence after it ("the whole series runs in N min NN s").
 ``tests/test_notebooks.py`` and ``tests/test_site.py`` fail when a copy disagrees with the catalog.
 With ``--check`` nothing is written and the exit status says whether everything agrees.
 """
@@ -23,12 +24,13 @@ import sys
 import nbformat
 
 from tools.build_site import markdown_table
-from tools.catalog import CATALOG, NOTEBOOKS, ROOT, existing, load_catalog
+from tools.catalog import CATALOG, NOTEBOOKS, ROOT, existing, format_seconds, load_catalog
 from tools.execute import TIMINGS
 
 README = ROOT / "README.md"
 HEADER = re.compile(r"(\*\*Run time:\*\* about )(\d+)( s)")
 TABLE = re.compile(r"(<!-- notebook-table:start -->\n)(.*?)(\n<!-- notebook-table:end -->)", re.S)
+TOTAL = re.compile(r"(the whole series runs in )(\d+ min \d\d s|\d+ s)")
 
 
 def set_catalog_time(text: str, stem: str, seconds: int) -> str:
@@ -55,10 +57,14 @@ def sync_header(stem: str, seconds: int) -> None:
     nbformat.write(nb, path)
 
 
-def readme_with_table(readme: str, table: str) -> str:
+def readme_with_table(readme: str, table: str, total_s: int) -> str:
+    """README text with the notebook table and the series' total run time written in."""
     if not TABLE.search(readme):
         raise ValueError(f"{README.name} has no <!-- notebook-table:start/end --> markers")
-    return TABLE.sub(lambda m: m.group(1) + table + m.group(3), readme, count=1)
+    if not TOTAL.search(readme):
+        raise ValueError(f"{README.name} has no sentence 'the whole series runs in N min NN s'")
+    readme = TABLE.sub(lambda m: m.group(1) + table + m.group(3), readme, count=1)
+    return TOTAL.sub(lambda m: m.group(1) + format_seconds(total_s), readme, count=1)
 
 
 def main(argv: list[str]) -> int:
@@ -85,7 +91,7 @@ def main(argv: list[str]) -> int:
             else:
                 sync_header(e.stem, e.run_time_s)
     readme = README.read_text(encoding="utf-8")
-    wanted = readme_with_table(readme, markdown_table(entries))
+    wanted = readme_with_table(readme, markdown_table(entries), sum(e.run_time_s or 0 for e in entries))
     if wanted != readme:
         if args.check:
             problems.append(f"{README.name}: notebook table differs from the catalog")
