@@ -133,8 +133,8 @@ SEEDS = (0, 1, 2)  # every comparison of trained models below is repeated with t
 # four runs with three seeds (weights and batches).
 #
 # The twelve runs are independent of each other, so `run_each` trains them side by side in
-# worker processes, one per core (`posenc_lib.course.training`; every experiment from here on
-# uses it). Each run seeds itself, so the results are those of a plain `for` loop, bit for bit,
+# worker processes, one per core (`posenc_lib.course.training`; the later notebooks' trained
+# comparisons use it too). Each run seeds itself, so the results are those of a plain `for` loop, bit for bit,
 # on any number of cores.
 
 # %% tags=["nbval-check-output"]

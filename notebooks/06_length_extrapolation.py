@@ -396,11 +396,13 @@ others_from_scratch = [name for name in from_scratch if name != "Transformer-XL"
 assert all(mean["Transformer-XL"][k] < min(mean[name][k] for name in others_from_scratch) for k in range(4))
 assert all(clearly_below("Transformer-XL", name, at=k) for name in others_from_scratch for k in range(1, 4))
 assert all(clearly_below("Transformer-XL", name, at=0) for name in others_from_scratch if name != "RoPE")
+assert not clearly_below("Transformer-XL", "RoPE", at=0)  # at L: within the spread
 assert all(clearly_below("RoPE", name, at=0) for name in from_scratch if name not in ("RoPE", "Transformer-XL"))
 # the strongest evidence against "RoPE extrapolates well": at 8L worse than no encoding and than every bias
 assert all(clearly_below(name, "RoPE") for name in ("NoPE", "T5 bias", "ALiBi", "Transformer-XL"))
 # the learnable table at L: behind sinusoidal by the rule after 150 steps, and on average even behind NoPE
 assert clearly_below("sinusoidal", "learnable (clamped)", at=0) and mean["NoPE"][0] < mean["learnable (clamped)"][0]
+assert not clearly_below("NoPE", "learnable (clamped)", at=0)  # behind NoPE on average only: within the spread
 zero_shot = ["RoPE", "RoPE + NTK-aware", "RoPE + dynamic NTK", "RoPE + YaRN"]
 others = [name for name in PANELS["Trained at L = 32, evaluated longer"] + zero_shot if name != "RoPE + PI ×8"]
 assert all(mean["RoPE + PI ×8"][k] > max(mean[name][k] for name in others) for k in range(4))  # PI ×8 worst

@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
+
 from tools.catalog import longest_first
 from tools.execute import execute
 

@@ -144,9 +144,9 @@ def run_each(fn: Callable[[T], R], items: Sequence[T], desc: str | None = None) 
 
     desc: label of the progress bar, which counts finished items; ``None``: no bar.
     Workers: ``POSENC_WORKERS`` (default: as many as the cores hold at the notebook's thread count,
-    at most 4); 1 runs the items here, in this
-    process. ``fn`` and the items travel to the workers by value (joblib's cloudpickle), so ``fn``
-    may be a function or lambda defined in a notebook; the results come back the same way.
+    at most 4); 1 runs the items here, in this process. ``fn`` and the items travel to the workers
+    by value (joblib's cloudpickle), so ``fn`` may be a function or lambda defined in a notebook;
+    the results come back the same way.
     """
     items = list(items)
     threads = torch.get_num_threads()
