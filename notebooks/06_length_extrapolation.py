@@ -142,38 +142,29 @@ SCHEMES = {
 }
 
 
-def train_all(names: list[str]) -> None:
-    """Train every scheme in ``names`` once per seed into ``models``, side by side (`run_each`).
-    The scheme is built after the seeding, so a learned table or bias comes from the seed too."""
-    setups = list(itertools.product(names, SEEDS))
-    trained = run_each(lambda setup: train_char_lm(SCHEMES[setup[0]], corpus, L, STEPS, setup[1]), setups,
-                       desc=f"{', '.join(names)}: scheme x seed")
-    models.update(zip(setups, trained))
-
-
-models = {}
-train_all(["sinusoidal", "learnable", "RoPE"])
-
-# %% [markdown]
-# The biases, NoPE and Transformer-XL (a second cell, so that no single cell runs for minutes on a slow machine):
-
-# %% tags=["nbval-check-output"]
-train_all(["ALiBi", "T5 bias", "NoPE", "Transformer-XL"])
+# one run per scheme and seed, side by side (`run_each`); the scheme is built after the seeding,
+# so a learned table or bias comes from the seed too
+setups = list(itertools.product(SCHEMES, SEEDS))
+trained = run_each(lambda setup: train_char_lm(SCHEMES[setup[0]], corpus, L, STEPS, setup[1]), setups,
+                   desc="scheme x seed")
+models = dict(zip(setups, trained))
 
 # %% [markdown]
 # Per-position losses on the 256-character windows, for every model but the learnable one:
 
 # %% tags=["nbval-check-output"]
-def evaluate(name: str, seed_models: list, **kwargs) -> None:
-    """Store the per-position losses (3, 8L) and perplexities at LENGTHS (3, 4) of one method's models."""
-    losses[name] = torch.stack([per_position_loss(model, inputs, targets, **kwargs) for model in seed_models])
-    ppl[name] = np.array([perplexity_at(per_seed, LENGTHS) for per_seed in losses[name]])
+def evaluate(methods: dict[str, list], **kwargs) -> None:
+    """Store the per-position losses (3, 8L) and perplexities at LENGTHS (3, 4) of each method's three
+    models, ``{name: [model of seed 0, 1, 2]}``; every model's forward pass runs side by side (`run_each`)."""
+    jobs = [(name, model) for name, seed_models in methods.items() for model in seed_models]
+    per_model = run_each(lambda job: per_position_loss(job[1], inputs, targets, **kwargs), jobs)
+    for name in methods:
+        losses[name] = torch.stack([loss for (n, _), loss in zip(jobs, per_model) if n == name])
+        ppl[name] = np.array([perplexity_at(per_seed, LENGTHS) for per_seed in losses[name]])
 
 
 losses, ppl = {}, {}
-for name in SCHEMES:
-    if name != "learnable":
-        evaluate(name, [models[name, s] for s in SEEDS])
+evaluate({name: [models[name, s] for s in SEEDS] for name in SCHEMES if name != "learnable"})
 print({name: round(float(v[:, 0].mean()), 2) for name, v in ppl.items()}, "(perplexity at L, mean of 3 seeds)")
 
 # %% [markdown]
@@ -202,7 +193,7 @@ except ValueError as err:
 
 # %% tags=["nbval-check-output"]
 clamped = torch.arange(8 * L).clamp(max=L - 1)[None]
-evaluate("learnable (clamped)", [models["learnable", s] for s in SEEDS], positions=clamped)
+evaluate({"learnable (clamped)": [models["learnable", s] for s in SEEDS]}, positions=clamped)
 print("learnable, positions clamped at L-1: perplexity", np.round(ppl["learnable (clamped)"].mean(0), 2))
 
 # %% [markdown]
@@ -243,8 +234,8 @@ SCALINGS = {
     "RoPE + YaRN": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": L},
 }
 ZERO_SHOT = {**{f"RoPE + PI ×{s}": PI[s] for s in PI_FACTORS[:-1]}, **SCALINGS}
-for name, config in ZERO_SHOT.items():
-    evaluate(name, [with_scheme(models["RoPE", s], RotaryPE(HEAD_DIM, scaling=config)) for s in SEEDS])
+evaluate({name: [with_scheme(models["RoPE", s], RotaryPE(HEAD_DIM, scaling=config)) for s in SEEDS]
+          for name, config in ZERO_SHOT.items()})
 print(pd.DataFrame({name: np.round(ppl[name].mean(0), 2) for name in ZERO_SHOT}, index=LENGTHS).T.to_string())
 
 # %% [markdown]
@@ -283,8 +274,7 @@ def finetuned(setup: tuple) -> TinyTransformer:
 setups = [(name, seed, with_scheme(models["RoPE", seed], RotaryPE(HEAD_DIM, scaling=config)), s)  # copies
           for (name, (config, s)), seed in itertools.product(FINETUNES.items(), SEEDS)]
 tuned = run_each(finetuned, setups, desc="fine-tune x seed")
-for name in FINETUNES:
-    evaluate(name, [model for (n, *_), model in zip(setups, tuned) if n == name])
+evaluate({name: [model for (n, *_), model in zip(setups, tuned) if n == name] for name in FINETUNES})
 
 # %% [markdown]
 # **Takeaway:**
@@ -517,12 +507,22 @@ assert L < onsets["RoPE"] < onsets["sinusoidal"] < min(onsets["NoPE"], onsets["T
 
 # %% tags=["nbval-check-output"]
 MASKS = {"window L/2": window_mask(8 * L, L // 2), "window L/2 + first L/2": window_mask(8 * L, L // 2, sink=L // 2)}
+CONTROLS = ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE"]
+
+
+def masked_perplexity(job: tuple) -> float:
+    """Perplexity at positions 2L-8L of one model with one attention mask."""
+    model, mask = job
+    return math.exp(per_position_loss(model, inputs, targets, attn_mask=mask)[2 * L:].mean())
+
+
+keys = list(itertools.product(CONTROLS, MASKS, SEEDS))
+masked = dict(zip(keys, run_each(masked_perplexity, [(models[name, s], MASKS[m]) for name, m, s in keys])))
 rows = {}
-for name in ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE"]:
+for name in CONTROLS:
     row = {}
-    for mask_name, mask in MASKS.items():
-        v = [math.exp(per_position_loss(models[name, s], inputs, targets, attn_mask=mask)[2 * L:].mean())
-             for s in SEEDS]
+    for mask_name in MASKS:
+        v = [masked[name, mask_name, s] for s in SEEDS]
         row[mask_name] = (np.mean(v), np.std(v, ddof=1))
     v = [math.exp(losses[name][i, 2 * L:].mean()) for i in range(len(SEEDS))]
     row["full"] = (np.mean(v), np.std(v, ddof=1))
@@ -741,7 +741,7 @@ assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
 # from posenc_lib.encodings.score_bias.relative import t5_relative_bucket
 # far = run_each(lambda s: train_char_lm(lambda: T5RelativeBias(4, num_buckets=32, max_distance=8 * L,
 #                                                                bidirectional=False), corpus, L, STEPS, s), SEEDS)
-# evaluate("T5 bias, max_distance 8L", far)
+# evaluate({"T5 bias, max_distance 8L": far})
 # print(np.round(ppl["T5 bias, max_distance 8L"].mean(0), 2), np.round(ppl["T5 bias"].mean(0), 2))
 # print(t5_relative_bucket(-torch.arange(0, 8 * L, 16), bidirectional=False, max_distance=8 * L))
 # ```
