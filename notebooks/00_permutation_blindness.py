@@ -18,7 +18,7 @@
 # **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention formula.
 # No earlier notebook is needed: this is the first one.
 #
-# **Run time:** about 21 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 27 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -109,7 +109,7 @@ P = torch.tensor([3, 0, 5, 1, 4, 2])
 with torch.no_grad():
     Y_p = attn(X[:, P])
 labels, labels_p = [f"t{i}" for i in range(seq)], [f"t{i}" for i in P.tolist()]
-fig, axes = plt.subplots(2, 2, figsize=(9, 5.5))
+fig, axes = plt.subplots(2, 2, figsize=(7.5, 5.0))
 panels = [(X[0], "input X", labels), (Y[0], "output Attn(X)", labels),
           (X[0, P], "shuffled input X[P]", labels_p), (Y_p[0], "output Attn(X[P])", labels_p)]
 for ax, (matrix, title, rows) in zip(axes.flat, panels):

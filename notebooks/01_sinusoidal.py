@@ -19,7 +19,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** about 14 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 18 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import io
@@ -64,7 +64,7 @@ p_int = torch.arange(n_pos)
 bits = (p_int[:, None] >> torch.arange(n_bits)) & 1                              # (64, 6): bit k of p
 waves = -torch.sin(math.pi * (p_int[:, None] + 0.5) / 2.0 ** torch.arange(n_bits))  # period 2^(k+1), like bit k
 assert torch.equal(bits.bool(), waves > 0)                                        # the wave's sign is the bit
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.2))
 heatmap(ax1, bits.numpy(), "Binary counter: bit k of p", "bit k (period 2^(k+1))", "position p",
         colorbar_label="bit value")
 heatmap(ax2, waves.numpy(), "The same periods as smooth waves", "wave k (period 2^(k+1))", "position p",
@@ -82,8 +82,9 @@ plt.show()
 # coordinates. Pair $i$ is a point on the unit circle that turns by $\theta_i$ radians per position
 # (the same letter as in RoPE, [03 · RoPE](03_rope.ipynb), which uses these very frequencies):
 #
-# $$PE_{p,\,2i} = \sin(p\,\theta_i), \qquad PE_{p,\,2i+1} = \cos(p\,\theta_i), \qquad
-# \theta_i = 10000^{-2i/d}, \quad i = 0, \dots, d/2 - 1 .$$
+# $$PE_{p,\,2i} = \sin(p\,\theta_i), \qquad PE_{p,\,2i+1} = \cos(p\,\theta_i),$$
+#
+# $$\theta_i = 10000^{-2i/d}, \qquad i = 0, \dots, d/2 - 1 .$$
 #
 # Positions count from 0, and the sine and cosine of one pair share one frequency. The
 # frequencies form a geometric sequence from $\theta_0 = 1$ down to $10000^{-(d-2)/d}$. Code
@@ -234,7 +235,7 @@ print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8
 
 # %% tags=["nbval-check-output"]
 i_idx = np.arange(d_model // 2)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.9))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 line_plot(ax1, i_idx, {"wavelength 2 pi / theta_i": wavelength.numpy()}, title="Wavelength per pair",
           xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)", logy=True, markers=True)
 ax1.get_legend().remove()
@@ -243,11 +244,11 @@ for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"), (10000 
     ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=10)
 ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
              arrowprops={"arrowstyle": "->"}, fontsize=10)
-ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 1.2e4),
+ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 2.5e3),
              arrowprops={"arrowstyle": "->"}, fontsize=10, ha="right")
 line_plot(ax2, i_idx, {"counted in the table": sign_changes.numpy(),
                        "about 2N / wavelength": 2 * n_count / wavelength.numpy()},
-          title=f"Sign changes of the sine in {n_count} positions", xlabel="pair index i",
+          title=f"Sine sign changes in {n_count} positions", xlabel="pair index i",
           ylabel="sign changes (symlog scale)", markers=True)
 ax2.set_yscale("symlog", linthresh=1)
 plt.show()
@@ -295,7 +296,7 @@ print(f"similarity at k = 1: {sim_k[1]:.3f}; k = 10: {sim_k[10]:.3f}; k = 100: {
 print(f"not monotone: the similarity first rises again from k = {first_rise} to k = {first_rise + 1}")
 
 # %% tags=["nbval-check-output"]
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 heatmap(ax1, sim.numpy(), title="Cosine similarity of positions", xlabel="position q", ylabel="position p",
         colorbar_label="cos(PE(p), PE(q))")
 line_plot(ax2, np.arange(1, long_len), {"cos(PE(0), PE(k))": sim_k[1:]}, title="Similarity vs distance",
@@ -415,7 +416,7 @@ assert torch.equal(pe, concat[:, torch.argsort(perm)])      # and back
 torch.testing.assert_close(concat @ concat.T, pe @ pe.T)     # same dot products: section 5 holds for both
 torch.testing.assert_close(shift_matrix(5, d_model, layout="concat"), m5[perm][:, perm])  # same shift map, permuted
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.3))
 heatmap(ax1, pe.numpy(), title='layout="interleaved"', xlabel="dimension j", ylabel="position p", center=True)
 heatmap(ax2, concat.numpy(), title='layout="concat" = interleaved[:, perm]', xlabel="dimension j",
         ylabel="position p", center=True)

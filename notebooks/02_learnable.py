@@ -21,7 +21,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 118 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 93 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import itertools
@@ -157,7 +157,7 @@ def init_run(setup: tuple[float, float, int]) -> list[float]:
 init_setups = list(itertools.product((0.02, 1.0), (0.02, 1.0), SEEDS))  # (token std, table std, seed)
 init_losses = dict(zip(init_setups, run_each(init_run, init_setups, desc="token std x table std x seed")))
 
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4), sharey=True)
 for ax, token_std in zip(axes, (0.02, 1.0)):
     curves = {f"table init_std {s}": moving_average(np.mean([init_losses[token_std, s, seed] for seed in SEEDS], 0))
               for s in (0.02, 1.0)}
@@ -254,9 +254,9 @@ def cosine_matrix(table: torch.Tensor) -> torch.Tensor:
     return unit @ unit.T
 
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
-panels = [(table_before, "Learnable table, before training"), (table_after, "Learnable table, after training"),
-          (sinusoidal_table(MAX_LEN, D_MODEL), "Sinusoidal table (fixed)")]
+fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.8))
+panels = [(table_before, "Learned, before"), (table_after, "Learned, after"),
+          (sinusoidal_table(MAX_LEN, D_MODEL), "Sinusoidal (fixed)")]
 for ax, (table, title) in zip(axes, panels):
     heatmap(ax, cosine_matrix(table).numpy(), title, "position j", "position i", "cosine similarity",
             center=True)

@@ -32,7 +32,7 @@
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time:** about 54 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 52 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -102,15 +102,15 @@ scores_2d = torch.tensor(
     dtype=torch.float64,
 )
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for m in range(8):
     qm = rotation(m * theta) @ q
     ax1.annotate("", xy=(float(qm[0]), float(qm[1])), xytext=(0, 0),
                  arrowprops={"arrowstyle": "->", "color": COLORS[0], "alpha": 0.3 + 0.7 * m / 7, "lw": 1.5})
     ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=10)
 ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2",
-        title=r"The query pair at positions m = 0..7 ($\theta$ = 0.4 rad)")
-heatmap(ax2, scores_2d.numpy(), "Score of query at m and key at n", "key position n", "query position m",
+        title=r"Query pair at m = 0..7 ($\theta$ = 0.4)")
+heatmap(ax2, scores_2d.numpy(), "Score: query at m, key at n", "key position n", "query position m",
         colorbar_label="score (dot product)", center=True)
 plt.show()
 
@@ -205,7 +205,7 @@ rx = rope_inline(x_same, torch.arange(64))
 toeplitz = rx @ rx.T
 assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])              # constant along diagonals
 assert torch.equal(toeplitz.argmax(dim=-1), torch.arange(64))  # each row peaks at n = m (Cauchy-Schwarz)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 heatmap(ax1, toeplitz.numpy(), "Same vector at every position", "key position n", "query position m",
         colorbar_label="score", center=True)
 line_plot(ax2, np.arange(64), {"score(m=0, n)": toeplitz[0].numpy()},
@@ -310,7 +310,7 @@ pair_of_dim = {
     "interleaved": torch.arange(d_small) // 2,        # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
     "half-split": torch.arange(d_small) % (d_small // 2),  # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
 }
-fig, ax = plt.subplots(figsize=(8, 2.2))
+fig, ax = plt.subplots(figsize=(7.5, 2.2))
 heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(), "Which pair (frequency) each dimension belongs to",
         "dimension of the head (head_dim = 16)", "layout", colorbar_label="pair index i")
 ax.set_yticks([0, 1], list(pair_of_dim))
@@ -377,7 +377,7 @@ assert test_acc > 0.99
 seq_map = 16
 tokens_map = test_data[0][:1, :seq_map]
 weights = model.attention_weights(tokens_map)[0]                            # layer 0: (batch, heads, q, k)
-fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for head, ax in enumerate(axes):
     heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}", "key position n",
             "query position m", colorbar_label="attention weight")
@@ -644,7 +644,7 @@ errors = {
 }
 errors = {name: e.reshape(-1) for name, e in errors.items()}
 shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
-fig, ax = plt.subplots(figsize=(9, 4.2))
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
 line_plot(ax, shown.numpy(), {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
           "RoPE cos/sin error vs position (head_dim 128)", "position m (tokens, log scale)",
           "worst pair: |computed - exact| on the unit circle", logx=True, logy=True)
@@ -742,7 +742,7 @@ with torch.no_grad():
             right = decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
             per_position[name].append(right[:, LAG:].float().mean(0))       # (LONG - LAG,) per position
 curves = {name: torch.stack(acc).mean(0).numpy() for name, acc in per_position.items()}
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
 line_plot(ax, np.arange(LAG, LONG), curves, "Lag-3 decoders on sequences 8x the training length",
           "query position (tokens)", "accuracy (mean of 3 seeds)")
 ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)

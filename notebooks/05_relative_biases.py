@@ -32,7 +32,7 @@
 # [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb)
 # and [03 · RoPE](03_rope.ipynb) (the schemes compared here).
 #
-# **Run time:** about 62 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 61 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 21 small training runs of 150 steps (7 schemes × 3 seeds).
 
 # %%
@@ -103,7 +103,7 @@ offsets = torch.arange(-160, 161)
 buckets_bi = t5_relative_bucket(offsets, bidirectional=True)
 buckets_causal = t5_relative_bucket(offsets, bidirectional=False)
 
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
 line_plot(ax, offsets.numpy(), {"bidirectional (encoder)": buckets_bi.numpy(), "causal (decoder)": buckets_causal.numpy()},
           "T5 bucket of each offset (32 buckets, max_distance 128)", "offset j - i (key minus query, tokens)", "bucket id")
 for x in (-128, 128):
@@ -137,7 +137,7 @@ print("distinct buckets used by offsets -160..160: bidirectional", len(buckets_b
 # %% tags=["nbval-check-output"]
 L_SHOW = 48
 pos = torch.arange(L_SHOW)[None]
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for ax, bidirectional in zip(axes, (True, False)):
     scheme = T5RelativeBias(4, bidirectional=bidirectional)
     heatmap(ax, scheme.buckets(pos, pos)[0].numpy(), f"T5 buckets, {'bidirectional' if bidirectional else 'causal'}",
@@ -238,12 +238,13 @@ L_SHOW = 24
 pos = torch.arange(L_SHOW)[None]
 full = alibi_bias(slopes8, pos, pos)                 # (1, 8, L, L)
 compact = alibi_bias(slopes8, pos, pos, compact=True)  # (1, 8, 1, L)
-fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-heatmap(axes[0], full[0, 0].numpy(), "ALiBi bias, head 1 (m = 1/2)", "key position j", "query position i",
+fig, axes = plt.subplot_mosaic([["head 1", "head 8"], ["compact", "compact"]], figsize=(7.5, 6.0),
+                               height_ratios=[3, 2])
+heatmap(axes["head 1"], full[0, 0].numpy(), "ALiBi bias, head 1 (m = 1/2)", "key position j", "query position i",
         colorbar_label="bias added to the score")
-heatmap(axes[1], full[0, 7].numpy(), "ALiBi bias, head 8 (m = 1/256)", "key position j", "query position i",
+heatmap(axes["head 8"], full[0, 7].numpy(), "ALiBi bias, head 8 (m = 1/256)", "key position j", "query position i",
         colorbar_label="bias added to the score")
-heatmap(axes[2], compact[0, :, 0].numpy(), "Compact form m_h * j, 8 heads", "key position j", "head",
+heatmap(axes["compact"], compact[0, :, 0].numpy(), "Compact form m_h * j, 8 heads", "key position j", "head",
         colorbar_label="bias added to the score")
 plt.show()
 
@@ -349,25 +350,26 @@ uses = torch.bincount(index.flatten(), minlength=(2 * M - 1) ** 2).reshape(2 * M
 
 beit_index = swin_relative_position_index(M, M, n_prefix=1)  # (10, 10): a class token first
 
-fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
+fig, axes = plt.subplot_mosaic([["swin", "swin"], ["uses", "beit"]], figsize=(7.5, 8.2), height_ratios=[4.4, 3])
+axes = [axes["swin"], axes["uses"], axes["beit"]]
 heatmap(axes[0], index.numpy(), f"Swin index, {M}x{M} window (row-major patches)", "key patch j", "query patch i",
         colorbar_label="row of the bias table")
 for i in range(M * M):
     for j in range(M * M):
         axes[0].text(j, i, int(index[i, j]), ha="center", va="center", fontsize=10,
                      color="white" if index[i, j] < 16 else "black")
-heatmap(axes[1], uses.numpy(), f"How many pairs use each of the {(2 * M - 1) ** 2} table rows",
-        "column offset  c_i - c_j", "row offset  r_i - r_j", colorbar_label="number of (query, key) pairs",
+heatmap(axes[1], uses.numpy(), f"Pairs per table row ({(2 * M - 1) ** 2} rows)",
+        "column offset  c_i - c_j", "row offset  r_i - r_j", colorbar_label="(query, key) pairs",
         extent=(-M + 0.5, M - 0.5, M - 0.5, -M + 0.5))
-heatmap(axes[2], beit_index.numpy(), "BEiT: class token (0) + the same window", "key token j", "query token i",
+heatmap(axes[2], beit_index.numpy(), "BEiT: class token 0 + window", "key token j", "query token i",
         colorbar_label="row of the bias table")
 plt.show()
 
 # %% [markdown]
 # The index is made of $M \times M$ blocks (one per pair of patch *rows*), each itself Toeplitz
-# (constant along diagonals, one per column offset): a block-Toeplitz matrix. The count on the
-# middle is a pyramid: offset $(0, 0)$ is used by all 9 patches, each corner offset by one pair.
-# On the right, BEiT's index with a class token in front: its row and column use three extra
+# (constant along diagonals, one per column offset): a block-Toeplitz matrix. The count (bottom
+# left) is a pyramid: offset $(0, 0)$ is used by all 9 patches, each corner offset by one pair.
+# Bottom right, BEiT's index with a class token in front: its row and column use three extra
 # table rows (25, 26, 27), the patches keep Swin's index.
 #
 # **Check.** The index is the formula, every table row is used, and the library's scheme gathers
@@ -426,7 +428,7 @@ def peg_features(pegs: list[PEG], n: int, noise: float, seed: int) -> torch.Tens
     return x
 
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.9))
 for ax, (padding, depth) in zip(axes, [("zeros", 1), ("zeros", 3), ("circular", 3)]):
     out = peg_features(peg_stack(padding, depth), 1, 0.0, 0)[0, :, 0].reshape(G, G)
     heatmap(ax, out.numpy(), f"{depth} PEG, {padding} padding", "grid column", "grid row",
@@ -654,7 +656,7 @@ with torch.no_grad():
     learned = t5_trained.offset_bias()  # (2 * 128 + 1, heads); row r = offset r - 128
 offs = torch.arange(-(SEQ - 1), 1)
 learned_bias = learned[offs + t5_trained.max_distance]  # (SEQ, heads), offsets -23..0
-fig, ax = plt.subplots(figsize=(8, 3.8))
+fig, ax = plt.subplots(figsize=(7.5, 3.8))
 line_plot(ax, offs.numpy(), {f"head {h + 1}": learned_bias[:, h].numpy() for h in range(HEADS)},
           "Bias learned by T5 on the lag-3 task", "offset j - i (key minus query, tokens)", "bias added to the score",
           markers=True)
@@ -764,7 +766,7 @@ assert slopes.loc[quadratic, "time slope"].min() > slopes.drop(quadratic)["time 
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.3))
+fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.0), sharex=True)
 line_plot(axes[0], LENGTHS, {n: np.array(v) / 2**20 for n, v in cost_bytes.items()},
           "Memory of the position part", "sequence length L (tokens)", "bytes allocated (MiB)",
           logx=True, logy=True, markers=True)

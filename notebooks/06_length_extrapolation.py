@@ -30,7 +30,7 @@
 # [03 · RoPE](03_rope.ipynb) (rotations, the sliding-window control of its section 9) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
-# **Run time:** about 162 s on a laptop CPU (measured with `make execute`, one thread), almost all
+# **Run time:** about 169 s on a laptop CPU (measured with `make execute`, one thread), almost all
 # of it in 21 training runs of 150 steps (7 encodings × 3 seeds) and 12 short fine-tunes.
 
 # %%
@@ -287,8 +287,9 @@ evaluate({name: [model for (n, *_), model in zip(setups, tuned) if n == name] fo
 #
 # **Question:** which encodings keep their perplexity from $L$ to $8L$? The figure is drawn like
 # Figure 1 of the ALiBi paper: evaluation length on the x axis, perplexity (log scale) on the y axis,
-# one line per method, mean of 3 seeds with the seed range shaded. Left: the encodings trained
-# from scratch; right: RoPE and what can be done to it after training (ALiBi repeated as reference).
+# one line per method, mean of 3 seeds with the seed range shaded. First figure: the encodings
+# trained from scratch; second: RoPE and what can be done to it after training, with no training
+# (ALiBi repeated as reference); third: PI at each factor, zero-shot and fine-tuned.
 
 # %% tags=["nbval-check-output"]
 table = pd.DataFrame({name: [f"{m:.2f} ± {sd:.2f}" for m, sd in zip(v.mean(0), v.std(0, ddof=1))]
@@ -437,13 +438,13 @@ SHOWN = ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE", "Transformer-XL", "Ro
 window = 8
 curves = {name: moving_average(losses[name].mean(0).tolist(), window) for name in SHOWN}
 x = np.arange(window - 1, 8 * L)  # each smoothed value belongs to the last position of its window
-fig, ax = plt.subplots(figsize=(9, 4.4))
+fig, ax = plt.subplots(figsize=(7.5, 4.6))
 for name, curve in curves.items():
     draw(ax, x, curve, name, markevery=24)
 ax.set(title="Loss at each position of a 256-character sequence", xlabel="position in the sequence (characters)",
        ylabel="cross-entropy (nats), smoothed over 8 positions")
-ax.set_ylim(top=ax.get_ylim()[1] + 0.3)  # room for the legend
-ax.legend(ncol=3, loc="upper center")
+ax.set_ylim(top=ax.get_ylim()[1] + 0.6)  # room for the legend
+ax.legend(ncol=2, loc="upper center")
 ax.axvline(L, color="grey", linewidth=1)
 ax.text(L + 2, ax.get_ylim()[0] + 0.02, "L = 32", va="bottom")
 plt.show()
@@ -557,7 +558,7 @@ for name in ["sinusoidal", "RoPE", "ALiBi", "NoPE"]:
     maps = models[name, 0].attention_weights(inputs[:8])
     entropy[name] = torch.stack([attention_entropy(w).mean(dim=(0, 1)) for w in maps]).mean(0).numpy()
 entropy["uniform over all keys, ln(p + 1)"] = np.log(np.arange(1, 8 * L + 1))
-fig, ax = plt.subplots(figsize=(9, 4.2))
+fig, ax = plt.subplots(figsize=(7.5, 4.2))
 for name, e in entropy.items():
     if name in STYLE:
         draw(ax, np.arange(8 * L), e, name, markevery=24)
@@ -606,7 +607,7 @@ print("pairs with a full turn within L:", int((wavelength <= L).sum()), "of", HE
       "| YaRN attention factor:", round(rope_frequencies(HEAD_DIM, SCALINGS["RoPE + YaRN"])[1], 4))
 
 # %% tags=["nbval-check-output"]
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.2), sharex=True)
 i = np.arange(HEAD_DIM // 2)
 axes[0].semilogy(i, wavelength, color=COLORS[0], marker=MARKERS[0], label="wavelength $2\\pi/\\theta_i$")
 for k, (n, label) in enumerate([(L, "training length L = 32"), (8 * L, "8L = 256")]):

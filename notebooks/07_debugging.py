@@ -27,7 +27,7 @@
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
 #
-# **Run time:** about 39 s on a laptop CPU (measured with `make execute`, one thread), half of it
+# **Run time:** about 41 s on a laptop CPU (measured with `make execute`, one thread), half of it
 # in 72 probe runs of 100 steps each.
 
 # %%
@@ -229,7 +229,7 @@ cross_entropy(model(tokens, attn_mask=mask), targets).backward()
 norms = row_gradient_norms(model.scheme.weight)
 uses = mask.sum(0)                                                    # real tokens at each position
 
-fig, ax = plt.subplots(figsize=(8, 3.2))
+fig, ax = plt.subplots(figsize=(7.5, 3.2))
 ax.bar(np.arange(16), norms[:16].numpy(), color=COLORS[0])
 ax.set(title="Gradient reaching each row of the learnable table", xlabel="row (position; rows 16-127 not shown)",
        ylabel="L2 norm of the row's gradient")
@@ -322,7 +322,7 @@ zeros = torch.zeros(1, SEQ, dtype=torch.long)
 healthy = rope_model.attention_weights(lag_test[0][:1])[0][0]                   # (heads, q, k)
 broken = rope_model.attention_weights(lag_test[0][:1], positions=zeros)[0][0]
 
-fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+fig, axes = plt.subplots(2, 2, figsize=(7.5, 6.2))
 for col, (maps, title) in enumerate([(healthy, "right positions"), (broken, "all position ids 0")]):
     for head in range(N_HEADS):
         heatmap(axes[head, col], maps[head].numpy(), f"Head {head}, {title}", "key position",
