@@ -478,9 +478,10 @@ for n in SIZES:
 # - **Data needed.** With the same token embeddings in both arms, the learned table was as
 #   accurate as the sinusoid at 256 and 2048 sequences: by the series' rule the differences are
 #   within the seed spread. At 64 sequences the sinusoid is ahead by the rule on the reference
-#   numerics, by a small margin: a gap of 0.0513 against a threshold of 0.0450 (on another CPU the last
-#   digits move and the verdict can read "within the seed spread"; the notebook asserts only that
-#   the sinusoid leads by more than one standard deviation). Taken at face value it means something modest:
+#   numerics, by a small margin: a gap of 0.0513 against a threshold of 0.0450. The numerics matrix
+#   printed the same verdict under every CPU setting it tries, but a margin this small could still
+#   flip on other hardware, so the notebook asserts only that the sinusoid leads by more than one
+#   standard deviation. Taken at face value it means something modest:
 #   from 64 memorised sequences, the fixed, smooth table generalises a little better to new
 #   ones (about 5 more test tokens in 100) than a table that must learn its structure from them.
 #   But a verdict this close to the threshold is the first to flip with other seeds or on

@@ -115,7 +115,6 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
 
 
 @torch.no_grad()
-@torch.no_grad()
 def per_position_loss(model: TinyTransformer, inputs: Tensor, targets: Tensor, attn_mask: Tensor | None = None,
                       positions: Tensor | None = None) -> Tensor:
     """Cross-entropy (nats) at each position, averaged over the batch: (seq,) float32.
