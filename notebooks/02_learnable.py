@@ -630,8 +630,8 @@ def past_max_len(name: str) -> str:
     return "computed (table extends)"
 
 
-pros_cons = pd.DataFrame({"learnable": row("learnable"), "sinusoidal": row("sinusoidal")}).T
-pros_cons["position >= max_len"] = [past_max_len(name) for name in pros_cons.index]
+pros_cons = pd.DataFrame({name: {**row(name), "position >= max_len": past_max_len(name)}
+                          for name in ("learnable", "sinusoidal")})  # one column per encoding
 pros_cons
 
 # %% [markdown]

@@ -119,8 +119,8 @@ assert sim_1d[2, 0] > sim_1d[2, 3] + 0.1
 # **Learned row + column tables** (the 2-D variant of Dosovitskiy et al. 2021). Two learned
 # tables, $R \in \mathbb{R}^{H \times d}$ and $C \in \mathbb{R}^{W \times d}$, and patch (r, c) gets
 #
-# $$p_{(r,c)} = R_r + C_c \quad\text{(added)}\qquad\text{or}\qquad p_{(r,c)} = [\,R_r \,\|\, C_c\,]
-# \quad\text{(concatenated, each } d/2\text{ wide)} .$$
+# $$\begin{aligned} p_{(r,c)} &= R_r + C_c && \text{(added), or}\\
+# p_{(r,c)} &= [\,R_r \,\|\, C_c\,] && \text{(concatenated, each } d/2\text{ wide).} \end{aligned}$$
 #
 # $(H + W)\,d$ numbers instead of the $H W d$ of a 1-D table; patches that share a row share $R_r$.
 
@@ -176,8 +176,8 @@ print("2-D sin-cos: the inline version equals sincos_2d_table (to 1e-15); MAE's 
 # split between the two axes, with $d_h/4$ frequencies $\theta_k = b^{-k/(d_h/4)}$: pair $k$
 # turns by $c\,\theta_k$ and pair $d_h/4 + k$ by $r\,\theta_k$,
 #
-# $$q_{(r,c)} \mapsto \Big(\textstyle\prod_{k} R(c\,\theta_k)\Big) \oplus \Big(\textstyle\prod_{k} R(r\,\theta_k)\Big)\; q
-# \quad\Longrightarrow\quad \langle \tilde q_{(r,c)}, \tilde k_{(r',c')}\rangle \text{ depends only on } (r - r',\, c - c') .$$
+# $$\begin{aligned} q_{(r,c)} &\mapsto \Big(\textstyle\prod_{k} R(c\,\theta_k)\Big) \oplus \Big(\textstyle\prod_{k} R(r\,\theta_k)\Big)\; q,\\
+# \text{so}\quad \langle \tilde q_{(r,c)}, \tilde k_{(r',c')}\rangle &\text{ depends only on } (r - r',\, c - c') . \end{aligned}$$
 #
 # The **first** half of the pairs turns with the **column** (x) and the second with the row (y):
 # the order of Heo et al.'s `compute_axial_cis`, which the library follows. The class token sits

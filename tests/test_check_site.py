@@ -16,18 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PNG_1PX = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q"
            "DwADhgGAWjR9awAAAABJRU5ErkJggg==")
+# The site's own stylesheet and script (copied beside the pages): code wraps, folds open in print,
+# a figure opens full size, an outside link prints its URL.
 CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title>
-<style>@media print {{ pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }} nav {{ display: none; }} }}</style></head>
+<link rel="stylesheet" href="posenc.css"><script src="posenc.js"></script>
+<style>@media print {{ nav {{ display: none; }} }}</style></head>
 <body><nav class="bd-sidebar-primary"><a href="other.html">other</a></nav><main>
 <h1 id="top">A clean page</h1>
 <p>Prose with a price of $5 and $6, a <a href="#top">link to an anchor</a>,
-<a href="other.html#there">a link to another page</a> and <a href="https://example.org">one to the world</a>.</p>
-<img src="{PNG_1PX}" alt="Figure: a single pixel">
-<pre style="overflow-x: auto; width: 200px">a very long line of code that scrolls inside its own box instead of being cut off .......</pre>
+<a href="other.html#there">a link to another page</a> and <a class="reference external" href="https://example.org">one to the world</a>.</p>
+<div class="cell_output"><img src="{PNG_1PX}" alt="Figure: a single pixel"></div>
+<div class="highlight" style="width: 200px"><pre>a very long line of code that wraps inside its own box instead of being cut off .......</pre></div>
+<table class="dataframe"><thead><tr><th>scheme</th><th>loss</th></tr></thead>
+<tbody><tr><th>RoPE</th><td class="posenc-number">12.48 ± 0.03</td></tr></tbody></table>
 <div class="cell tag_solution"><details><summary>Show the solution to exercise 1</summary>
 <div class="cell_input"><pre>answer = 42</pre></div></details></div>
 </main></body></html>
 """
+INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>index</title></head><body><main>
+<p>Start here: <a href="00_first.html">00 · First</a>.</p></main></body></html>"""
+SVG_400PX = "data:image/svg+xml," + '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="10"></svg>'.replace("<", "%3C").replace(">", "%3E").replace('"', "%22")
 OTHER = '<!doctype html><html><head><title>other</title></head><body><main><p id="there">here</p></main></body></html>'
 
 BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</title>
@@ -39,9 +47,18 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</titl
 <pre style="overflow: hidden; width: 200px">a very long line of code that is cut off at the edge of its box ...................</pre>
 <div class="cell tag_solution"><details open><summary>Show solution</summary>
 <div class="cell_input"><pre>answer = 42</pre></div></details></div>
+<details><p>a fold with no label</p></details>
+<details><summary>Deep dive (optional) · closed on paper</summary><p>hidden</p></details>
+<p><a class="reference external" href="https://example.org/paper">a paper</a></p>
+<img src="SVG_400PX" alt="Figure: drawn at a quarter of its width" style="width: 100px">
+<pre style="overflow-x: auto; width: 200px">a very long line of code that scrolls inside its own box instead of wrapping .......</pre>
+<table class="dataframe"><thead><tr><th></th><th>loss</th><th>accuracy</th></tr>
+<tr><th>scheme</th><th></th><th></th></tr></thead>
+<tbody><tr><th>RoPE</th><td class="posenc-number" style="width: 30px">12.48 ± 0.03</td><td>1.0</td></tr></tbody></table>
+<div class="search-button-field">Search</div><div class="search-button-field">Search</div>
 <script>console.error("something went wrong")</script>
 </main></body></html>
-"""
+""".replace("SVG_400PX", SVG_400PX)
 
 
 STUCK = CLEAN.replace('<div class="cell tag_solution"><details>',
@@ -52,8 +69,11 @@ STUCK = CLEAN.replace('<div class="cell tag_solution"><details>',
 def report(tmp_path_factory):
     """One browser run over a clean page, a broken one and one whose solution does not open."""
     site = tmp_path_factory.mktemp("site")
-    for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER)]:
+    for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER),
+                       ("index.html", INDEX), ("00_first.html", OTHER)]:
         (site / name).write_text(text, encoding="utf-8")
+    for asset in ("posenc.css", "posenc.js"):
+        (site / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
     result = check.check_site(site, site / "shots", searches=[("anything", "clean.html")])
     result.site = site
     return result
@@ -81,19 +101,49 @@ def test_a_broken_page_fails_on_every_fault(report):
         "image not decoded: no-such-figure.png",
         "request failed: file://",  # the missing image
         "image without a meaningful alt text",
+        "clipped at 1280 px: pre",
         "clipped at 1024 px: pre",
         "solution 1: open before any click",
         'solution 1: its fold does not name the exercise ("Show solution")',
         "navigation printed: bd-sidebar-primary",
         "code not wrapped in print: a very long line",
         "console error: something went wrong",
+        "scrolls sideways at 1280 px (reachable only by scrolling): pre",
+        "scrolls sideways at 1024 px (reachable only by scrolling): pre",
+        "figure shown too small to read at 1280 px: data:image/svg+xml,",
+        "at 25% of its width",
+        "table at 1280 px: a header row of index names alone: scheme",
+        "table at 1280 px: a cell wrapped over 3 lines: 12.48 ± 0.03",
+        "a fold without a label: a fold with no label",
+        "2 search boxes visible at 1280 px",
+        "a fold prints closed: Deep dive (optional) · closed on paper",
+        "a link prints without its URL: https://example.org/paper",
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
 
 
+def test_the_front_page_must_start_the_reader_at_00(report, tmp_path):
+    assert problems_of(report, "index.html") == []
+    (tmp_path / "index.html").write_text(INDEX.replace("Start here", "Welcome"), encoding="utf-8")
+    (tmp_path / "00_first.html").write_text(OTHER, encoding="utf-8")
+    problems = check.check_site(tmp_path, check_search=False).problems
+    assert problems == ['index.html: the front page has no "Start here" link to the first notebook (00_*.html)']
+
+
+def test_a_figure_that_does_not_enlarge_is_caught(tmp_path):
+    """Without the site's script, a click on a figure opens nothing."""
+    (tmp_path / "page.html").write_text(CLEAN.replace('<script src="posenc.js"></script>', "")
+                                        .replace('<details><summary>', '<details open><summary>'), encoding="utf-8")
+    for asset in ("posenc.css",):
+        (tmp_path / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
+    (tmp_path / "other.html").write_text(OTHER, encoding="utf-8")
+    problems = [p for p in check.check_site(tmp_path, check_search=False).problems if p.startswith("page.html")]
+    assert "page.html: a figure is not a link that opens it full size" in problems
+
+
 def test_a_solution_that_does_not_open_is_caught(report):
-    assert problems_of(report, "stuck.html") == ["solution 1: does not open on click"]
+    assert "solution 1: does not open on click" in problems_of(report, "stuck.html")
 
 
 def test_the_search_check_fails_without_a_search_page(report):

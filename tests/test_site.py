@@ -350,14 +350,13 @@ def test_deep_dive_is_folded_closed_and_not_a_section(synthetic_site):
     assert not soup.find(id=re.compile("deep-dive"))  # no heading, so no anchor and no contents entry
 
 
-def test_page_facts_run_time_and_downloads(synthetic_site):
+def test_page_facts_are_the_downloads_and_the_run_time_is_stated_once(synthetic_site):
     soup = page(synthetic_site, "00_demo.html")
     facts = soup.select_one("p.posenc-page-facts")
-    assert "34 s" in facts.get_text()
+    assert facts.get_text().startswith("Download:") and "34 s" not in facts.get_text()  # the notebook states it
     links = [a["href"] for a in facts.find_all("a")]
     assert links == ["_sources/00_demo.ipynb", "downloads/00_demo.py"]
     assert all((synthetic_site / href).is_file() for href in links)
-    assert "1 min 15 s" in page(synthetic_site, "01_next.html").select_one("p.posenc-page-facts").get_text()
     no_py = [a["href"] for a in page(synthetic_site, "01_next.html").select("p.posenc-page-facts a")]
     assert no_py == ["_sources/01_next.ipynb"]  # no .py beside it, no link
     src = synthetic_site.parent / "notebooks" / "00_demo.ipynb"
@@ -454,6 +453,20 @@ def test_real_site_has_a_library_reference_with_sources(real_site):
     assert probe.select_one('a[href$="posenc_lib.course.training.html#posenc_lib.course.training.train"]') is not None
 
 
+def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_site):
+    site, _ = real_site
+    rope = page(site, "03_rope.html")
+    links = {a.get_text(): a["href"] for a in rope.select("article a.posenc-api")}
+    assert links["apply_rope"] == "api/posenc_lib.encodings.rotary.rope.html#posenc_lib.encodings.rotary.rope.apply_rope"
+    assert links["posenc_lib/encodings/rotary/rope.py"].startswith("api/posenc_lib.encodings.rotary.rope.html#")
+    assert "head_dim" not in links  # a variable in prose, not the attribute Sizes.head_dim
+    back = page(site, "api/posenc_lib.encodings.rotary.rope.html").find(id="where-the-notebooks-use-it")
+    assert back is not None
+    hrefs = [a["href"] for a in back.find_all("a") if not a["href"].startswith("#")]  # not the permalink
+    assert any(h.startswith("../03_rope.html#") for h in hrefs) and all((site / "api" / h.split("#")[0]).is_file()
+                                                                        for h in hrefs)
+
+
 def test_real_site_passes_the_browser_check(real_site):
     site, _ = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
@@ -462,3 +475,28 @@ def test_real_site_passes_the_browser_check(real_site):
     notebook_pages = [name for name in report.pages if re.match(r"\d\d_", name)]
     assert notebook_pages and all(report.pages[n]["formulas"] > 0 for n in notebook_pages
                                   if (site / n).read_text(encoding="utf-8").count("math notranslate"))
+
+
+# --- tables as the site shows them -----------------------------------------------------------------
+
+
+def test_tidy_table_folds_the_index_names_into_the_header_and_marks_numbers():
+    import pandas as pd
+
+    frame = pd.DataFrame({"loss": ["12.48 ± 0.03", "9.1 ± 0.2"], "note": ["slow", "fast"]},
+                         index=pd.Index(["RoPE", "ALiBi"], name="scheme"))
+    soup = BeautifulSoup(glue.tidy_table(frame.to_html(classes="dataframe")), "html.parser")
+    header = soup.select("thead tr")
+    assert len(header) == 1 and [th.get_text() for th in header[0].find_all("th")] == ["scheme", "loss", "note"]
+    assert [td.get("class") for td in soup.select("tbody tr")[0].find_all("td")] == [["posenc-number"], None]
+
+
+def test_tidy_table_drops_a_default_row_index_and_leaves_other_html_alone():
+    import pandas as pd
+
+    soup = BeautifulSoup(glue.tidy_table(pd.DataFrame({"n": [1, 2]}).to_html(classes="dataframe")),
+                         "html.parser")
+    assert [th.get_text() for th in soup.select("thead th")] == ["n"] and not soup.select("tbody th")
+    kept = pd.DataFrame({"n": [1, 2]}, index=[5, 7]).to_html(classes="dataframe")
+    assert BeautifulSoup(glue.tidy_table(kept), "html.parser").select("tbody th")  # not 0, 1: kept
+    assert glue.tidy_table("<p>not a table</p>") == "<p>not a table</p>"

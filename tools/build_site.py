@@ -110,9 +110,13 @@ solutions): see the README.
 
 ## The notebooks
 
+```{{table}}
+:class: posenc-notebooks
+
 | # | Notebook | Topic | You will be able to | Run time |
 |---|---|---|---|---:|
 {rows}
+```
 {later}
 Run time: measured with `make execute` on the project's reference machine (2 CPU cores, one
 thread), training included. Each page shows its own, with links to download the notebook
@@ -259,8 +263,7 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
     for entry in entries:
         shutil.copyfile(executed / f"{entry.stem}.ipynb", src / f"{entry.stem}.ipynb")
         # Sphinx publishes each source, byte for byte, under _sources/ (html_copy_source).
-        page = {"label": entry.label, "run_time": format_seconds(entry.run_time_s),
-                "ipynb": f"_sources/{entry.stem}.ipynb"}
+        page = {"label": entry.label, "ipynb": f"_sources/{entry.stem}.ipynb"}
         if (sources / f"{entry.stem}.py").exists():
             shutil.copyfile(sources / f"{entry.stem}.py", downloads / f"{entry.stem}.py")
             page["py"] = f"downloads/{entry.stem}.py"

@@ -14,13 +14,20 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
 - every image decoded (non-zero natural size) and given an alt text that is not a file name;
 - every internal link resolves: the file exists and so does its ``#anchor``;
 - solutions (cells tagged ``solution``) start closed, with their code hidden, name their exercise, and open on click;
-- nothing is clipped at a 1024 px window nor on a 390 px phone: an element whose content is
-  wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
-  itself does not scroll sideways;
-- in print (the print stylesheet): no navigation, and every code block wrapped to the page;
+- nothing is clipped at a 1280 or 1024 px window nor on a 390 px phone: an element whose content
+  is wider than its box may only be one that scrolls (``overflow-x: auto|scroll``), and the page
+  itself does not scroll sideways; on the two desktop widths, no code, output, table or formula
+  scrolls sideways either (it wraps or fits: nothing is reachable only by scrolling);
+- every figure is shown at half its natural width or more (its labels stay readable), and a click
+  on a notebook's figure opens it at full size;
+- tables of results: no header row of pandas' index names alone, no number cell wrapped over two lines;
+- one search box, and every fold (``<details>``) labelled; the front page (``index.html``) links
+  to the first notebook under "Start here";
+- in print (the print stylesheet): no navigation, every code block wrapped to the page, every fold
+  open (solutions and deep dives print expanded), and a link to the outside world followed by its URL;
 
 and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
-that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary. A screenshot of the top of each page (1024 px and phone) goes to ``--shots``.
+that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary. A screenshot of the top of each page (1280 px and phone) goes to ``--shots``.
 Exit status 1 and one line per problem when anything fails.
 """
 
@@ -43,7 +50,9 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-DESKTOP = {"width": 1024, "height": 768}
+DESKTOP = {"width": 1280, "height": 800}
+NARROW_DESKTOP = {"width": 1024, "height": 768}
+MIN_FIGURE_SCALE = 0.5  # below about half its natural width, a 150-dpi figure's 10-pt labels drop under 9 px
 PHONE = {"width": 390, "height": 844}
 ID_ATTR = re.compile(r"""\s(?:id|name)\s*=\s*["']([^"']+)["']""")
 WORD = re.compile(r"[A-Za-z][A-Za-z-]{5,}[A-Za-z]")
@@ -122,6 +131,69 @@ CLIPPED_JS = r"""
 }
 """
 
+# Desktop layout: what scrolls sideways, figures drawn too small, result tables, folds, search boxes.
+LAYOUT_JS = r"""
+() => {
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const text = (el) => (el.textContent || '').trim().slice(0, 50).replace(/\s+/g, ' ');
+  const scrolling = [];
+  for (const el of main.querySelectorAll('pre, div.cell_output, div.cell_output .output, table, div.math, mjx-container[display="true"]')) {
+    if (!el.checkVisibility() || el.clientWidth === 0) continue;
+    if (el.scrollWidth > el.clientWidth + 1 && !el.parentElement.closest('pre, table, div.math, mjx-container')) {
+      scrolling.push(`${el.tagName.toLowerCase()} (${el.scrollWidth - el.clientWidth} px more): ${text(el.querySelector('thead') || el)}`);
+    }
+  }
+  const small = [];
+  for (const img of main.querySelectorAll('img')) {
+    if (!img.checkVisibility() || !img.naturalWidth) continue;
+    const scale = img.getBoundingClientRect().width / img.naturalWidth;
+    if (scale < MIN_SCALE) small.push(`${img.getAttribute('src')} at ${Math.round(100 * scale)}% of its width`);
+  }
+  const tables = [];
+  for (const table of main.querySelectorAll('table.dataframe')) {
+    for (const row of table.querySelectorAll('thead tr')) {
+      const cells = [...row.children];
+      const empty = cells.filter(c => !c.textContent.trim()).length;
+      if (empty > cells.length - empty) tables.push(`a header row of index names alone: ${text(row)}`);
+    }
+    for (const cell of table.querySelectorAll('td.posenc-number')) {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      if (lines.size > 1) { tables.push(`a cell wrapped over ${lines.size} lines: ${text(cell)}`); break; }
+    }
+  }
+  const unlabelled = [...main.querySelectorAll('details')].filter(d => !(d.querySelector('summary')?.textContent.trim()))
+    .map(d => text(d) || '(empty)');
+  const searches = [...document.querySelectorAll('.search-button-field, .search-button, form.bd-search input')]
+    .filter(el => el.checkVisibility()).length;
+  const figure = main.querySelector('div.cell_output img');
+  const start = [...main.querySelectorAll('p, li')].find(el => /^\s*Start here/.test(el.textContent));
+  return {scrolling, small, tables, unlabelled, searches, enlargeable: !!figure,
+          startLink: start ? [...start.querySelectorAll('a[href]')].map(a => a.getAttribute('href')) : null};
+}
+""".replace("MIN_SCALE", str(MIN_FIGURE_SCALE))
+
+# A click on the first figure of a notebook: it opens full size (posenc.js), and a click closes it.
+ENLARGE_JS = r"""
+async () => {
+  const img = document.querySelector('div.cell_output img');
+  const link = img.closest('a.posenc-enlarge');
+  if (!link) return 'a figure is not a link that opens it full size';
+  link.click();
+  await new Promise(r => setTimeout(r, 50));
+  const dialog = document.querySelector('dialog[open]');
+  const big = dialog && dialog.querySelector('img');
+  if (!big) return 'a click on a figure opens nothing';
+  const width = big.getBoundingClientRect().width;
+  dialog.click();
+  await new Promise(r => setTimeout(r, 50));
+  if (width < 0.99 * img.naturalWidth) return `a click on a figure shows it at ${Math.round(width)} of its ${img.naturalWidth} px`;
+  if (document.querySelector('dialog[open]')) return 'the full-size figure does not close on a click';
+  return null;
+}
+"""
+
 SOLUTIONS_JS = r"""
 async () => {
   const cells = [...document.querySelectorAll('div.cell.tag_solution')];
@@ -154,9 +226,20 @@ PRINT_JS = r"""
       problems.push(`code not wrapped in print: ${(pre.textContent || '').trim().slice(0, 50)}`);
     }
   }
+  for (const fold of main.querySelectorAll('details:not([open])')) {
+    problems.push(`a fold prints closed: ${(fold.querySelector('summary')?.textContent || '').trim().slice(0, 50)}`);
+  }
+  for (const a of main.querySelectorAll('a.reference.external[href^="http"]')) {
+    if (!getComputedStyle(a, '::after').content.includes(a.getAttribute('href'))) {
+      problems.push(`a link prints without its URL: ${a.getAttribute('href')}`);
+      break;
+    }
+  }
   return problems;
 }
 """
+# Media-query listeners (posenc.js opens the folds on the print query) run at the next rendering frame.
+NEXT_FRAME_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
 
 RAW_TEX = [
     (re.compile(r"\$\$"), "$$"),
@@ -198,6 +281,24 @@ def check_clipping(page, name: str, where: str, report: Report) -> None:
         report.add(name, f"clipped {where}: {item}")
     if clip["sideways"]:
         report.add(name, f"page scrolls sideways {where} by {clip['sideways']} px")
+
+
+def check_layout(page, name: str, where: str, report: Report, index: bool) -> dict:
+    """The desktop-layout checks of LAYOUT_JS (and the front page's start link), at the current width."""
+    facts = page.evaluate(LAYOUT_JS)
+    for item in facts["scrolling"]:
+        report.add(name, f"scrolls sideways {where} (reachable only by scrolling): {item}")
+    for item in facts["small"]:
+        report.add(name, f"figure shown too small to read {where}: {item}")
+    for item in dict.fromkeys(facts["tables"]):
+        report.add(name, f"table {where}: {item}")
+    for item in facts["unlabelled"]:
+        report.add(name, f"a fold without a label: {item}")
+    if facts["searches"] > 1 and name != "search.html":  # the search page's own form is the second
+        report.add(name, f"{facts['searches']} search boxes visible {where}")
+    if index and not any(re.match(r"(\./)?00_[^/]*\.html", href) for href in facts["startLink"] or []):
+        report.add(name, 'the front page has no "Start here" link to the first notebook (00_*.html)')
+    return facts
 
 
 def check_links(page: str, links: list[str], own_ids: set[str], own: Path, site: Path, report: Report,
@@ -347,15 +448,25 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                         report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
                 check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
                 check_clipping(page, name, f"at {DESKTOP['width']} px", report)
+                layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=name == "index.html")
                 if shots:
                     page.screenshot(path=str(shots / f"{path.stem}.png"))
+                if layout["enlargeable"] and (problem := page.evaluate(ENLARGE_JS)):
+                    report.add(name, problem)
+                page.set_viewport_size(NARROW_DESKTOP)
+                page.wait_for_timeout(100)
+                check_clipping(page, name, f"at {NARROW_DESKTOP['width']} px", report)
+                check_layout(page, name, f"at {NARROW_DESKTOP['width']} px", report, index=False)
+                page.set_viewport_size(DESKTOP)
                 solutions = page.evaluate(SOLUTIONS_JS)
                 for problem in solutions["problems"]:
                     report.add(name, problem)
                 page.emulate_media(media="print")
+                page.evaluate(NEXT_FRAME_JS)
                 for problem in page.evaluate(PRINT_JS):
                     report.add(name, problem)
                 page.emulate_media(media="screen")
+                page.evaluate(NEXT_FRAME_JS)
                 page.set_viewport_size(PHONE)
                 page.wait_for_timeout(150)
                 check_clipping(page, name, f"on a {PHONE['width']} px phone", report)

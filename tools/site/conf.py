@@ -57,6 +57,7 @@ mathjax3_config = {"options": {"enableMenu": False}}  # the menu is what could f
 html_theme = "sphinx_book_theme"
 html_title = "posenc · positional encoding"
 html_css_files = ["posenc.css"]
+html_js_files = ["posenc.js"]
 html_context = {"default_mode": "light"}  # empty, the theme logs "Got invalid theme mode"
 html_theme_options = {
     "home_page_in_toc": True,

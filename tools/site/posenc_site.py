@@ -11,13 +11,17 @@ notebook:
   the anchors the site uses, so both spellings work and Sphinx can check them. A deep-dive
   block (consecutive cells tagged ``deep-dive``, headed ``### Deep dive (optional) · title``) is
   folded into one ``<details class="deep-dive">`` whose summary is that heading (see ``fold_deep_dives``).
-- A line under each notebook's title: its measured run time (``run_time_s`` in
-  ``notebooks/catalog.toml``) and links to download the ``.ipynb`` and the ``.py`` source.
+- A line under each notebook's title: links to download the ``.ipynb`` and the ``.py`` source.
+- Tables as a reader expects them (see ``tidy_table``): pandas' separate row of index names is
+  folded into the column header, and a default 0, 1, 2, ... row index is left out.
 - Glossary links: the first occurrence of each glossary term (``glossary.toml``) in a page's
   prose links to its entry on the glossary page.
+- Library links: inline code in a notebook's prose that names a documented module or object of
+  ``posenc_lib`` (``apply_rope``, ``posenc_lib/encodings/rotary/rope.py``) links to the library
+  reference, and each reference page ends with the notebook sections that mention its objects.
 
 The build stages its sources with ``_site.json`` beside them (written by ``tools/build_site.py``):
-for every notebook page, its label, run time and download paths.
+for every notebook page, its label and download paths.
 """
 
 from __future__ import annotations
@@ -183,6 +187,59 @@ def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.Noteboo
     return out
 
 
+# A table cell that holds a number, or a mean ± std, a ratio, a percentage, a bound ("< 1e-12"):
+# kept on one line and right-aligned on the site; any other cell is text, which may wrap.
+NUMBER_CELL = re.compile(r"[<>≈~]?\s*[-+−]?[\d.,]+(e[-+]?\d+)?\s*(±\s*[\d.,]+(e[-+]?\d+)?)?\s*(%|x|×)?")
+
+
+def _texts(row: Any) -> list[str]:
+    return [th.get_text(strip=True) for th in row.find_all(["th", "td"], recursive=False)]
+
+
+def tidy_table(html_text: str) -> str:
+    """A pandas table (``text/html`` of a DataFrame) as the site shows it.
+
+    - pandas writes the index names on a header row of their own, empty everywhere else; they
+      move into the empty corner cells of the column header above, and that row goes.
+    - A default row index (0, 1, 2, ... with no name) carries nothing: its column goes.
+    - A cell that holds a number (``NUMBER_CELL``) gets the class ``posenc-number``: the stylesheet
+      keeps it on one line; text cells may wrap, so a table of words fits the column.
+
+    Anything else (an HTML output that is not a DataFrame, a header with a named column level in
+    the corner) is returned unchanged.
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html_text, "html.parser")
+    changed = False
+    for table in soup.select("table.dataframe"):
+        thead, tbody = table.find("thead"), table.find("tbody")
+        if thead is None or tbody is None:
+            continue
+        rows = thead.find_all("tr", recursive=False)
+        if len(rows) >= 2:
+            names, above = _texts(rows[-1]), _texts(rows[-2])
+            k = next((i for i, t in enumerate(names) if not t), len(names))
+            if 0 < k < len(names) and not any(names[k:]) and not any(above[:k]):
+                for cell, name in zip(rows[-2].find_all("th", recursive=False)[:k], names[:k]):
+                    cell.string = name
+                rows[-1].decompose()
+                changed = True
+        body = tbody.find_all("tr", recursive=False)
+        heads = [row.find_all("th", recursive=False) for row in body]
+        corner = [_texts(row)[0] if _texts(row) else "" for row in thead.find_all("tr", recursive=False)]
+        if body and all(len(h) == 1 for h in heads) and [h[0].get_text(strip=True) for h in heads] == [
+                str(i) for i in range(len(body))] and not any(corner):
+            for row in [*thead.find_all("tr", recursive=False), *body]:
+                row.find(["th", "td"], recursive=False).decompose()
+            changed = True
+        for cell in tbody.find_all("td"):
+            if NUMBER_CELL.fullmatch(cell.get_text(strip=True)):
+                cell["class"] = [*cell.get("class", []), "posenc-number"]
+                changed = True
+    return str(soup) if changed else html_text
+
+
 def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The changes the site makes to a notebook as it reads it (the file itself is not changed)."""
     own = anchor_map(nb)
@@ -203,6 +260,9 @@ def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             label = solution_label(cell.source)
             mystnb.setdefault("code_prompt_show", f"Show the {label}")
             mystnb.setdefault("code_prompt_hide", f"Hide the {label}")
+        for output in cell.get("outputs", []):
+            if "text/html" in output.get("data", {}):
+                output.data["text/html"] = tidy_table(output.data["text/html"])
         if any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", [])):
             mystnb.setdefault("image", {}).setdefault("alt", figure_alt(cell.source, heading))
     return nb
@@ -254,11 +314,12 @@ def _collect_headings(app: Sphinx) -> None:
     app.env.posenc_site = _site_data(app)  # type: ignore[attr-defined]
 
 
-# --- run time and downloads under the title ---------------------------------------------------------
+# --- downloads under the title ---------------------------------------------------------------------
 
 
 def add_page_facts(app: Sphinx, doctree: nodes.document) -> None:
-    """Insert "Run time ... · Download ..." after the first title of a notebook page."""
+    """Insert "Download: notebook · source" after the first title of a notebook page (the run time
+    is the notebook's own "Run time" line, which tests/test_notebooks.py checks against the catalog)."""
     docname = app.env.current_document.docname
     page = app.env.posenc_site["pages"].get(docname)  # type: ignore[attr-defined]
     if not page:
@@ -267,8 +328,6 @@ def add_page_facts(app: Sphinx, doctree: nodes.document) -> None:
     if section is None or not isinstance(section[0], nodes.title):
         return
     para = nodes.paragraph(classes=["posenc-page-facts"])
-    para += nodes.strong(text="Measured run time: ")
-    para += nodes.Text(f"{page['run_time']} on a laptop CPU (one thread, make execute).  ")
     para += nodes.strong(text="Download: ")
     links = [("notebook (.ipynb)", page.get("ipynb")), ("source (.py, jupytext)", page.get("py"))]
     links = [(text, uri) for text, uri in links if uri]
@@ -378,9 +437,114 @@ def resolve_short_name(app: Sphinx, env: Any, node: nodes.Element, contnode: nod
     return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], matches[0], node, contnode)
 
 
+# --- the library reference: links from the notebooks' prose, and back ------------------------------
+
+# A mention of the library in prose: `apply_rope`, `apply_rope(x, cos, sin)`, `RotaryPE.forward`,
+# `posenc_lib.course.report` or the file `posenc_lib/encodings/rotary/rope.py`.
+LIBRARY_MENTION = re.compile(r"(?P<name>posenc_lib(?:[./]\w+)*|[A-Za-z_]\w*(?:\.\w+)*)(?:\(.*\))?")
+NOTEBOOK_DOC = re.compile(r"\A\d\d_")
+
+
+def library_target(domain: Any, text: str) -> tuple[str, str, str] | None:
+    """The documented ``posenc_lib`` module or object an inline-code mention names:
+    ``(full name, docname, anchor)``, or None when it names none or a short name names several."""
+    m = LIBRARY_MENTION.fullmatch(text.strip())
+    if m is None:
+        return None
+    name = m["name"].removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    if name.startswith("posenc_lib"):
+        found = [name] if name in domain.modules or name in domain.objects else []
+    else:  # a bare name is a function or class (`head_dim` in prose is a variable, not Sizes.head_dim)
+        kinds = ("function", "class", "exception") if "." not in name else ("function", "class", "exception",
+                                                                            "method", "attribute", "property")
+        found = [full for full, entry in domain.objects.items() if full.startswith("posenc_lib.")
+                 and full.endswith("." + name) and entry.objtype in kinds]
+    if len(found) != 1:
+        return None
+    entry = domain.modules.get(found[0]) or domain.objects[found[0]]
+    return found[0], entry.docname, entry.node_id
+
+
+def _prose_literals(doctree: nodes.document) -> list[nodes.literal]:
+    return [n for n in doctree.findall(nodes.literal)
+            if not any(isinstance(a, (nodes.reference, nodes.title, nodes.literal_block, nodes.raw))
+                       for a in _ancestors(n))]
+
+
+def _ancestors(node: nodes.Node) -> list[nodes.Node]:
+    found = []
+    while node.parent is not None:
+        node = node.parent
+        found.append(node)
+    return found
+
+
+def collect_mentions(app: Sphinx, doctree: nodes.document) -> None:
+    """Record each notebook page's inline-code mentions with the section they stand in (for the
+    back-links of the library reference, which are written once every page has been read)."""
+    docname = app.env.current_document.docname
+    if not NOTEBOOK_DOC.match(docname):
+        return
+    mentions = app.env.posenc_mentions = getattr(app.env, "posenc_mentions", {})  # type: ignore[attr-defined]
+    found = []
+    for literal in _prose_literals(doctree):
+        section = next((a for a in _ancestors(literal) if isinstance(a, nodes.section)
+                        and a.parent is not None and isinstance(a.parent, nodes.section)), None)
+        if section is not None and section[0].astext() != "Further reading":  # a pointer, not where it is used
+            found.append((literal.astext(), section["ids"][0], section[0].astext()))
+    mentions[docname] = found
+
+
+def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Notebook pages: each inline-code mention of a library module or object links to its entry in
+    the library reference. Reference pages: a closing section lists, per object, the notebook
+    sections that mention it."""
+    domain = app.env.get_domain("py")
+    if NOTEBOOK_DOC.match(docname):
+        for literal in _prose_literals(doctree):
+            target = library_target(domain, literal.astext())
+            if target is None:
+                continue
+            full, page, anchor = target
+            uri = app.builder.get_relative_uri(docname, page) + "#" + anchor
+            ref = nodes.reference("", "", literal.deepcopy(), internal=True, refuri=uri, classes=["posenc-api"],
+                                  reftitle=f"{full} in the library reference")
+            literal.parent.replace(literal, ref)
+        return
+    if not docname.startswith("api/"):
+        return
+    used: dict[str, dict[tuple[str, str], str]] = {}
+    for notebook, found in sorted(getattr(app.env, "posenc_mentions", {}).items()):
+        for text, anchor, title in found:
+            target = library_target(domain, text)
+            if target is not None and target[1] == docname:
+                used.setdefault(target[0], {})[notebook, anchor] = title
+    if not used:
+        return
+    section = nodes.section(ids=["where-the-notebooks-use-it"])
+    section += nodes.title(text="Where the notebooks use it")
+    items = nodes.bullet_list()
+    labels = app.env.posenc_site["pages"]  # type: ignore[attr-defined]
+    for full in sorted(used, key=lambda f: (f.count("."), f)):
+        para = nodes.paragraph()
+        para += nodes.literal(text=full.removeprefix(docname.removeprefix("api/") + ".") or full)
+        para += nodes.Text(": ")
+        for i, ((notebook, anchor), title) in enumerate(used[full].items()):
+            if i:
+                para += nodes.Text("; ")
+            label = labels.get(notebook, {}).get("label", notebook)
+            para += nodes.reference("", f"{label.split(' · ')[0]} · {title}", internal=True,
+                                    refuri=app.builder.get_relative_uri(docname, notebook) + "#" + anchor)
+        items += nodes.list_item("", para)
+    section += items
+    doctree.children[0] += section
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", resolve_short_name)
     app.connect("builder-inited", _collect_headings)
     app.connect("doctree-read", add_page_facts)
+    app.connect("doctree-read", collect_mentions)
     app.connect("doctree-resolved", link_glossary_terms)
+    app.connect("doctree-resolved", link_library_mentions)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -1,0 +1,43 @@
+// posenc course site: two behaviours the theme does not have (loaded by tools/site/conf.py).
+"use strict";
+
+// Print: every fold opens (solutions, deep dives), so that paper shows what a click would; the folds
+// a reader had closed close again afterwards. Both events are listened to: Chromium fires
+// "beforeprint", and the print media query changes when a page is printed or emulated as print.
+(() => {
+  const opened = [];
+  const openAll = () => {
+    for (const fold of document.querySelectorAll("details:not([open])")) { fold.open = true; opened.push(fold); }
+  };
+  const restore = () => { for (const fold of opened.splice(0)) fold.open = false; };
+  window.addEventListener("beforeprint", openAll);
+  window.addEventListener("afterprint", restore);
+  window.matchMedia("print").addEventListener("change", (event) => (event.matches ? openAll() : restore()));
+})();
+
+// Figures: a click opens one at its full size (it is drawn at 150 dpi, shown scaled to the column);
+// a click or Escape closes it. The figure is also a link to the image file, for a new tab.
+document.addEventListener("DOMContentLoaded", () => {
+  const dialog = document.createElement("dialog");
+  dialog.className = "posenc-figure";
+  dialog.addEventListener("click", () => dialog.close());
+  document.body.appendChild(dialog);
+  for (const img of document.querySelectorAll("div.cell_output img")) {
+    const link = document.createElement("a");
+    link.href = img.getAttribute("src");
+    link.className = "posenc-enlarge";
+    link.title = "Open the figure at full size";
+    img.replaceWith(link);
+    link.appendChild(img);
+    link.addEventListener("click", (event) => {
+      if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+      event.preventDefault();
+      const full = img.cloneNode();
+      full.removeAttribute("width");
+      full.removeAttribute("height");
+      full.style.width = `${img.naturalWidth}px`;
+      dialog.replaceChildren(full);
+      dialog.showModal();
+    });
+  }
+});
