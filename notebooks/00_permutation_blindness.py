@@ -575,16 +575,16 @@ check_exercise_3(answer)
 
 # %% [markdown]
 # ## Further reading
-# - Vaswani et al., 2017, *Attention Is All You Need*, section 3.5 (why the model needs
+# - Vaswani et al., 2017, *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)*, section 3.5 (why the model needs
 #   positional encodings, and the sinusoidal one).
-# - Yun et al., 2020, *Are Transformers universal approximators of sequence-to-sequence
-#   functions?* (permutation equivariance of attention without positions, stated and used).
-# - Shaw et al., 2018, *Self-Attention with Relative Position Representations* (the first
-#   relative scheme), and Su et al., *RoFormer* (RoPE).
-# - Haviv et al., 2022, *Transformer Language Models without Positional Encodings Still Learn
-#   Positional Information* (the causal mask as a source of order, see exercise 2).
-# - Reference code: Hugging Face transformers, `modeling_bert.py` (learned position embeddings
-#   added to the token embeddings) and `modeling_llama.py` (`LlamaRotaryEmbedding`, applied to
+# - Yun et al., 2020, *[Are Transformers universal approximators of sequence-to-sequence
+#   functions?](https://arxiv.org/abs/1912.10077)* (permutation equivariance of attention without positions, stated and used).
+# - Shaw et al., 2018, *[Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155)* (the first
+#   relative scheme), and Su et al., *[RoFormer](https://arxiv.org/abs/2104.09864)* (RoPE).
+# - Haviv et al., 2022, *[Transformer Language Models without Positional Encodings Still Learn
+#   Positional Information](https://arxiv.org/abs/2203.16634)* (the causal mask as a source of order, see exercise 2).
+# - Reference code: Hugging Face transformers, [`modeling_bert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/modeling_bert.py) (learned position embeddings
+#   added to the token embeddings) and [`modeling_llama.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py) (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/scheme.py` in this repository (the four hooks and the score scale).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

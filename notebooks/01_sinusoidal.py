@@ -682,17 +682,17 @@ check_exercise_3(concat_shift)
 # %% [markdown]
 # ## Further reading
 #
-# - Vaswani et al., *Attention Is All You Need* (2017), section 3.5: the formula and the
+# - Vaswani et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.5: the formula and the
 #   linear-shift motivation.
-# - tensor2tensor, `get_timing_signal_1d` (`common_attention.py`), and fairseq,
-#   `SinusoidalPositionalEmbedding` (`fairseq/modules/sinusoidal_positional_embedding.py`):
+# - tensor2tensor, `get_timing_signal_1d` ([`common_attention.py`](https://github.com/tensorflow/tensor2tensor/blob/master/tensor2tensor/layers/common_attention.py)), and fairseq,
+#   `SinusoidalPositionalEmbedding` ([`fairseq/modules/sinusoidal_positional_embedding.py`](https://github.com/facebookresearch/fairseq/blob/main/fairseq/modules/sinusoidal_positional_embedding.py)):
 #   the concatenated layout, with frequencies $10000^{-i/(d/2-1)}$, i.e. our formula with base
 #   $10000^{h/(h-1)}$, $h = d/2$ (checked against Hugging Face's copy, `M2M100SinusoidalPositionalEmbedding`,
 #   in `tests/test_sinusoidal.py`).
-# - Hugging Face `transformers`: `modeling_distilbert.py` (`create_sinusoidal_embeddings`,
-#   interleaved), `modeling_marian.py` (`MarianSinusoidalPositionalEmbedding`, concatenated).
-# - Harvard NLP, *The Annotated Transformer*: `PositionalEncoding` with `register_buffer`.
-# - PyTorch documentation, `torch.nn.Module.register_buffer` (the `persistent` flag).
+# - Hugging Face `transformers`: [`modeling_distilbert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/distilbert/modeling_distilbert.py) (`create_sinusoidal_embeddings`,
+#   interleaved), [`modeling_marian.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/modeling_marian.py) (`MarianSinusoidalPositionalEmbedding`, concatenated).
+# - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding` with `register_buffer`.
+# - PyTorch documentation, [`torch.nn.Module.register_buffer`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer) (the `persistent` flag).
 # - Next: [02 · Learnable absolute encoding](02_learnable.ipynb) (a learned table instead of a formula) and
 #   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).

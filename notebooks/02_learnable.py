@@ -749,21 +749,21 @@ check_exercise_3(matched_token_std)
 # %% [markdown]
 # ## Further reading
 #
-# - Devlin et al., *BERT* (2019) and Radford et al., *Language Models are Unsupervised Multitask
-#   Learners* (GPT-2, 2019): learned absolute position embeddings of 512 and 1024 rows.
-# - Hugging Face `transformers`: `modeling_gpt2.py` (`self.wpe = nn.Embedding(...)`, added to
+# - Devlin et al., *[BERT](https://arxiv.org/abs/1810.04805)* (2019) and Radford et al., *[Language Models are Unsupervised Multitask
+#   Learners](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)* (GPT-2, 2019): learned absolute position embeddings of 512 and 1024 rows.
+# - Hugging Face `transformers`: [`modeling_gpt2.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/gpt2/modeling_gpt2.py) (`self.wpe = nn.Embedding(...)`, added to
 #   `self.wte(input_ids)`; `_init_weights` draws both from $\mathcal N(0, 0.02^2)$) and
-#   `modeling_bert.py` (`BertEmbeddings.position_embeddings`).
-# - Wang & Chen, *What Do Position Embeddings Learn? An Empirical Study of Pre-Trained Language
-#   Model Positional Encoding* (EMNLP 2020): similarity structure of BERT's and GPT-2's tables.
-# - Beltagy et al., *Longformer* (2020), section 5: extending a learned table by copying rows.
-# - Dosovitskiy et al., *An Image is Worth 16x16 Words* (ViT, 2021): learned position embeddings
+#   [`modeling_bert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/modeling_bert.py) (`BertEmbeddings.position_embeddings`).
+# - Wang & Chen, *[What Do Position Embeddings Learn? An Empirical Study of Pre-Trained Language
+#   Model Positional Encoding](https://arxiv.org/abs/2010.04903)* (EMNLP 2020): similarity structure of BERT's and GPT-2's tables.
+# - Beltagy et al., *[Longformer](https://arxiv.org/abs/2004.05150)* (2020), section 5: extending a learned table by copying rows.
+# - Dosovitskiy et al., *[An Image is Worth 16x16 Words](https://arxiv.org/abs/2010.11929)* (ViT, 2021): learned position embeddings
 #   for image patches, and their 2-D structure
 #   ([04 · Position in vision transformers](04_vision.ipynb)).
-# - Vaswani et al., *Attention Is All You Need* (2017), section 3.4: the $\sqrt{d_\text{model}}$
-#   factor and the embedding matrix shared with the output layer; tensor2tensor, `modalities.py`
-#   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *Using the
-#   Output Embedding to Improve Language Models* (2017): weight tying.
+# - Vaswani et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.4: the $\sqrt{d_\text{model}}$
+#   factor and the embedding matrix shared with the output layer; tensor2tensor, [`modalities.py`](https://github.com/tensorflow/tensor2tensor/blob/master/tensor2tensor/layers/modalities.py)
+#   (`SymbolModality`): that matrix drawn from $\mathcal N(0, d^{-1})$; Press & Wolf, *[Using the
+#   Output Embedding to Improve Language Models](https://arxiv.org/abs/1608.05859)* (2017): weight tying.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -1028,15 +1028,15 @@ check_exercise_4(safe_cos_sin)
 # %% [markdown]
 # ## Further reading
 #
-# - J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu: *RoFormer: Enhanced Transformer with Rotary
-#   Position Embedding* (2021; Neurocomputing 2024). Section 3.4.3 is the decay bound of section 7.
-# - EleutherAI blog: *Rotary Embeddings: A Relative Revolution* (Biderman, Black, et al., 2021),
+# - J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu: *[RoFormer: Enhanced Transformer with Rotary
+#   Position Embedding](https://arxiv.org/abs/2104.09864)* (2021; Neurocomputing 2024). Section 3.4.3 is the decay bound of section 7.
+# - EleutherAI blog: *[Rotary Embeddings: A Relative Revolution](https://blog.eleuther.ai/rotary-embeddings/)* (Biderman, Black, et al., 2021),
 #   an intuitive derivation and early benchmarks.
-# - Meta LLaMA reference code, `llama/model.py`: `precompute_freqs_cis` and `apply_rotary_emb`
+# - Meta LLaMA reference code, [`llama/model.py`](https://github.com/meta-llama/llama/blob/main/llama/model.py): `precompute_freqs_cis` and `apply_rotary_emb`
 #   (interleaved layout, complex numbers).
-# - Hugging Face transformers, `models/llama/modeling_llama.py`: `LlamaRotaryEmbedding`,
+# - Hugging Face transformers, [`models/llama/modeling_llama.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py): `LlamaRotaryEmbedding`,
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
-#   `convert_llama_weights_to_hf.py` (the q/k permutation of section 6).
+#   [`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py) (the q/k permutation of section 6).
 # - This library: `posenc_lib/encodings/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
 #   `convert_qk_weight`) and `posenc_lib/encodings/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).

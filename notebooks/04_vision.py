@@ -1001,21 +1001,21 @@ check_exercise_4(mae_sincos)
 # %% [markdown]
 # ## Further reading
 #
-# - A. Dosovitskiy et al., *An Image is Worth 16x16 Words: Transformers for Image Recognition at
-#   Scale*, ICLR 2021: the ViT; 1-D learned table, its similarity maps, and 2-D variants that did
-#   not help at ImageNet scale. Reference code: `google-research/vision_transformer`.
-# - H. Touvron et al., *Training data-efficient image transformers & distillation through
-#   attention* (DeiT), ICML 2021: fine-tuning at a higher resolution with a bicubically
-#   resampled position table (`facebookresearch/deit`).
-# - K. He et al., *Masked Autoencoders Are Scalable Vision Learners* (MAE), CVPR 2022: fixed 2-D
-#   sin-cos encodings (`get_2d_sincos_pos_embed` in `facebookresearch/mae`; Hugging Face's
+# - A. Dosovitskiy et al., *[An Image is Worth 16x16 Words: Transformers for Image Recognition at
+#   Scale](https://arxiv.org/abs/2010.11929)*, ICLR 2021: the ViT; 1-D learned table, its similarity maps, and 2-D variants that did
+#   not help at ImageNet scale. Reference code: [`google-research/vision_transformer`](https://github.com/google-research/vision_transformer).
+# - H. Touvron et al., *[Training data-efficient image transformers & distillation through
+#   attention](https://arxiv.org/abs/2012.12877)* (DeiT), ICML 2021: fine-tuning at a higher resolution with a bicubically
+#   resampled position table ([`facebookresearch/deit`](https://github.com/facebookresearch/deit)).
+# - K. He et al., *[Masked Autoencoders Are Scalable Vision Learners](https://arxiv.org/abs/2111.06377)* (MAE), CVPR 2022: fixed 2-D
+#   sin-cos encodings (`get_2d_sincos_pos_embed` in [`facebookresearch/mae`](https://github.com/facebookresearch/mae); Hugging Face's
 #   `ViTMAEEmbeddings`).
-# - B. Heo, S. Park, D. Han, S. Yun, *Rotary Position Embedding for Vision Transformer*, ECCV 2024:
-#   axial and mixed 2-D RoPE and their behaviour at new resolutions (`naver-ai/rope-vit`,
+# - B. Heo, S. Park, D. Han, S. Yun, *[Rotary Position Embedding for Vision Transformer](https://arxiv.org/abs/2403.13298)*, ECCV 2024:
+#   axial and mixed 2-D RoPE and their behaviour at new resolutions ([`naver-ai/rope-vit`](https://github.com/naver-ai/rope-vit),
 #   `models/vit_rope.py`).
-# - X. Chu et al., *Conditional Positional Encodings for Vision Transformers* (CPVT), ICLR 2023:
+# - X. Chu et al., *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT), ICLR 2023:
 #   PEG, a convolution that generates position from the tokens and works at any grid size.
-# - L. Beyer et al., *FlexiViT: One Model for All Patch Sizes*, CVPR 2023: one model for many patch
+# - L. Beyer et al., *[FlexiViT: One Model for All Patch Sizes](https://arxiv.org/abs/2212.08013)*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
 

@@ -907,24 +907,24 @@ check_exercise_3(first_shared_distance)
 # %% [markdown]
 # ## Further reading
 #
-# - Shaw, Uszkoreit, Vaswani (2018), *Self-Attention with Relative Position Representations*: a
+# - Shaw, Uszkoreit, Vaswani (2018), *[Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155)*: a
 #   learned vector per clipped offset, the start of relative encodings.
-# - Raffel et al. (2020), *Exploring the Limits of Transfer Learning with a Unified Text-to-Text
-#   Transformer* (T5): the bucketed scalar bias. Reference code: Hugging Face
-#   `transformers.models.t5.modeling_t5.T5Attention._relative_position_bucket` and `compute_bias`.
-# - Press, Smith, Lewis (2022), *Train Short, Test Long: Attention with Linear Biases Enables Input
-#   Length Extrapolation* (ALiBi). Reference code: `transformers.models.bloom.modeling_bloom`
+# - Raffel et al. (2020), *[Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+#   Transformer](https://arxiv.org/abs/1910.10683)* (T5): the bucketed scalar bias. Reference code: Hugging Face
+#   [`transformers.models.t5.modeling_t5.T5Attention._relative_position_bucket`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/t5/modeling_t5.py) and `compute_bias`.
+# - Press, Smith, Lewis (2022), *[Train Short, Test Long: Attention with Linear Biases Enables Input
+#   Length Extrapolation](https://arxiv.org/abs/2108.12409)* (ALiBi). Reference code: [`transformers.models.bloom.modeling_bloom`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/bloom/modeling_bloom.py)
 #   (`build_alibi_tensor`, `_get_alibi_slopes`), which stores the compact per-key form.
-# - Liu et al. (2021), *Swin Transformer: Hierarchical Vision Transformer using Shifted Windows*.
-#   Reference code: `transformers.models.swin.modeling_swin` (`relative_position_index`).
-# - Bao et al. (2022), *BEiT: BERT Pre-Training of Image Transformers*: the class-token rows.
-#   Reference code: `transformers.models.beit.modeling_beit.BeitRelativePositionBias`.
-# - Chu et al. (2021), *Conditional Positional Encodings for Vision Transformers* (CPVT, PEG).
-# - Haviv, Ram, Press, Izsak, Levy (2022), *Transformer Language Models without Positional
-#   Encodings Still Learn Positional Information*.
-# - Kazemnejad et al. (2023), *The Impact of Positional Encoding on Length Generalization in
-#   Transformers* (NoPE, and how the causal mask yields absolute position).
-# - PyTorch: `torch.nn.functional.scaled_dot_product_attention` (`is_causal`, `attn_mask`, `scale`).
+# - Liu et al. (2021), *[Swin Transformer: Hierarchical Vision Transformer using Shifted Windows](https://arxiv.org/abs/2103.14030)*.
+#   Reference code: [`transformers.models.swin.modeling_swin`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/swin/modeling_swin.py) (`relative_position_index`).
+# - Bao et al. (2022), *[BEiT: BERT Pre-Training of Image Transformers](https://arxiv.org/abs/2106.08254)*: the class-token rows.
+#   Reference code: [`transformers.models.beit.modeling_beit.BeitRelativePositionBias`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/beit/modeling_beit.py).
+# - Chu et al. (2021), *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT, PEG).
+# - Haviv, Ram, Press, Izsak, Levy (2022), *[Transformer Language Models without Positional
+#   Encodings Still Learn Positional Information](https://arxiv.org/abs/2203.16634)*.
+# - Kazemnejad et al. (2023), *[The Impact of Positional Encoding on Length Generalization in
+#   Transformers](https://arxiv.org/abs/2305.19466)* (NoPE, and how the causal mask yields absolute position).
+# - PyTorch: [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html) (`is_causal`, `attn_mask`, `scale`).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -800,24 +800,24 @@ check_exercise_3(sink_window_mask)
 # %% [markdown]
 # ## Further reading
 #
-# - O. Press, N. A. Smith, M. Lewis: *Train Short, Test Long: Attention with Linear Biases Enables
-#   Input Length Extrapolation* (ICLR 2022). Figure 1 is the experiment of section 4.
-# - S. Chen, S. Wong, L. Chen, Y. Tian: *Extending Context Window of Large Language Models via
-#   Positional Interpolation* (2023): PI and its short fine-tune.
-# - bloc97: *NTK-Aware Scaled RoPE allows LLaMA models to have extended (8k+) context size without
-#   any fine-tuning and minimal perplexity degradation* (Reddit r/LocalLLaMA post, June 2023), and
+# - O. Press, N. A. Smith, M. Lewis: *[Train Short, Test Long: Attention with Linear Biases Enables
+#   Input Length Extrapolation](https://arxiv.org/abs/2108.12409)* (ICLR 2022). Figure 1 is the experiment of section 4.
+# - S. Chen, S. Wong, L. Chen, Y. Tian: *[Extending Context Window of Large Language Models via
+#   Positional Interpolation](https://arxiv.org/abs/2306.15595)* (2023): PI and its short fine-tune.
+# - bloc97: *[NTK-Aware Scaled RoPE allows LLaMA models to have extended (8k+) context size without
+#   any fine-tuning and minimal perplexity degradation](https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/ntkaware_scaled_rope_allows_llama_models_to_have/)* (Reddit r/LocalLLaMA post, June 2023), and
 #   the "dynamic NTK" follow-up by emozilla.
-# - B. Peng, J. Quesnelle, H. Fan, E. Shippole: *YaRN: Efficient Context Window Extension of Large
-#   Language Models* (ICLR 2024).
-# - Y. Ding et al.: *LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens* (2024):
+# - B. Peng, J. Quesnelle, H. Fan, E. Shippole: *[YaRN: Efficient Context Window Extension of Large
+#   Language Models](https://arxiv.org/abs/2309.00071)* (ICLR 2024).
+# - Y. Ding et al.: *[LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens](https://arxiv.org/abs/2402.13753)* (2024):
 #   per-pair rescaling factors found by search.
-# - Meta, *The Llama 3 Herd of Models* (2024), and Hugging Face `modeling_rope_utils.py`
+# - Meta, *[The Llama 3 Herd of Models](https://arxiv.org/abs/2407.21783)* (2024), and Hugging Face [`modeling_rope_utils.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/modeling_rope_utils.py)
 #   (`_compute_llama3_parameters`): Llama 3.1's wavelength-banded scaling (`"llama3"` in
 #   `rope_frequencies`).
-# - A. Kazemnejad, I. Padhi, K. Natesan Ramamurthy, P. Das, S. Reddy: *The Impact of Positional
-#   Encoding on Length Generalization in Transformers* (NeurIPS 2023): NoPE.
-# - G. Xiao, Y. Tian, B. Chen, S. Han, M. Lewis: *Efficient Streaming Language Models with
-#   Attention Sinks* (2023): the window plus first tokens of section 6.
+# - A. Kazemnejad, I. Padhi, K. Natesan Ramamurthy, P. Das, S. Reddy: *[The Impact of Positional
+#   Encoding on Length Generalization in Transformers](https://arxiv.org/abs/2305.19466)* (NeurIPS 2023): NoPE.
+# - G. Xiao, Y. Tian, B. Chen, S. Han, M. Lewis: *[Efficient Streaming Language Models with
+#   Attention Sinks](https://arxiv.org/abs/2309.17453)* (2023): the window plus first tokens of section 6.
 # - This library: `posenc_lib/encodings/rotary/scaling.py` (`rope_frequencies`), `posenc_lib/course/extrapolation.py`
 #   (the measurements), `posenc_lib/course/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
 

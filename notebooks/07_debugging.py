@@ -940,20 +940,20 @@ check_exercise_3(rows_with_gradient)
 # %% [markdown]
 # ## Further reading
 #
-# - Hugging Face `transformers` (`generation/utils.py`): `GenerationMixin._prepare_position_ids_for_generation`
+# - Hugging Face `transformers` ([`generation/utils.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/generation/utils.py)): `GenerationMixin._prepare_position_ids_for_generation`
 #   computes `attention_mask.long().cumsum(-1) - 1` with pads set to 0 (in 4.x releases, GPT-2's and
 #   Llama's `prepare_inputs_for_generation` did it, with pads at 1), and each decode step continues
 #   from the last position + 1 (`_update_model_kwargs_for_generation`). The tokenizers'
 #   `padding_side="left"` for batched generation. `tests/test_diagnostics.py` checks
 #   `position_ids_from_mask` against it, and against a GPT-2 built from a config.
-# - Hugging Face `convert_llama_weights_to_hf.py`: the q/k permutation between Meta's interleaved
+# - Hugging Face [`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py): the q/k permutation between Meta's interleaved
 #   and Hugging Face's half-split RoPE layout (notebook 03, section 6).
-# - Haviv et al., *Transformer Language Models without Positional Encodings Still Learn Positional
-#   Information* (2022): the causal mask as a position signal, with probes like section 1's.
-# - Kazemnejad et al., *The Impact of Positional Encoding on Length Generalization in Transformers*
+# - Haviv et al., *[Transformer Language Models without Positional Encodings Still Learn Positional
+#   Information](https://arxiv.org/abs/2203.16634)* (2022): the causal mask as a position signal, with probes like section 1's.
+# - Kazemnejad et al., *[The Impact of Positional Encoding on Length Generalization in Transformers](https://arxiv.org/abs/2305.19466)*
 #   (2023): NoPE, relative and absolute schemes compared.
-# - Su et al., *RoFormer* (2021); Raffel et al., *T5* (2020); Press et al., *ALiBi* (2022); Vaswani
-#   et al., *Attention Is All You Need* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
+# - Su et al., *[RoFormer](https://arxiv.org/abs/2104.09864)* (2021); Raffel et al., *[T5](https://arxiv.org/abs/1910.10683)* (2020); Press et al., *[ALiBi](https://arxiv.org/abs/2108.12409)* (2022); Vaswani
+#   et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
 # - This library: `posenc_lib/course/diagnostics.py` (every check of this notebook), `posenc_lib/encodings/rotary/rope.py`
 #   (`rope_cos_sin` computes angles in float32), `posenc_lib/encodings/absolute/learnable.py` (the `max_len` error).
 

@@ -176,3 +176,15 @@ def test_solutions_are_folded_under_their_heading(path, nb):
     assert solutions and min(solutions) > heading, f"{path.name}: a solution cell sits outside the Solutions section"
     assert cells[-1].cell_type == "markdown" and re.match(r"## \S", cells[-1].source), (
         f"{path.name}: the last cell must be a level-2 heading after the solutions")
+
+
+def test_every_further_reading_entry_links_to_what_it_names(path, nb):
+    """Each entry of "Further reading" links its paper (arXiv, DOI, publisher), code or page, or names
+    a notebook of the series or a file of this library (which the site links to its reference page)."""
+    text = next((c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Further reading")), None)
+    assert text is not None, f"{path.name} has no '## Further reading' section"
+    entries = re.split(r"\n- ", "\n" + text.split("\n", 1)[1].strip())[1:]
+    assert entries, f"{path.name}: 'Further reading' lists nothing"
+    unlinked = [e[:70] for e in entries
+                if not re.search(r"\]\(https?://|\]\(\d\d_\w+\.ipynb|`posenc_lib/[\w/]+\.py`", e)]
+    assert not unlinked, f"{path.name}: entries of 'Further reading' without a link: {unlinked}"
