@@ -467,6 +467,37 @@ def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_si
                                                                         for h in hrefs)
 
 
+def test_glossary_has_contents_definitions_as_tooltips_and_links_back(real_site):
+    site, _ = real_site
+    glossary = page(site, "glossary.html")
+    terms = glue.load_glossary()
+    contents = next(p for p in glossary.select("article p") if p.get_text().startswith("Terms:"))
+    targets = {a["href"].lstrip("#") for a in contents.find_all("a")}
+    assert len(targets) == len(terms) and all(glossary.find(id=t) is not None for t in targets)
+    uses = glossary.select("p.posenc-term-uses")
+    assert len(uses) >= len(terms) - 2  # nearly every term is used in some notebook's prose
+    assert all(a["href"].split("#")[0] in {f"{e.stem}.html" for e in catalog.existing(catalog.load_catalog())}
+               for p in uses for a in p.find_all("a"))
+    sinusoidal = next(t for t in terms if t["en"] == "Sinusoidal encoding")
+    link = page(site, "01_sinusoidal.html").find("a", class_="posenc-term", title=re.compile("^Sinusoidal encoding"))
+    assert link is not None and link["title"] == glue.term_tooltip(sinusoidal) and sinusoidal["definition"] in link["title"]
+
+
+def test_search_gets_the_page_texts_from_one_script_on_the_search_page(real_site):
+    import json
+
+    site, _ = real_site
+    script = (site / "_static" / glue.SEARCH_TEXT).read_text(encoding="utf-8")
+    data = json.loads(script.removeprefix("window.POSENC_SEARCH = ").rstrip().removesuffix(";"))
+    assert {"03_rope", "glossary", "index"} <= data.keys()
+    term = next(iter(glue.load_glossary()))
+    entry = next(i for i, text in data["glossary"]["sections"].items() if i.startswith("term-") and term["definition"] in text)
+    assert data["glossary"]["labels"][entry] in (term["en"], term["zh"])
+    assert "import torch" not in " ".join(data["03_rope"]["sections"].values())  # prose, not code
+    assert glue.SEARCH_TEXT in (site / "search.html").read_text(encoding="utf-8")
+    assert glue.SEARCH_TEXT not in (site / "03_rope.html").read_text(encoding="utf-8")  # loaded there only
+
+
 def test_real_site_passes_the_browser_check(real_site):
     site, _ = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"

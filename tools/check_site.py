@@ -27,7 +27,8 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   open (solutions and deep dives print expanded), and a link to the outside world followed by its URL;
 
 and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
-that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary. A screenshot of the top of each page (1280 px and phone) goes to ``--shots``.
+that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
+each result with a summary of its text and a label of its own. A screenshot of the top of each page (1280 px and phone) goes to ``--shots``.
 Exit status 1 and one line per problem when anything fails.
 """
 
@@ -371,10 +372,24 @@ def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path
                 timeout=10_000)
         except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
             report.add("search.html", f"search for {term!r} did not finish within 10 s")
-        hits = page.eval_on_selector_all("#search-results li a", "as => as.map(a => a.href)")
+        hits = page.eval_on_selector_all("#search-results li > a", "as => as.map(a => a.href)")
         found = sorted({Path(urlsplit(h).path).name for h in hits})
         if expected not in found:
             report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
+        try:  # each result's summary (the text around the word) arrives after its link
+            page.wait_for_function("() => [...document.querySelectorAll('#search-results li')]"
+                                   ".every(li => li.querySelector('p.context'))", timeout=5_000)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; the results without one are reported
+            pass
+        results = page.eval_on_selector_all("#search-results li", "lis => lis.map(li => [li.querySelector('a')"
+                                            ".textContent, !!li.querySelector('p.context')])")
+        for label, _ in results:
+            if [r[0] for r in results].count(label) > 1:
+                report.add("search.html", f"search for {term!r}: several results labelled {label!r}")
+                break
+        for label, has_summary in results:
+            if not has_summary:
+                report.add("search.html", f"search for {term!r}: result {label!r} shows no summary of its text")
         for event in dict.fromkeys(events):
             report.add("search.html", event)
         report.pages[f"search.html?q={term}"] = {"expected": expected, "found": ", ".join(found)}

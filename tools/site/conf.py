@@ -73,6 +73,6 @@ html_theme_options = {
 }
 html_show_sourcelink = True  # the download button offers the page's .ipynb
 html_copy_source = True
-html_show_search_summary = False  # the summaries are fetched page by page, which file:// forbids (CORS)
+html_show_search_summary = True  # from the page texts posenc_site.py writes (file:// forbids fetching pages)
 html_last_updated_fmt = None
 html_permalinks_icon = "#"

@@ -15,10 +15,13 @@ notebook:
 - Tables as a reader expects them (see ``tidy_table``): pandas' separate row of index names is
   folded into the column header, and a default 0, 1, 2, ... row index is left out.
 - Glossary links: the first occurrence of each glossary term (``glossary.toml``) in a page's
-  prose links to its entry on the glossary page.
+  prose links to its entry on the glossary page, with its definition as the tooltip; the glossary
+  page lists its terms at the top and, under each, the notebook sections that use it.
 - Library links: inline code in a notebook's prose that names a documented module or object of
   ``posenc_lib`` (``apply_rope``, ``posenc_lib/encodings/rotary/rope.py``) links to the library
   reference, and each reference page ends with the notebook sections that mention its objects.
+- Search: every page's prose, by section, in one script the search page loads, so that results
+  show the text around the word and a glossary or section hit is labelled with its term or title.
 
 The build stages its sources with ``_site.json`` beside them (written by ``tools/build_site.py``):
 for every notebook page, its label and download paths.
@@ -290,7 +293,10 @@ def glossary_markdown(terms: list[dict[str, Any]]) -> str:
         "# Glossary · 术语表",
         "",
         "The terms of the series in English and Chinese (the source material of the course is Chinese).",
-        "On each notebook page, the first occurrence of a term links here.",
+        "On each notebook page, the first occurrence of a term links here (hover over it for the",
+        "definition); under each definition, the notebook sections that use the term link back.",
+        "",
+        "**Terms:** " + " · ".join(f"{{term}}`{t['en']}`" for t in sorted(terms, key=lambda t: t["en"].lower())),
         "",
         "```{glossary}",
         ":sorted:",
@@ -364,6 +370,63 @@ def _in_skipped(node: nodes.Node) -> bool:
     return False
 
 
+def term_tooltip(term: dict[str, Any]) -> str:
+    """What a glossary link shows on hover: the term in both languages and its one-line definition."""
+    return f"{term['en']} ({term['zh']}): {term['definition']}"
+
+
+def _section_of(node: nodes.Node) -> nodes.section | None:
+    """The innermost section around ``node`` (the page's title section for its introduction)."""
+    return next((a for a in _ancestors(node) if isinstance(a, nodes.section)), None)
+
+
+def collect_term_sections(app: Sphinx, doctree: nodes.document) -> None:
+    """For each notebook page, the section where each glossary term first occurs in its prose: the
+    glossary page lists them under the term ("Where the course uses it")."""
+    docname = app.env.current_document.docname
+    if not NOTEBOOK_DOC.match(docname):
+        return
+    store = app.env.posenc_terms = getattr(app.env, "posenc_terms", {})  # type: ignore[attr-defined]
+    remaining = {term["en"]: _pattern(term["match"]) for term in load_glossary()}
+    found: dict[str, tuple[str, str]] = {}
+    for text_node in doctree.findall(nodes.Text):
+        if not remaining:
+            break
+        if _in_skipped(text_node):
+            continue
+        section = _section_of(text_node)
+        if section is None or section[0].astext() == "Further reading":  # a pointer, not a use
+            continue
+        title = "introduction" if isinstance(section.parent, nodes.document) else section[0].astext()
+        for en, pattern in list(remaining.items()):
+            if pattern.search(str(text_node)):
+                found[en] = (section["ids"][0], title)
+                del remaining[en]
+    store[docname] = found
+
+
+def add_term_sections(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """On the glossary page, under each definition: links to the notebook sections that use the term."""
+    if docname != "glossary":
+        return
+    uses = getattr(app.env, "posenc_terms", {})
+    labels = app.env.posenc_site["pages"]  # type: ignore[attr-defined]
+    for item in doctree.findall(nodes.definition_list_item):
+        en = item[0].astext()
+        places = [(notebook, *found[en]) for notebook, found in sorted(uses.items()) if en in found]
+        if not places:
+            continue
+        para = nodes.paragraph(classes=["posenc-term-uses"])
+        para += nodes.emphasis(text="Where the course uses it: ")
+        for i, (notebook, anchor, title) in enumerate(places):
+            if i:
+                para += nodes.Text(" · ")
+            number = labels.get(notebook, {}).get("label", notebook).split(" · ")[0]
+            para += nodes.reference("", f"{number} ({title})", internal=True,
+                                    refuri=app.builder.get_relative_uri(docname, notebook) + "#" + anchor)
+        item[-1] += para
+
+
 def link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """Link the first occurrence of each glossary term in a notebook page's prose to its entry."""
     if docname not in app.env.posenc_site["pages"] or "glossary" not in app.env.all_docs:  # type: ignore[attr-defined]
@@ -399,7 +462,7 @@ def link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> N
         for start, stop, (pattern, uri, term) in chosen:
             pieces.append(nodes.Text(text[pos:start]))
             ref = nodes.reference(text[start:stop], text[start:stop], refuri=uri, internal=True,
-                                  classes=["posenc-term"], reftitle=f"{term['en']} · {term['zh']}")
+                                  classes=["posenc-term"], reftitle=term_tooltip(term))
             pieces.append(ref)
             pos = stop
             remaining = [r for r in remaining if r[2] is not term]
@@ -540,11 +603,64 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
     doctree.children[0] += section
 
 
+# --- search: snippets and distinct labels, offline ------------------------------------------------
+
+SEARCH_TEXT = "posenc_search_text.js"
+_PAGE_TEXT: dict[str, dict[str, Any]] = {}  # filled while pages are written (serial writes)
+
+
+def collect_page_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """The prose of each page by section (no code, no outputs) and the label of every anchor a
+    search result can point to (section titles, glossary terms): the search page's summaries."""
+    def prose(node: nodes.Node) -> str:
+        texts = [str(t) for t in node.findall(nodes.Text) if not _in_code(t)
+                 and (not isinstance(node, nodes.section) or _section_of(t) is node)]
+        return " ".join(" ".join(texts).split())
+
+    sections = {section["ids"][0]: prose(section) for section in doctree.findall(nodes.section)}
+    for item in doctree.findall(nodes.definition_list_item):  # a glossary entry: its terms and definition
+        for term in item.findall(nodes.term):
+            if term.get("ids"):
+                sections[term["ids"][0]] = prose(item)
+    labels = {node["ids"][0]: node.astext() for node in doctree.findall(lambda n: isinstance(n, (nodes.term, nodes.title))
+                                                                          and n.get("ids"))}
+    labels.update({section["ids"][0]: section[0].astext() for section in doctree.findall(nodes.section)})
+    _PAGE_TEXT[docname] = {"sections": sections, "labels": labels}
+
+
+def _in_code(node: nodes.Node) -> bool:
+    """Inside a code cell, an output, a code block or raw HTML: not prose to quote in a search summary."""
+    return any(isinstance(a, (nodes.literal_block, nodes.raw)) or
+               {"cell_input", "cell_output"} & set(a.get("classes", []) if isinstance(a, nodes.Element) else [])
+               for a in _ancestors(node))
+
+
+def search_page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """The search page alone loads the page texts (written at the end of the build), before posenc.js."""
+    if pagename == "search":
+        app.add_js_file(SEARCH_TEXT, priority=400)
+
+
+def write_page_text(app: Sphinx, exception: Exception | None) -> None:
+    """``_static/posenc_search_text.js``: ``POSENC_SEARCH[docname] = {sections, labels}``. posenc.js
+    serves it to Sphinx's search in place of the pages themselves, which a page opened from
+    ``file://`` may not fetch; so results show a summary of the text around the word."""
+    if exception is None and app.builder.format == "html":
+        path = Path(app.outdir) / "_static" / SEARCH_TEXT
+        path.write_text("window.POSENC_SEARCH = " + json.dumps(_PAGE_TEXT, ensure_ascii=False, separators=(",", ":"))
+                        + ";\n", encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", resolve_short_name)
     app.connect("builder-inited", _collect_headings)
     app.connect("doctree-read", add_page_facts)
     app.connect("doctree-read", collect_mentions)
+    app.connect("doctree-read", collect_term_sections)
+    app.connect("doctree-resolved", add_term_sections)
     app.connect("doctree-resolved", link_glossary_terms)
     app.connect("doctree-resolved", link_library_mentions)
-    return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
+    app.connect("doctree-resolved", collect_page_text)
+    app.connect("html-page-context", search_page_scripts)
+    app.connect("build-finished", write_page_text)
+    return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": False}

@@ -41,3 +41,33 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// Search (search.html only, where posenc_search_text.js defines POSENC_SEARCH): Sphinx fetches each
+// result's page for its summary, which a page opened from file:// may not do. The page's prose,
+// written at build time, answers instead; and a result that points at a glossary term or a section
+// is labelled "Page > term", so that two hits on one page read differently.
+if (window.POSENC_SEARCH) {
+  const escape = (text) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const relative = (url) => {
+    const root = new URL(document.documentElement.dataset.content_root || "./", location.href).pathname;
+    return decodeURIComponent(new URL(url, location.href).pathname).slice(root.length).replace(/\.html$/, "");
+  };
+  const original = window.fetch.bind(window);
+  window.fetch = (url, options) => {
+    const page = POSENC_SEARCH[relative(String(url))];
+    if (!page) return original(url, options);
+    const sections = Object.entries(page.sections)
+      .map(([id, text]) => `<section id="${escape(id)}">${escape(text)}</section>`).join("");
+    return Promise.resolve(new Response(`<div role="main">${sections}</div>`, { headers: { "Content-Type": "text/html" } }));
+  };
+  new MutationObserver(() => {
+    for (const link of document.querySelectorAll("#search-results li > a:not([data-posenc])")) {
+      link.dataset.posenc = "1";
+      const url = new URL(link.href, location.href);
+      const label = POSENC_SEARCH[relative(link.href)]?.labels[decodeURIComponent(url.hash.slice(1))];
+      if (label && url.hash && !link.textContent.includes(" > ") && link.textContent !== label) {
+        link.textContent = `${link.textContent} > ${label}`;
+      }
+    }
+  }).observe(document.documentElement, { childList: true, subtree: true });
+}
