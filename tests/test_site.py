@@ -531,3 +531,31 @@ def test_tidy_table_drops_a_default_row_index_and_leaves_other_html_alone():
     kept = pd.DataFrame({"n": [1, 2]}, index=[5, 7]).to_html(classes="dataframe")
     assert BeautifulSoup(glue.tidy_table(kept), "html.parser").select("tbody th")  # not 0, 1: kept
     assert glue.tidy_table("<p>not a table</p>") == "<p>not a table</p>"
+
+
+def test_the_front_page_says_how_to_get_the_code(real_site, tmp_path):
+    import zipfile
+
+    site, _ = real_site
+    link = page(site, "index.html").find("a", string="download the sources")
+    assert link is not None and link["href"] == f"downloads/{build_site.ARCHIVE}"
+    names = zipfile.ZipFile(site / link["href"]).namelist()
+    assert {"posenc/Makefile", "posenc/notebooks/00_permutation_blindness.ipynb", "posenc/posenc_lib/scheme.py"} <= set(names)
+    # with a repository address (a clone's origin), the clone command and the link come first
+    text = build_site.index_markdown(catalog.existing(catalog.load_catalog()), [], archive="downloads/x.zip",
+                                     repository="https://example.org/posenc")
+    assert "git clone https://example.org/posenc posenc" in text and "[the repository](https://example.org/posenc)" in text
+    assert text.index("git clone") < text.index("download the sources")
+
+
+def test_repository_url_is_a_web_address_or_none(tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert build_site.repository_url(tmp_path) is None  # no origin
+    for origin, expected in [("git@github.com:someone/posenc.git", "https://github.com/someone/posenc"),
+                             ("https://github.com/someone/posenc.git", "https://github.com/someone/posenc"),
+                             ("/home/me/posenc", None)]:
+        subprocess.run(["git", "-C", str(tmp_path), "remote", "remove", "origin"], capture_output=True)
+        subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", origin], check=True)
+        assert build_site.repository_url(tmp_path) == expected, origin

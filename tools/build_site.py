@@ -55,11 +55,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = (), api: bool = False) -> str:
-    """The front page: what the series teaches, for whom, the notebook table, how to run it.
+def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = (), api: bool = False,
+                   archive: str | None = None, repository: str | None = None) -> str:
+    """The front page: what the series teaches, for whom, the notebook table, how to get and run it.
 
     ``docs``: the pages of ``docs/`` staged beside it (``DOC_PAGES``), linked from "For teachers".
+    ``archive``: the site's zip of the sources; ``repository``: the repository's web address (a clone
+    command and a link), when known.
     """
+    ways = []
+    if repository:
+        ways.append(f"clone [the repository]({repository}):\n\n```bash\ngit clone {repository} posenc\ncd posenc\n```\n")
+    if archive:  # raw HTML: a file published beside the pages (html_extra_path), not a page MyST resolves
+        ways.append(f'<a href="{archive}" download>download the sources</a> (one zip of every file of the '
+                    "course as this site was built: notebooks, library, data, tests; unpack it and `cd posenc`).\n")
+    get_code = ("**Get the code:** " + "\nOr ".join(ways) + "\n") if ways else ""
     rows = "\n".join(
         f"| {e.number} | [{_cell(e.title)}]({e.stem}.ipynb) | {_cell(e.topic)} | {_cell(e.outcome)} | "
         f"{format_seconds(e.run_time_s)} |"
@@ -119,8 +129,8 @@ solutions): see the README.
 ```
 {later}
 Run time: measured with `make execute` on the project's reference machine (2 CPU cores, one
-thread), training included. Each page shows its own, with links to download the notebook
-(`.ipynb`) and its source (`.py`, jupytext percent format).
+thread), training included. Each notebook states its own at the top, under links to download
+it (`.ipynb`) and its source (`.py`, jupytext percent format).
 
 ## How to use this site
 
@@ -132,7 +142,7 @@ thread), training included. Each page shows its own, with links to download the 
 {library}{teachers}
 ## How to run it
 
-On a machine with Python 3.11 (everything runs on a CPU, offline):
+{get_code}Then, on a machine with Python 3.11 (everything runs on a CPU, offline):
 
 ```bash
 make setup   # the pinned environment in .venv (about a minute)
@@ -243,6 +253,32 @@ def api_pages(src: Path) -> list[str]:
     return modules
 
 
+ARCHIVE = "posenc-course.zip"
+
+
+def repository_url(root: Path = ROOT) -> str | None:
+    """The web address of the repository the site is built from (its ``origin`` remote), or None when
+    it has none or it is not one a reader can open (a local path)."""
+    import subprocess
+
+    result = subprocess.run(["git", "-C", str(root), "config", "--get", "remote.origin.url"],
+                            capture_output=True, text=True)
+    url = result.stdout.strip()
+    if m := re.fullmatch(r"git@([\w.-]+):(.+?)(\.git)?", url):  # git@github.com:owner/name.git
+        url = f"https://{m[1]}/{m[2]}"
+    return url.removesuffix(".git") if url.startswith("https://") else None
+
+
+def write_archive(target: Path, root: Path = ROOT) -> bool:
+    """The course's sources (every committed file: notebooks, library, data, tests) as one zip, for
+    readers of the site who want the code; False when ``root`` is not a git checkout."""
+    import subprocess
+
+    result = subprocess.run(["git", "-C", str(root), "archive", "--format=zip", "--prefix=posenc/", "-o",
+                             str(target), "HEAD"], capture_output=True, text=True)
+    return result.returncode == 0
+
+
 def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
           docs: Path | None = None, api: bool = True) -> list[Entry]:
     """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
@@ -279,7 +315,9 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
             (src / f"{name}.md").write_text(doc_markdown(text, anchors), encoding="utf-8")
     if api:
         api_pages(src)
-    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs, api), encoding="utf-8")
+    archive = f"downloads/{ARCHIVE}" if write_archive(downloads / ARCHIVE) else None
+    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs, api, archive, repository_url()),
+                                  encoding="utf-8")
     (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
     (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
     return entries
