@@ -460,6 +460,8 @@ def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_si
     assert links["apply_rope"] == "api/posenc_lib.encodings.rotary.rope.html#posenc_lib.encodings.rotary.rope.apply_rope"
     assert links["posenc_lib/encodings/rotary/rope.py"].startswith("api/posenc_lib.encodings.rotary.rope.html#")
     assert "head_dim" not in links  # a variable in prose, not the attribute Sizes.head_dim
+    readme = page(site, "06_length_extrapolation.html").find("a", class_="posenc-file", string="data/README.md")
+    assert readme is not None and (site / readme["href"]).read_bytes() == (ROOT / "data" / "README.md").read_bytes()
     back = page(site, "api/posenc_lib.encodings.rotary.rope.html").find(id="where-the-notebooks-use-it")
     assert back is not None
     hrefs = [a["href"] for a in back.find_all("a") if not a["href"].startswith("#")]  # not the permalink

@@ -254,6 +254,9 @@ def api_pages(src: Path) -> list[str]:
 
 
 ARCHIVE = "posenc-course.zip"
+# A file of the repository named in a notebook's prose (`data/README.md`, `tests/test_rope.py`): the
+# site publishes a copy under files/, and the mention links to it (tools/site/posenc_site.py).
+REPOSITORY_FILE = re.compile(r"`((?:bench|data|docs|notebooks|tests|tools)/[\w./-]+)`")
 
 
 def repository_url(root: Path = ROOT) -> str | None:
@@ -277,6 +280,16 @@ def write_archive(target: Path, root: Path = ROOT) -> bool:
     result = subprocess.run(["git", "-C", str(root), "archive", "--format=zip", "--prefix=posenc/", "-o",
                              str(target), "HEAD"], capture_output=True, text=True)
     return result.returncode == 0
+
+
+def mentioned_files(src: Path, root: Path) -> list[str]:
+    """The repository files (relative to ``root``) that the staged notebooks' prose names."""
+    names = set()
+    for path in src.glob("[0-9][0-9]_*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                names.update(REPOSITORY_FILE.findall(cell.source))
+    return sorted(name for name in names if (root / name).is_file())
 
 
 def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
@@ -306,6 +319,9 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
         pages[entry.stem] = page
     for entry in planned:
         nbformat.write(placeholder(entry), src / f"{entry.stem}.ipynb")
+    for name in mentioned_files(src, sources.parent):
+        (src / "_extra" / "files" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sources.parent / name, src / "_extra" / "files" / name)
     docs = sources.parent / "docs" if docs is None else docs
     staged_docs = tuple(name for name in DOC_PAGES if (docs / f"{name}.md").is_file())
     if staged_docs:

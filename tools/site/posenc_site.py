@@ -19,7 +19,9 @@ notebook:
   page lists its terms at the top and, under each, the notebook sections that use it.
 - Library links: inline code in a notebook's prose that names a documented module or object of
   ``posenc_lib`` (``apply_rope``, ``posenc_lib/encodings/rotary/rope.py``) links to the library
-  reference, and each reference page ends with the notebook sections that mention its objects.
+  reference, and each reference page ends with the notebook sections that mention its objects;
+  a mention of another file of the repository (``data/README.md``) links to the copy the build
+  publishes under ``files/``.
 - Search: every page's prose, by section, in one script the search page loads, so that results
   show the text around the word and a glossary or section hit is labelled with its term or title.
 
@@ -564,14 +566,20 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
     sections that mention it."""
     domain = app.env.get_domain("py")
     if NOTEBOOK_DOC.match(docname):
+        files = Path(app.srcdir) / "_extra" / "files"  # repository files the build publishes (build_site.py)
         for literal in _prose_literals(doctree):
-            target = library_target(domain, literal.astext())
-            if target is None:
+            text = literal.astext()
+            if (target := library_target(domain, text)) is not None:
+                full, page, anchor = target
+                uri, title, kind = app.builder.get_relative_uri(docname, page) + "#" + anchor, \
+                    f"{full} in the library reference", "posenc-api"
+            elif "/" in text and (files / text).is_file():
+                uri, title, kind = "../" * docname.count("/") + f"files/{text}", f"{text}, as in the repository", \
+                    "posenc-file"
+            else:
                 continue
-            full, page, anchor = target
-            uri = app.builder.get_relative_uri(docname, page) + "#" + anchor
-            ref = nodes.reference("", "", literal.deepcopy(), internal=True, refuri=uri, classes=["posenc-api"],
-                                  reftitle=f"{full} in the library reference")
+            ref = nodes.reference("", "", literal.deepcopy(), internal=True, refuri=uri, classes=[kind],
+                                  reftitle=title)
             literal.parent.replace(literal, ref)
         return
     if not docname.startswith("api/"):
