@@ -317,6 +317,7 @@ def _site_data(app: Sphinx) -> dict[str, Any]:
 
 def _collect_headings(app: Sphinx) -> None:
     _HEADINGS.clear()
+    _PAGE_TEXT.clear()  # one build's pages only, when several builds run in one process (the tests)
     for path in Path(app.srcdir).glob("[0-9][0-9]_*.ipynb"):
         _HEADINGS[path.stem] = anchor_map(nbformat.read(path, as_version=4))
     app.env.posenc_site = _site_data(app)  # type: ignore[attr-defined]
