@@ -232,7 +232,7 @@ def tidy_table(html_text: str) -> str:
                 changed = True
         body = tbody.find_all("tr", recursive=False)
         heads = [row.find_all("th", recursive=False) for row in body]
-        corner = [_texts(row)[0] if _texts(row) else "" for row in thead.find_all("tr", recursive=False)]
+        corner = [next(iter(_texts(row)), "") for row in thead.find_all("tr", recursive=False)]
         if body and all(len(h) == 1 for h in heads) and [h[0].get_text(strip=True) for h in heads] == [
                 str(i) for i in range(len(body))] and not any(corner):
             for row in [*thead.find_all("tr", recursive=False), *body]:
@@ -383,6 +383,15 @@ def _section_of(node: nodes.Node) -> nodes.section | None:
     return next((a for a in _ancestors(node) if isinstance(a, nodes.section)), None)
 
 
+def _place(node: nodes.Node) -> tuple[str, str] | None:
+    """Where ``node`` stands in a notebook, for a link back to it: (section anchor, section title,
+    "introduction" before the first section), or None in "Further reading" (a pointer, not a use)."""
+    section = _section_of(node)
+    if section is None or section[0].astext() == "Further reading":
+        return None
+    return section["ids"][0], "introduction" if isinstance(section.parent, nodes.document) else section[0].astext()
+
+
 def collect_term_sections(app: Sphinx, doctree: nodes.document) -> None:
     """For each notebook page, the section where each glossary term first occurs in its prose: the
     glossary page lists them under the term ("Where the course uses it")."""
@@ -397,13 +406,11 @@ def collect_term_sections(app: Sphinx, doctree: nodes.document) -> None:
             break
         if _in_skipped(text_node):
             continue
-        section = _section_of(text_node)
-        if section is None or section[0].astext() == "Further reading":  # a pointer, not a use
+        if (place := _place(text_node)) is None:
             continue
-        title = "introduction" if isinstance(section.parent, nodes.document) else section[0].astext()
         for en, pattern in list(remaining.items()):
             if pattern.search(str(text_node)):
-                found[en] = (section["ids"][0], title)
+                found[en] = place
                 del remaining[en]
     store[docname] = found
 
@@ -552,13 +559,8 @@ def collect_mentions(app: Sphinx, doctree: nodes.document) -> None:
     if not NOTEBOOK_DOC.match(docname):
         return
     mentions = app.env.posenc_mentions = getattr(app.env, "posenc_mentions", {})  # type: ignore[attr-defined]
-    found = []
-    for literal in _prose_literals(doctree):
-        section = next((a for a in _ancestors(literal) if isinstance(a, nodes.section)
-                        and a.parent is not None and isinstance(a.parent, nodes.section)), None)
-        if section is not None and section[0].astext() != "Further reading":  # a pointer, not where it is used
-            found.append((literal.astext(), section["ids"][0], section[0].astext()))
-    mentions[docname] = found
+    mentions[docname] = [(literal.astext(), *place) for literal in _prose_literals(doctree)
+                         if (place := _place(literal)) is not None]
 
 
 def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -631,8 +633,7 @@ def collect_page_text(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         for term in item.findall(nodes.term):
             if term.get("ids"):
                 sections[term["ids"][0]] = prose(item)
-    labels = {node["ids"][0]: node.astext() for node in doctree.findall(lambda n: isinstance(n, (nodes.term, nodes.title))
-                                                                          and n.get("ids"))}
+    labels = {term["ids"][0]: term.astext() for term in doctree.findall(nodes.term) if term.get("ids")}
     labels.update({section["ids"][0]: section[0].astext() for section in doctree.findall(nodes.section)})
     _PAGE_TEXT[docname] = {"sections": sections, "labels": labels}
 
