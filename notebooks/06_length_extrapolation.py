@@ -30,8 +30,8 @@
 # [03 · RoPE](03_rope.ipynb) (rotations, the sliding-window control of its section 9) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
-# **Run time:** about 169 s on a laptop CPU (measured with `make execute`, one thread), almost all
-# of it in 21 training runs of 150 steps (7 encodings × 3 seeds) and 12 short fine-tunes.
+# **Run time:** about 112 s on a laptop CPU (measured with `make execute`, one thread), almost all
+# of it in 21 training runs of 100 steps (7 encodings × 3 seeds) and 12 short fine-tunes.
 
 # %%
 import itertools
@@ -89,7 +89,7 @@ assert corpus.decode(corpus.encode("Fair is foul, and foul is fair:")) == "Fair 
 
 # %% [markdown]
 # Every model is a causal decoder: 2 layers, 4 heads of width 16, $d_\text{model} = 64$, trained
-# for 150 steps on random windows of $L = 32$ characters. For evaluation we cut the validation
+# for 100 steps (learning rate `LR`) on random windows of $L = 32$ characters. For evaluation we cut the validation
 # play into 32 fixed windows of $8L = 256$ characters. A causal model's loss at position $p$
 # depends only on characters $0..p$, so one pass over those windows gives the loss at every
 # position, and the perplexity of sequences of length $n$ is
@@ -104,7 +104,8 @@ assert corpus.decode(corpus.encode("Fair is foul, and foul is fair:")) == "Fair 
 L = 32
 LENGTHS = [L, 2 * L, 4 * L, 8 * L]
 SEEDS = [0, 1, 2]
-STEPS = 150
+STEPS, LR = 100, 8e-3  # training steps and AdamW's learning rate (decaying linearly to 10%)
+FINETUNE_STEPS = 40
 HEAD_DIM = 16
 inputs, targets = lm_eval_windows(corpus.valid, 8 * L, 32)
 print("evaluation windows:", tuple(inputs.shape), "| training length L =", L, "| lengths", LENGTHS)
@@ -145,7 +146,7 @@ SCHEMES = {
 # one run per scheme and seed, side by side (`run_each`); the scheme is built after the seeding,
 # so a learned table or bias comes from the seed too
 setups = list(itertools.product(SCHEMES, SEEDS))
-trained = run_each(lambda setup: train_char_lm(SCHEMES[setup[0]], corpus, L, STEPS, setup[1]), setups,
+trained = run_each(lambda setup: train_char_lm(SCHEMES[setup[0]], corpus, L, STEPS, setup[1], lr=LR), setups,
                    desc="scheme x seed")
 models = dict(zip(setups, trained))
 
@@ -202,8 +203,8 @@ print("learnable, positions clamped at L-1: perplexity", np.round(ppl["learnable
 # **Takeaway:**
 # - A learnable table does not extrapolate badly, it does not extrapolate at all; any extension
 #   (clamping, interpolating rows, a longer table) is a decision made outside the model.
-# - Clamping, the cheapest, is not free for a model that uses its table: perplexity 14.46 at
-#   $L$, 16.69 at $8L$ (compared with the other encodings in section 4).
+# - Clamping, the cheapest, is not free for a model that uses its table: perplexity 14.00 at
+#   $L$, 16.59 at $8L$ (compared with the other encodings in section 4).
 #
 # ## 3 · RoPE rescaled: interpolation, NTK-aware, dynamic NTK, YaRN
 #
@@ -255,7 +256,7 @@ print("RoPE + dynamic NTK:", np.round(ppl["RoPE + dynamic NTK"].mean(0), 2).toli
 
 # %% [markdown]
 # **A short fine-tune.** PI changes every frequency, the fast ones that carry local order
-# included, so Chen et al. fine-tune briefly at the new length. Here: 60 steps at the target
+# included, so Chen et al. fine-tune briefly at the new length. Here: 40 steps at the target
 # length $sL$, on a copy of each RoPE model with PI at factor $s$, with 1024 characters per batch
 # at every factor (16 windows of $2L$, 8 of $4L$, 4 of $8L$). As a control, the same fine-tune of
 # plain RoPE (no rescaling) at $8L$, so that the gain of PI is not confused with the gain of
@@ -268,7 +269,7 @@ FINETUNES = {**{f"RoPE + PI ×{s} + fine-tune": (PI[s], s) for s in PI_FACTORS},
 def finetuned(setup: tuple) -> TinyTransformer:
     """Fine-tune one copy of a RoPE model at the length s * L (1024 characters per batch)."""
     name, seed, model, s = setup
-    return finetune_char_lm(model, corpus, s * L, steps=60, seed=seed, batch_size=32 // s, lr=3e-3)
+    return finetune_char_lm(model, corpus, s * L, FINETUNE_STEPS, seed, batch_size=32 // s, lr=3e-3)
 
 
 setups = [(name, seed, with_scheme(models["RoPE", seed], RotaryPE(HEAD_DIM, scaling=config)), s)  # copies
@@ -378,53 +379,58 @@ assert growth["sinusoidal"] > 1.2 and growth["RoPE"] > 1.3         # the two ste
 assert 1.05 < growth["T5 bias"] < growth["RoPE"]                    # T5 degrades, more slowly than RoPE
 assert clearly_below("ALiBi", "T5 bias") and clearly_below("T5 bias", "RoPE")
 assert clearly_below("T5 bias", "sinusoidal")
-assert clearly_below("RoPE", "ALiBi", at=0) and clearly_below("sinusoidal", "NoPE", at=0)  # at L
+assert clearly_below("RoPE", "ALiBi", at=0) and mean["sinusoidal"][0] < mean["NoPE"][0]  # at L (the second on average)
 from_scratch = PANELS["Trained at L = 32, evaluated longer"]
 # Transformer-XL: flat, and the lowest perplexity of all at every length; by the rule from 2L on
-# (at L, RoPE is within the seeds' spread of it)
+# (at L, its lead over RoPE is near the rule's threshold: printed below, not asserted either way)
 assert abs(growth["Transformer-XL"] - 1) < 0.05
 others_from_scratch = [name for name in from_scratch if name != "Transformer-XL"]
 assert all(mean["Transformer-XL"][k] < min(mean[name][k] for name in others_from_scratch) for k in range(4))
 assert all(clearly_below("Transformer-XL", name, at=k) for name in others_from_scratch for k in range(1, 4))
 assert all(clearly_below("Transformer-XL", name, at=0) for name in others_from_scratch if name != "RoPE")
-assert not clearly_below("Transformer-XL", "RoPE", at=0)  # at L: within the spread
 assert all(clearly_below("RoPE", name, at=0) for name in from_scratch if name not in ("RoPE", "Transformer-XL"))
 # the strongest evidence against "RoPE extrapolates well": at 8L worse than no encoding and than every bias
 assert all(clearly_below(name, "RoPE") for name in ("NoPE", "T5 bias", "ALiBi", "Transformer-XL"))
-# the learnable table at L: behind sinusoidal by the rule after 150 steps, and on average even behind NoPE
-assert clearly_below("sinusoidal", "learnable (clamped)", at=0) and mean["NoPE"][0] < mean["learnable (clamped)"][0]
-assert not clearly_below("NoPE", "learnable (clamped)", at=0)  # behind NoPE on average only: within the spread
+# the learnable table at L: within the seeds' spread of both the sinusoid and NoPE
+assert not clearly_below("sinusoidal", "learnable (clamped)", at=0)
+assert not clearly_below("learnable (clamped)", "NoPE", at=0)
 zero_shot = ["RoPE", "RoPE + NTK-aware", "RoPE + dynamic NTK", "RoPE + YaRN"]
 others = [name for name in PANELS["Trained at L = 32, evaluated longer"] + zero_shot if name != "RoPE + PI ×8"]
 assert all(mean["RoPE + PI ×8"][k] > max(mean[name][k] for name in others) for k in range(4))  # PI ×8 worst
-assert clearly_below("RoPE", "RoPE + YaRN", at=0)  # YaRN pays at L
+assert clearly_below("RoPE", "RoPE + YaRN", at=0)  # YaRN pays at L ...
+assert all(clearly_below("RoPE + YaRN", name) for name in ("RoPE", "RoPE + NTK-aware", "RoPE + dynamic NTK"))  # ... wins at 8L
 assert abs(growth["RoPE + PI ×8 + fine-tune"] - 1) < 0.02 and abs(growth["RoPE + fine-tune"] - 1) < 0.02
 gap = mean["RoPE"][-1] - mean["sinusoidal"][-1]
 print(f"RoPE - sinusoidal at 8L: {gap:.2f} (stds {std['RoPE'][-1]:.2f}, {std['sinusoidal'][-1]:.2f})")
+txl_lead = mean["RoPE"][0] - mean["Transformer-XL"][0]
+txl_threshold = 2 * max(std["RoPE"][0], std["Transformer-XL"][0])
+print(f"Transformer-XL's lead over RoPE at L: {txl_lead:.2f}, the rule's threshold {txl_threshold:.2f}")
 
 # %% [markdown]
 # **Takeaway:**
-# - ALiBi (perplexity ratio $8L$ / $L$ = 1.005) and Transformer-XL (0.993) stay flat; T5 bias
-#   (× 1.08) and NoPE (× 1.07) rise a little; sinusoidal (× 1.28) and plain RoPE (× 1.42) rise
-#   most. Transformer-XL has the lowest perplexity of all at every length (11.76 at $L$, 11.68 at
-#   $8L$): by the series' rule from $2L$ on; at $L$ its lead over RoPE (12.47) is within the
-#   seeds' spread.
+# - ALiBi (perplexity ratio $8L$ / $L$ = 0.992) and Transformer-XL (0.981) stay flat; T5 bias
+#   (× 1.064) and NoPE (× 1.056) rise a little; sinusoidal (× 1.316) and plain RoPE (× 1.465)
+#   rise most. Transformer-XL has the lowest perplexity of all at every length (11.62 at $L$,
+#   11.40 at $8L$): by the series' rule from $2L$ on. At $L$ its lead over RoPE (12.49) passes
+#   the rule on the reference run too, but narrowly (0.87 against a threshold of 0.71), so the
+#   notebook does not assert it.
 # - **The strongest evidence against the article's claim that RoPE extrapolates well** (erratum
-#   E3): at $8L$ plain RoPE (17.72) is worse than a model with no position encoding at all
-#   (NoPE, 15.20) and than every bias, T5 (14.99), ALiBi (13.20) and Transformer-XL (11.68), all
-#   by the series' rule; inside $L$ it was second only to Transformer-XL (12.47).
+#   E3): at $8L$ plain RoPE (18.30) is worse than a model with no position encoding at all
+#   (NoPE, 15.21) and than every bias, T5 (14.96), ALiBi (13.09) and Transformer-XL (11.40), all
+#   by the series' rule; inside $L$ it was second only to Transformer-XL (12.49).
 # - Where this departs from Press et al.'s Figure 1: there the sinusoidal model degrades far
 #   more than the rotary one; here the two end at $8L$ within the seed spread of each other
-#   (17.65 and 17.72), so we do not order them. We do not compare any number here with the
+#   (18.07 and 18.30), so we do not order them. We do not compare any number here with the
 #   paper's: its models, data and lengths are of another scale.
-# - The learnable table with clamped positions (14.46 at $L$, 16.69 at $8L$) is behind the
-#   sinusoid at $L$ after 150 steps, by the rule, and on average even behind NoPE (14.24, within
-#   the seeds' spread): its 32 rows are learned from scratch.
+# - The learnable table with clamped positions (14.00 at $L$, 16.59 at $8L$) is, at $L$, within
+#   the seeds' spread of both the sinusoid (13.73) and NoPE (14.40): 32 rows learned from
+#   scratch in 100 steps give it no measurable edge over no encoding at all.
 #
 # On the second figure: zero-shot PI ×8 is the worst method at every length; NTK-aware
-# scaling costs little at $L$ (12.70) and dynamic NTK nothing (up to $L_0$ it is plain RoPE);
-# both soften, but do not remove, the rise at $4L$-$8L$ (16.58 at $8L$ for both). YaRN pays at
-# $L$ (13.69); at $8L$ (15.55) it is within the seed spread of plain RoPE, NTK-aware and dynamic NTK.
+# scaling costs little at $L$ (12.60) and dynamic NTK nothing (up to $L_0$ it is plain RoPE);
+# both soften, but do not remove, the rise at $4L$-$8L$ (16.71 at $8L$ for both). YaRN pays at
+# $L$ (13.49); at $8L$ (14.40) it is the best of the zero-shot rescalings, ahead of plain RoPE,
+# NTK-aware and dynamic NTK by the series' rule.
 # The third figure, PI at three factors, is read in section 8.
 #
 # ## 5 · Where inside a long sequence each scheme fails
@@ -474,13 +480,15 @@ alibi_bump = (curves["ALiBi"][x >= L] - level(curves["ALiBi"])).max()
 print(f"ALiBi's highest point past L: +{alibi_bump:.2f} nats above its level inside L")
 assert onsets["ALiBi"] is None and onsets["RoPE + PI ×8 + fine-tune"] is None and alibi_bump < 0.3
 assert onsets["Transformer-XL"] is None
-assert L < onsets["RoPE"] < onsets["sinusoidal"] < min(onsets["NoPE"], onsets["T5 bias"])
+first = max(onsets["RoPE"], onsets["sinusoidal"])  # the two added or rotary encodings fail first
+assert L < min(onsets["RoPE"], onsets["sinusoidal"]) and first < onsets["NoPE"]
+assert onsets["T5 bias"] is None or onsets["T5 bias"] > first
 
 # %% [markdown]
 # **Takeaway:**
-# - RoPE fails first (onset 58; the smoothing delays every onset by up to 7 positions), then the
-#   sinusoidal model (74): past $L$ the slow rotary pairs, and the absolute positions, are unseen.
-# - NoPE (119) and T5 bias (126) rise much later, and by less.
+# - RoPE and the sinusoidal model fail first (onset 58 for both; the smoothing delays every onset
+#   by up to 7 positions): past $L$ the slow rotary pairs, and the absolute positions, are unseen.
+# - NoPE rises much later (126), and T5 bias stays under the threshold: both rise by less.
 # - ALiBi, Transformer-XL and PI ×8 after its fine-tune never cross the threshold.
 #
 # ## 6 · Unseen distances, or more keys?
@@ -578,15 +586,15 @@ assert rise["NoPE"] > 1.5 and rise["RoPE"] > 1.0 and rise["ALiBi"] > 0.5   # eve
 # %% [markdown]
 # **Takeaway:**
 # - Unseen distances hurt RoPE by themselves: 16 keys at unseen distances raise its perplexity
-#   from 12.20 to 14.30 with no more keys than in training; the full context (19.59) adds many
+#   from 12.05 to 14.49 with no more keys than in training; the full context (20.44) adds many
 #   more keys, all at unseen distances.
-# - More keys by themselves cost little: NoPE, blind to distance, rises mildly (14.33, 14.90,
-#   15.51) while its attention entropy grows by 2.01 nats, tracking the $\ln(p+1)$ of uniform
+# - More keys by themselves cost little: NoPE, blind to distance, rises mildly (14.30, 14.92,
+#   15.48) while its attention entropy grows by 2.04 nats, tracking the $\ln(p+1)$ of uniform
 #   attention. T5 bias behaves like NoPE: every distance $\ge L$ falls in its last bucket, which
 #   training reached.
-# - ALiBi is barely moved by either (12.92, 12.98, 13.27) although its entropy also rises by
-#   0.96 nats: spreading by itself is not what breaks a model.
-# - The window does not rescue the sinusoidal model (18.04, against 13.81 at $L$): its problem
+# - ALiBi is barely moved by either (12.78, 12.85, 13.10) although its entropy also rises by
+#   1.00 nats: spreading by itself is not what breaks a model.
+# - The window does not rescue the sinusoidal model (18.38, against 13.73 at $L$): its problem
 #   is unseen absolute positions.
 #
 # ## 7 · Wavelengths against the training context, and what each rescaling moves
@@ -643,7 +651,7 @@ assert yarn[0] == 1.0 and np.allclose(yarn[2:], 1 / 8) and 1 / 8 < yarn[1] < 1
 #   complete a full turn within $L = 32$; past $L$ the slow pairs take angles never seen in
 #   training: the unseen-angle failure of section 6.
 # - PI divides every pair by $s$, the fast ones that tell neighbouring characters apart
-#   included, which is why zero-shot PI ×8 is bad even at $L$ (18.69).
+#   included, which is why zero-shot PI ×8 is bad even at $L$ (18.44).
 # - NTK-aware leaves pair 0 as it is and divides pair 7 by exactly 8. YaRN keeps pair 0, moves
 #   pair 1 half-way (0.562) and fully interpolates pairs 2-7 (with $L_0 = 32$ its ramp between
 #   $\beta_\text{fast} = 32$ and $\beta_\text{slow} = 1$ turns within $L_0$ spans only pairs 0 to 2), and it
@@ -678,9 +686,9 @@ assert np.all(gain[:, 2:] > 0) and np.all(gain[:, 2:].mean(0) > 2 * gain[:, 2:].
 # single training step; it keeps pair 0 (the highest frequency) exactly and divides the last,
 # lowest-frequency pair by exactly the factor; at $d = 128$ the fast half of the pairs is
 # stretched by less than $\sqrt 8$ and the slow half by more. And it helps with no fine-tuning:
-# seed by seed it lowers RoPE's perplexity by 1.03 at $4L$ and 1.13 at $8L$, for a small price at
-# $L$ (0.23), where zero-shot PI ×8 raises it from 12.47 to 18.69 (table below). It does not make
-# RoPE flat, though (16.58 at $8L$).
+# seed by seed it lowers RoPE's perplexity by 1.36 at $4L$ and 1.58 at $8L$, for a small price at
+# $L$ (0.12), where zero-shot PI ×8 raises it from 12.49 to 18.44 (table below). It does not make
+# RoPE flat, though (16.71 at $8L$).
 #
 # **Erratum E5: position interpolation needs its short fine-tune.**
 
@@ -691,29 +699,32 @@ pi.columns.name = "mean perplexity at"
 display(pi)
 loss_zero_shot = mean["RoPE + PI ×8"][-1] - mean["RoPE"][0]
 loss_tuned = mean["RoPE + PI ×8 + fine-tune"][-1] - mean["RoPE"][0]
-print(f"perplexity at 8L minus RoPE's at L: PI zero-shot {loss_zero_shot:.2f}, PI after 60 steps {loss_tuned:.2f}")
+print(f"perplexity at 8L minus RoPE's at L: PI zero-shot {loss_zero_shot:.2f}, PI after {FINETUNE_STEPS} steps {loss_tuned:.2f}")
 assert loss_zero_shot > 3 * loss_tuned
 # up to its fine-tune length sL, each fine-tuned PI model is clearly ahead of the same PI zero-shot
 assert all(clearly_below(f"RoPE + PI ×{s} + fine-tune", f"RoPE + PI ×{s}", at=k)
            for s in PI_FACTORS for k, n in enumerate(LENGTHS) if n <= s * L)
 
 # %% [markdown]
-# Zero-shot, PI gets worse with its factor (at $L$: 14.73 at ×2, 17.30 at ×4, 18.69 at ×8):
+# Zero-shot, PI gets worse with its factor (at $L$: 14.63 at ×2, 17.52 at ×4, 18.44 at ×8):
 # squeezing positions $s$-fold makes the fast pairs that encode neighbouring characters turn
-# $s$ times slower than the model ever saw. Sixty fine-tuning steps at the target length $sL$
+# $s$ times slower than the model ever saw. Forty fine-tuning steps at the target length $sL$
 # fix that at every factor: up to $sL$ each fine-tuned model is clearly ahead of its zero-shot
-# self (asserted above). PI ×8 after its fine-tune ends at 14.01 at $8L$, 1.54 above RoPE at its
-# own $L$; without it, 7.25 above. So position interpolation loses far more without its short
+# self (asserted above). PI ×8 after its fine-tune ends at 14.06 at $8L$, 1.58 above RoPE at its
+# own $L$; without it, 6.11 above. So position interpolation loses far more without its short
 # fine-tune than with it, as Chen et al. report. Past its own fine-tune length a PI model rises
-# again, like plain RoPE past $L$: PI ×2 + fine-tune goes from 12.09 at $2L$ to 17.00 at $8L$,
-# PI ×4 + fine-tune from 13.08 at $4L$ to 14.27. Where the tiny scale departs from Chen et al.:
-# the control, the same 60 steps of plain RoPE on 256-character windows, does better still
-# (12.54 at $8L$, asserted below), whereas they found that fine-tuning LLaMA directly on longer
+# again, like plain RoPE past $L$: PI ×2 + fine-tune goes from 12.26 at $2L$ to 16.87 at $8L$,
+# PI ×4 + fine-tune from 13.37 at $4L$ to 14.24. Where the tiny scale departs from Chen et al.:
+# the control, the same 40 steps of plain RoPE on 256-character windows, does at least as well
+# (on average better, 12.64 against 14.06 at $8L$, but within the seed spread: PI ×8's
+# fine-tune varies more from seed to seed; printed below), whereas they found that fine-tuning LLaMA directly on longer
 # sequences extends its usable context only slowly. A 2-layer character model with 8 rotary
 # pairs has little to relearn; we do not claim that PI beats direct fine-tuning here.
 
 # %%
-assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
+assert mean["RoPE + fine-tune"][-1] < mean["RoPE + PI ×8 + fine-tune"][-1]  # on average
+print(f"at 8L: RoPE + fine-tune {mean['RoPE + fine-tune'][-1]:.2f} ± {std['RoPE + fine-tune'][-1]:.2f}, "
+      f"RoPE + PI ×8 + fine-tune {mean['RoPE + PI ×8 + fine-tune'][-1]:.2f} ± {std['RoPE + PI ×8 + fine-tune'][-1]:.2f}")
 
 # %% [markdown]
 # ## Summary
@@ -728,7 +739,7 @@ assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
 #   changes only the base (E4), keeping the fastest pair; YaRN ramps between the two.
 # - Zero-shot rescalings soften RoPE's rise but do not remove it; PI needs its short fine-tune
 #   (E5), and then holds up to its target length only. At this scale the same fine-tune without
-#   PI does better still.
+#   PI does at least as well.
 
 # %% [markdown]
 # ### Open-ended experiment · A T5 bias whose far buckets were never trained
@@ -741,7 +752,7 @@ assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
 # ```python
 # from posenc_lib.encodings.score_bias.relative import t5_relative_bucket
 # far = run_each(lambda s: train_char_lm(lambda: T5RelativeBias(4, num_buckets=32, max_distance=8 * L,
-#                                                                bidirectional=False), corpus, L, STEPS, s), SEEDS)
+#                                                                bidirectional=False), corpus, L, STEPS, s, lr=LR), SEEDS)
 # evaluate({"T5 bias, max_distance 8L": far})
 # print(np.round(ppl["T5 bias, max_distance 8L"].mean(0), 2), np.round(ppl["T5 bias"].mean(0), 2))
 # print(t5_relative_bucket(-torch.arange(0, 8 * L, 16), bidirectional=False, max_distance=8 * L))
