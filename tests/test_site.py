@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import nbformat
@@ -423,15 +424,21 @@ def test_a_broken_internal_link_fails_the_build(tmp_path, link, message):
 
 @pytest.fixture(scope="module")
 def real_site() -> tuple[Path, float]:
+    """The course's site, built from the committed notebooks, and the CPU seconds its rendering took.
+
+    CPU time of this process, not wall time: Sphinx renders in this one process, so on a quiet machine
+    the two agree, while under `make test` another test process shares the cores and stretches the
+    wall time (30.7 s measured once that way, against 19-26 s alone)."""
     out = ROOT / "build" / "test-site"
     build_site.stage(ROOT / "build" / "test-site-src", catalog.NOTEBOOKS)
-    seconds = build_site.render(ROOT / "build" / "test-site-src", out)
-    return out, seconds
+    cpu = time.process_time()
+    build_site.render(ROOT / "build" / "test-site-src", out)
+    return out, time.process_time() - cpu
 
 
 def test_real_site_renders_in_under_30_s(real_site):
     site, seconds = real_site
-    assert seconds < 30, f"rendering took {seconds:.1f} s"
+    assert seconds < 30, f"rendering took {seconds:.1f} s of CPU time"
     stems = [e.stem for e in catalog.existing(catalog.load_catalog())]
     assert all((site / f"{stem}.html").is_file() for stem in stems)
 
