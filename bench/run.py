@@ -1,4 +1,4 @@
-"""`make bench`: RoPE speed against the memory floor, and every position scheme's time and memory vs length.
+"""`make bench`: RoPE speed against the memory floors and its peers, and every position scheme's time and memory vs length.
 
 Writes bench/results/rope.md, bench/results/schemes.md and bench/results/schemes.png, and prints
 the tables. Run from the repository root:
@@ -61,16 +61,21 @@ ROPE_METHOD = """\
   gives every method of a cell one `blocked_autorange(min_run_time={block})`, starting one method later
   than the round before); the median over rounds is reported. Ratios compare methods timed in the
   same rounds.
-- Floor, forward: `copy_` of q and k into preallocated tensors: the memory traffic any RoPE must
-  do (read q and k, write two results). Floor, forward+backward: the same plus `copy_` of the two
-  output gradients: twice the forward floor's traffic.
+- Floors, one per kind of method (each method's "× floor" uses its own kind's): in place,
+  `q.mul_(1.0); k.mul_(1.0)` on the case's own q and k (read every element, write it back); out=,
+  `copy_` of q and k into preallocated tensors (read q and k, write two results); new output,
+  `q.clone(); k.clone()` (allocate two results and copy into them), the floor of the `new output`
+  rows and of the peers, which allocate their outputs. Forward+backward: `copy_` of q, k and the two
+  output gradients into preallocated tensors: twice the out= floor's traffic.
 - `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors: the cost of
-  rounding every result once, which every method here pays (all compute in float32). On this CPU
-  PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers (ATen's
-  vectorised conversion does not use the AVX512-BF16 instruction), so this row alone is about twice
-  the bf16 floor.
-- `rotate_half formula (HF)` and `complex formula (Meta)` allocate their outputs, as they do in a
-  model; `complex` is float32 only (PyTorch has no bfloat16 complex dtype): n/a in bf16.
+  rounding every result once, which every method here pays (all compute in float32); scored against
+  the out= floor. On this CPU PyTorch rounds float32 to bfloat16 with about eight vector
+  instructions per 16 numbers (ATen's vectorised conversion does not use the AVX512-BF16
+  instruction), so this row alone is about twice the out= floor.
+- Peers: `rotate_half formula (HF)` (eager), the same formula under `torch.compile` (`compiled`:
+  static shapes, compiled forward and backward during the correctness check, before timing) and
+  `complex formula (Meta)` allocate their outputs, as they do in a model; `complex` is float32 only
+  (PyTorch has no bfloat16 complex dtype): n/a in bf16.
 - Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
   on the same q and k (each call turns them further; nothing is re-copied inside the timing). Before
   each round, q and k are restored from the inputs, untimed: in bf16 the rounded cos/sin do not keep
@@ -81,8 +86,9 @@ ROPE_METHOD = """\
 - `compiled`: the same calls with `compiled=True`, the library's `torch.compile` path (one inductor
   loop per call for the half layout; compiled=True leaves the interleaved layout eager, so it has no
   such rows), compiled during the correctness check, before timing. `--eager` leaves these rows out.
-- Targets: a forward target is judged on the fastest library row of the layout (named in the
-  target's text); forward+backward on the fastest `new output` row.
+- Targets: every library row within 1.3× its own floor in fp32 forward; the fastest library row of
+  each layout (named in the target's text) no slower than the fastest peer in every cell with a
+  peer, within 1.5× the forward+backward floor, and in bf16 forward within 1.5× `rounding alone`.
 - Forward+backward: q, k are leaves that require grad; one call is the method followed by
   `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
   `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
@@ -124,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
     parser.add_argument("--only", choices=("rope", "schemes"), help="run one of the two parts")
     parser.add_argument("--eager", action="store_true",
-                        help="leave out the library's compiled=True rows (they compile for a few seconds first)")
+                        help="leave out the library's compiled=True rows (they compile for a few seconds first; the compiled"
+                             " rotate_half peer stays)")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
     args = parser.parse_args(argv)
     if args.out is None:
@@ -145,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         met = evaluate_targets(results)
         targets = targets_markdown(met) if met else "None at these shapes (the targets are set for the default shapes)."
         text = (
-            _header("RoPE speed: the library against the memory floor", args, time.perf_counter() - t0)
+            _header("RoPE speed: the library against the memory floors and its peers", args, time.perf_counter() - t0)
             + f"\n## Results\n\n{tables}\n\n## Targets\n\n{targets}\n\n"
             + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds, block=block)
         )

@@ -92,12 +92,24 @@ def test_formatting():
 def test_every_rope_method_rotates_like_the_float64_reference(dtype):
     x = rope_bench.make_inputs((2, 3, 16, 8), dtype)
     assert (x.freqs_cis is None) == (dtype == torch.bfloat16)
-    rope_bench.check_methods(x)  # raises on any wrong output or gradient
+    rope_bench.check_methods(x)  # raises on any wrong output or gradient, the compiled rotate_half's too
     cases, resets = rope_bench._forward_cases(x)
     absent = {rope_bench.COMPLEX} if dtype == torch.bfloat16 else {rope_bench.ROUNDING}
-    assert set(cases) == set(rope_bench.method_names()) - absent
+    assert set(cases) == set(rope_bench.method_names()) - absent - {rope_bench.FLOOR_FWD_BWD}
     assert set(resets) == {"library half, in place", "library half, compiled, in place", "library interleaved, in place"}
     assert "library interleaved, compiled, out=" not in cases  # compiled=True only changes the half layout
+    assert rope_bench.ROTATE_HALF_COMPILED in rope_bench._autograd_methods(x)
+    assert set(rope_bench._forward_backward_cases(x)) >= {rope_bench.FLOOR_FWD_BWD, rope_bench.ROTATE_HALF_COMPILED}
+
+
+def test_the_floors_do_what_they_say():
+    x = rope_bench.make_inputs((1, 2, 8, 8), torch.bfloat16)
+    cases, _ = rope_bench._forward_cases(x)
+    q_new, k_new = cases[rope_bench.FLOOR_NEW]()
+    assert torch.equal(q_new, x.q) and torch.equal(k_new, x.k) and q_new.data_ptr() != x.q.data_ptr()
+    q_own, k_own = cases[rope_bench.FLOOR_IN_PLACE]()  # its own copies, unchanged by * 1.0
+    assert torch.equal(q_own, x.q) and torch.equal(k_own, x.k) and q_own.data_ptr() != x.q.data_ptr()
+    assert cases[rope_bench.FLOOR_IN_PLACE]()[0].data_ptr() == q_own.data_ptr()  # in place: the same tensor
 
 
 def test_the_check_catches_a_wrong_layout(monkeypatch):
@@ -109,27 +121,65 @@ def test_the_check_catches_a_wrong_layout(monkeypatch):
         rope_bench.check_methods(x)
 
 
-def test_targets_are_judged_on_the_fastest_library_row():
-    timing = lambda s: rope_bench.Timing(s, (s,))  # noqa: E731
-    shape = (1, 32, 2048, 128)
-    results = [
-        rope_bench.RopeResult(shape, torch.float32, "fwd", rope_bench.FLOOR, timing(1.0)),
-        rope_bench.RopeResult(shape, torch.float32, "fwd", "library half, in place", timing(1.6)),
-        rope_bench.RopeResult(shape, torch.float32, "fwd", "library half, compiled, out=", timing(1.4)),
-        rope_bench.RopeResult(shape, torch.float32, "fwd", "library interleaved, in place", timing(0.9)),  # other layout
-        rope_bench.RopeResult(shape, torch.float32, "fwd", rope_bench.ROTATE_HALF, timing(5.0)),
-        rope_bench.RopeResult(shape, torch.float32, "fwd+bwd", rope_bench.FLOOR, timing(2.0)),
-        rope_bench.RopeResult(shape, torch.float32, "fwd+bwd", "library half, new output", timing(9.0)),
-    ]
-    got = {t.text: (round(t.measured, 3), t.met) for t in rope_bench.evaluate_targets(results)}
-    assert got == {
-        "library half, compiled, out=: forward fp32 (1, 32, 2048, 128) ≤ 1.5× floor": (1.4, True),
-        "library half, compiled, out=: ≥ 4× faster than rotate_half, forward fp32 (1, 32, 2048, 128)": (3.571, False),
-        "library half, new output: forward+backward fp32 (1, 32, 2048, 128) ≤ 4× floor": (4.5, False),
-        "library interleaved, in place: forward fp32 (1, 32, 2048, 128) ≤ 1.5× floor": (0.9, True),
-        "library interleaved, in place: ≥ 4× faster than rotate_half, forward fp32 (1, 32, 2048, 128)": (5.556, True),
+def test_the_check_catches_a_wrong_compiled_peer(monkeypatch):
+    x = rope_bench.make_inputs((1, 2, 8, 8), torch.float32)
+    monkeypatch.setattr(rope_bench, "_rotate_half_compiled", lambda q, k, c, s: (q, k))
+    with pytest.raises(AssertionError, match="rotate_half formula \\(HF\\), compiled"):
+        rope_bench.check_methods(x, compiled=False)
+
+
+def test_each_kind_is_scored_against_its_own_floor():
+    rb = rope_bench
+    assert {name: rb.floor_of(name, "fwd") for name in rb.method_names()} == {
+        **{name: name for name in rb.FLOORS},
+        rb.ROUNDING: rb.FLOOR_OUT, rb.ROTATE_HALF: rb.FLOOR_NEW, rb.ROTATE_HALF_COMPILED: rb.FLOOR_NEW,
+        rb.COMPLEX: rb.FLOOR_NEW,
+        **{name: rb.FLOOR_IN_PLACE for name in rb.method_names() if name.endswith(", in place")},
+        **{name: rb.FLOOR_OUT for name in rb.method_names() if name.endswith(", out=")},
+        **{name: rb.FLOOR_NEW for name in rb.method_names() if name.endswith(", new output")},
     }
-    assert "| MISSED |" in rope_bench.targets_markdown(rope_bench.evaluate_targets(results))
+    assert {rb.floor_of(name, "fwd+bwd") for name in rb.method_names()} == {rb.FLOOR_FWD_BWD}
+    timing = lambda s: rb.Timing(s, (s,))  # noqa: E731
+    shape = (1, 2, 8, 8)
+    times = {rb.FLOOR_IN_PLACE: 1.0, rb.FLOOR_OUT: 2.0, rb.FLOOR_NEW: 4.0, "library half, in place": 3.0,
+             "library half, out=": 3.0, "library half, new output": 3.0, rb.ROTATE_HALF: 3.0}
+    results = [rb.RopeResult(shape, torch.float32, "fwd", name, timing(s)) for name, s in times.items()]
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[2] for line in rb.rope_tables_markdown(results).splitlines()
+            if line.startswith("| ") and "× floor" not in line}
+    assert rows == {rb.FLOOR_IN_PLACE: "1.00×", rb.FLOOR_OUT: "1.00×", rb.FLOOR_NEW: "1.00×",
+                    "library half, in place": "3.00×", "library half, out=": "1.50×",
+                    "library half, new output": "0.75×", rb.ROTATE_HALF: "0.75×"}
+
+
+def test_targets_follow_the_issue():
+    rb = rope_bench
+    timing = lambda s: rb.Timing(s, (s,))  # noqa: E731
+    shape = (1, 32, 2048, 128)
+    times = {
+        (torch.float32, "fwd"): {rb.FLOOR_IN_PLACE: 1.0, rb.FLOOR_OUT: 1.0, rb.FLOOR_NEW: 2.0,
+                                 "library half, in place": 1.2, "library half, compiled, out=": 1.4,
+                                 "library interleaved, new output": 2.5, rb.ROTATE_HALF: 5.0,
+                                 rb.ROTATE_HALF_COMPILED: 1.3, rb.COMPLEX: 3.0},
+        (torch.float32, "fwd+bwd"): {rb.FLOOR_FWD_BWD: 2.0, "library half, new output": 2.8, rb.ROTATE_HALF: 9.0},
+        (torch.bfloat16, "fwd"): {rb.FLOOR_OUT: 1.0, rb.ROUNDING: 2.0, "library interleaved, out=": 3.5},
+    }
+    results = [rb.RopeResult(shape, dtype, mode, name, timing(s))
+               for (dtype, mode), cell in times.items() for name, s in cell.items()]
+    got = {t.text: (round(t.measured, 3), t.met) for t in rb.evaluate_targets(results)}
+    assert got == {
+        f"library half, in place: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_IN_PLACE}": (1.2, True),
+        f"library half, compiled, out=: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_OUT}": (1.4, False),
+        f"library interleaved, new output: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_NEW}": (1.25, True),
+        f"library half, in place: fwd fp32 {shape} no slower than the fastest peer ({rb.ROTATE_HALF_COMPILED})":
+            (1.083, True),
+        f"library interleaved, new output: fwd fp32 {shape} no slower than the fastest peer"
+        f" ({rb.ROTATE_HALF_COMPILED})": (0.52, False),
+        f"library half, new output: fwd+bwd fp32 {shape} no slower than the fastest peer ({rb.ROTATE_HALF})":
+            (3.214, True),
+        f"library half, new output: fwd+bwd fp32 {shape} ≤ 1.5× {rb.FLOOR_FWD_BWD}": (1.4, True),
+        f"library interleaved, out=: fwd bf16 {shape} ≤ 1.5× {rb.ROUNDING}": (1.75, False),
+    }
+    assert "| NOT MET |" in rb.targets_markdown(rb.evaluate_targets(results))
 
 
 # ----------------------------------------------------------------------------- schemes
@@ -185,4 +235,5 @@ def test_make_bench_quick_writes_every_result(tmp_path, capsys):
     assert "### bidirectional: memory" in schemes_md and "### causal: time" in schemes_md
     assert (tmp_path / "schemes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob("*.tmp"))
-    assert "| floor (copy_ into buffers) |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(f"| {floor} |" in out for floor in rope_bench.FLOORS) and rope_bench.FLOOR_NOTE in rope_md
