@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_lib.course.report import clearly_ahead, formatted, mean_std, rounding
+from posenc_lib.course.report import clearly_ahead, formatted, mean_std, rounding, rule_margin
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
@@ -58,3 +58,12 @@ def test_clearly_ahead_for_losses_prefers_the_lower():
 def test_clearly_ahead_names_a_short_argument():
     with pytest.raises(ValueError, match="b must hold at least 3"):
         clearly_ahead([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_rule_margin_gives_the_gap_and_threshold_the_rule_compares():
+    gap, threshold = rule_margin([3.0, 4.0, 5.0], [1.0, 1.5, 2.0])   # means 4 and 1.5, stds 1 and 0.5
+    assert gap == pytest.approx(2.5) and threshold == pytest.approx(2.0)
+    gap, threshold = rule_margin([3.0, 4.0, 5.0], [1.0, 1.5, 2.0], higher_is_better=False)
+    assert gap == pytest.approx(-2.5) and threshold == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="a must hold at least 3"):
+        rule_margin([1.0, 2.0], [1.0, 2.0, 3.0])

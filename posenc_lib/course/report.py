@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
-__all__ = ["rounding", "formatted", "mean_std", "clearly_ahead"]
+__all__ = ["rounding", "formatted", "mean_std", "rule_margin", "clearly_ahead"]
 
 
 def rounding(x: float) -> str:
@@ -53,17 +53,27 @@ def _mean_sd(name: str, values: Sequence[float], minimum: int) -> tuple[float, f
     return mean, (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
 
 
+def rule_margin(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> tuple[float, float]:
+    """The two numbers the series' rule compares: ``(gap, threshold)``.
+
+    a, b: one measurement per seed (at least 3 each). ``gap = mean(a) - mean(b)``, negated when lower
+    is better (so a positive gap means ``a`` is ahead); ``threshold = 2 * max(std(a), std(b))``,
+    ddof=1 standard deviations. For printing how far a verdict is from flipping.
+    """
+    (mean_x, std_x), (mean_y, std_y) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
+    gap = (mean_x - mean_y) if higher_is_better else (mean_y - mean_x)
+    return gap, 2 * max(std_x, std_y)
+
+
 def clearly_ahead(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> bool:
     """The series' rule: is setting ``a`` ahead of ``b`` by more than twice the larger seed spread?
 
     a, b: one measurement per seed (at least 3 each), e.g. accuracies or perplexities.
     higher_is_better: True for accuracy-like numbers, False for losses and perplexities.
-    Returns ``gap > 2 * max(std(a), std(b))`` with ``gap = mean(a) - mean(b)`` (negated when lower
-    is better) and ddof=1 standard deviations.
+    Returns ``gap > threshold`` of :func:`rule_margin`.
     """
-    (mean_x, std_x), (mean_y, std_y) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
-    gap = (mean_x - mean_y) if higher_is_better else (mean_y - mean_x)
-    return gap > 2 * max(std_x, std_y)
+    gap, threshold = rule_margin(a, b, higher_is_better)
+    return gap > threshold
 
 
 def mean_std(values: Sequence[float], digits: int = 3) -> str:
