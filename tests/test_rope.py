@@ -511,6 +511,29 @@ def test_compiled_option_equals_eager(dtype):
     assert "error" not in kernels._COMPILED
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("block, whole", [(300, 600), (2000, 3000)])
+def test_compiled_in_place_goes_block_by_block(monkeypatch, block, whole):
+    """compiled=True in place turns each cache block through a scratch block: every block shape (part of a
+    sequence, whole sequences, a shorter last block), q and k with different heads, partial rotary."""
+    monkeypatch.setattr(kernels, "_BLOCK_ELEMENTS", block)
+    monkeypatch.setattr(kernels, "_WHOLE_ELEMENTS", whole)
+    x, positions, inv_freq = random_case((3, 4, 37, 16), seed=21, rotary_halves=6)
+    for table in (slice(None), slice(0, 1)):  # a table per row, or one shared by the batch
+        cos, sin = rope_cos_sin(positions[table], inv_freq)
+        q, k = x.clone(), x[:, :2].clone()
+        apply_rope_qk(q, k, cos, sin, inplace=True, compiled=True)
+        torch.testing.assert_close(q, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
+        torch.testing.assert_close(k, apply_rope(x[:, :2], cos, sin), atol=1e-6, rtol=0)
+    assert len(kernels._blocks(3, 6, 37, 16)) > 1 and "error" not in kernels._COMPILED
+    # refused part-way (a second block shape past the signature limit): nothing turned twice, eager does it all
+    monkeypatch.setattr(kernels, "_COMPILED", {})
+    monkeypatch.setattr(kernels, "_MAX_SIGNATURES", 1)
+    q = x.clone()
+    apply_rope(q, cos, sin, out=q, compiled=True)
+    torch.testing.assert_close(q, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
+
+
 def test_qk_backward_is_one_node_with_the_inverse_rotation():
     """apply_rope_qk under autograd: one graph node for q and k (grouped-query k), gradients = inverse rotations;
     an unused output gets a zero gradient."""
@@ -575,7 +598,7 @@ def test_compiled_option_falls_back_to_eager(monkeypatch):
         raise RuntimeError("no C++ compiler")
 
     monkeypatch.setattr(kernels, "_COMPILED", {})
-    monkeypatch.setattr(torch, "compile", broken_compile)
+    monkeypatch.setattr(torch._inductor, "compile", broken_compile)
     x, positions, inv_freq = random_case((1, 2, 5, 8), seed=16)
     cos, sin = rope_cos_sin(positions, inv_freq)
     with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
