@@ -247,6 +247,13 @@ def _compiled_kernel(args: list[Tensor], count: int) -> Any:
     return kernel
 
 
+def _view(t: Tensor, block: tuple[slice, slice] | None, width: int) -> Tensor:
+    """The first ``width`` dims of t (batch, heads, seq, head_dim) in a (batch, seq) block of :func:`_blocks` (None: all)."""
+    if block is None:
+        return t if t.shape[-1] == width else t[..., :width]
+    return t[block[0], :, block[1], :width]
+
+
 def _rotate_compiled(
     xs: tuple[Tensor, ...], cos: Tensor, sin: Tensor, outs: tuple[Tensor, ...], inverse: bool = False
 ) -> bool:
@@ -268,14 +275,19 @@ def _rotate_compiled(
     sign = _sign(inverse, compute, cos.device)
     in_place = [o is x for x, o in zip(xs, outs)]
     batch, _, seq, head_dim = xs[0].shape
-    blocks = _blocks(batch, sum(x.shape[1] for x in xs), seq, head_dim) if any(in_place) else [(slice(None),) * 2]
+    if any(in_place):
+        blocks = _blocks(batch, sum(x.shape[1] for x in xs), seq, head_dim)
+    else:  # out of place, one loop over everything: no views to build (a few us each, the call's main cost)
+        blocks = [None]
     calls = []
-    for b, s in blocks:
-        tb = b if cos.shape[0] > 1 else slice(None)
-        sources = tuple(x[b, :, s, : 2 * c] for x in xs)
-        targets = tuple(torch.empty_like(v) if inside else o[b, :, s, : 2 * c]
+    for block in blocks:
+        b, s = block or (slice(None), slice(None))
+        sources = tuple(_view(x, block, 2 * c) for x in xs)
+        targets = tuple(torch.empty_like(v) if inside else _view(o, block, 2 * c)
                         for v, o, inside in zip(sources, outs, in_place))
-        calls.append((sources, [*sources, cos[tb, s], sin[tb, s], sign, *targets], targets))
+        tb = b if cos.shape[0] > 1 else slice(None)
+        tables = (cos, sin) if block is None else (cos[tb, s], sin[tb, s])
+        calls.append((sources, [*sources, *tables, sign, *targets], targets))
     try:  # every block's loop first, so that a refusal leaves x untouched for the eager path
         kernels = [_compiled_kernel(args, len(xs)) for _, args, _ in calls]
     except Exception as error:  # no C++ compiler, unsupported platform, ...: eager is always available
