@@ -34,6 +34,7 @@ __all__ = [
     "Timing",
     "interleaved_times",
     "allocation_profile",
+    "load_average",
     "machine_info",
     "machine_markdown",
     "format_seconds",
@@ -129,8 +130,22 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def machine_info(threads: int) -> dict[str, str]:
-    """The facts a reader needs to compare these numbers with their own."""
+def load_average() -> str:
+    """The system's load average over 1, 5 and 15 minutes ("n/a" where the OS does not report it)."""
+    try:
+        return " / ".join(f"{load:.2f}" for load in os.getloadavg())
+    except (AttributeError, OSError):
+        return "n/a"
+
+
+def machine_info(threads: int, load_before: str | None = None) -> dict[str, str]:
+    """The facts a reader needs to compare these numbers with their own.
+
+    ``load_before``: :func:`load_average` when the run began; with the load now, it tells how busy
+    the machine was (other processes on the same cores widen the spread over rounds).
+    """
+    load = {} if load_before is None else {
+        "load average (1 / 5 / 15 min), at the start; at the end": f"{load_before}; {load_average()}"}
     return {
         "CPU": _cpu_model(),
         "cores visible": str(os.cpu_count()),
@@ -141,6 +156,7 @@ def machine_info(threads: int) -> dict[str, str]:
         "torch": torch.__version__,
         "Python": platform.python_version(),
         "date (UTC)": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        **load,
     }
 
 

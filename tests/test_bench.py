@@ -269,6 +269,7 @@ def test_make_bench_quick_writes_every_result(tmp_path, capsys):
     for name in rope_bench.method_names():
         assert f"| {name} |" in rope_md
     assert "torch threads (Timer num_threads): 1" in rope_md and torch.__version__ in rope_md
+    assert "load average (1 / 5 / 15 min), at the start; at the end: " in rope_md  # how busy the machine was
     schemes_md = (tmp_path / "schemes.md").read_text()
     assert "### bidirectional: memory" in schemes_md and "### causal: time" in schemes_md
     assert (tmp_path / "schemes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
