@@ -210,7 +210,11 @@ def test_reasons_quote_the_run():
     assert "rounding alone is one (3.00× a bf16 copy)" in rb._why(bf16, "library interleaved, out=", "rounding", table)
     assert "(the same call on one position: n/a)" in rb._why(cell, "library half, compiled, out=", "floor", table)
     table[(*cell, rb.FIXED_COST)] = timing(0.75)
-    assert "one position: 750 ms, 25% of this call)" in rb._why(cell, "library half, compiled, out=", "floor", table)
+    assert "one position: 750 ms, 25% of this call; the loop alone, less that cost: 1.12× the floor)" in rb._why(
+        cell, "library half, compiled, out=", "floor", table)
+    both = rb._why((cell[0], cell[1], "fwd+bwd"), "library interleaved, new output", "floor", table)
+    assert both.startswith("the forward and the backward pass are one pass each of the forward's method, which alone "
+                           "takes n/a its floor: one complex multiply")  # the forward's reason follows
 
 
 def test_ratios_are_taken_round_by_round():
