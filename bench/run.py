@@ -60,35 +60,42 @@ ROPE_METHOD = """\
 - Timer: `torch.utils.benchmark.Timer`, `num_threads={threads}`; {rounds} interleaved rounds (each round
   gives every method of a cell one `blocked_autorange(min_run_time={block})`, starting one method later
   than the round before); the median over rounds is reported. Ratios compare methods timed in the
-  same rounds.
+  same rounds, round by round: a ratio is the median of the per-round ratios, and the brackets give
+  their first and third quartiles (the middle half of the rounds), the spread that load from other
+  processes leaves. The load average at the start and at the end of the run is in the machine list.
 - Floors, one per kind of method (each method's "× floor" uses its own kind's): in place,
   `q.mul_(1.0); k.mul_(1.0)` on the case's own q and k (read every element, write it back); out=,
   `copy_` of q and k into preallocated tensors (read q and k, write two results); new output,
   `q.clone(); k.clone()` (allocate two results and copy into them), the floor of the `new output`
   rows and of the peers, which allocate their outputs. Forward+backward: `copy_` of q, k and the two
   output gradients into preallocated tensors: twice the out= floor's traffic.
-- `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors: the cost of
-  rounding every result once, which every method here pays (all compute in float32); scored against
-  the out= floor. On this CPU PyTorch rounds float32 to bfloat16 with about eight vector
-  instructions per 16 numbers (ATen's vectorised conversion does not use the AVX512-BF16
-  instruction), so this row alone is about twice the out= floor.
+- `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors (forward+backward:
+  of q, k and the two gradients): the cost of rounding every result once, which every method here pays
+  (all compute in float32); scored against the out= floor (forward+backward: the fwd+bwd floor). On
+  this CPU PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers
+  (ATen's vectorised conversion does not use the AVX512-BF16 instruction), so this row alone costs
+  more than the bf16 copy.
 - Peers: `rotate_half formula (HF)` (eager), the same formula under `torch.compile` (`compiled`:
   static shapes, compiled forward and backward during the correctness check, before timing) and
   `complex formula (Meta)` allocate their outputs, as they do in a model; `complex` is float32 only
   (PyTorch has no bfloat16 complex dtype): n/a in bf16.
 - Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
-  on the same q and k (each call turns them further; nothing is re-copied inside the timing). Before
+  on q and k of its own (each call turns them further; nothing is re-copied inside the timing). Before
   each round, q and k are restored from the inputs, untimed: in bf16 the rounded cos/sin do not keep
   norms exactly, and over ~10^4 turns values drift by orders of magnitude (towards overflow or slow
   subnormals). `out=`: `apply_rope_qk(q, k, cos, sin, layout, out=(q_buf, k_buf))`, into
   preallocated buffers (exactly the floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
   its outputs; it is also the path autograd uses.
-- `compiled`: the same calls with `compiled=True`, the library's `torch.compile` path (one inductor
+- `compiled`: the same calls with `compiled=True`, the library's inductor path (one inductor
   loop per call for the half layout; compiled=True leaves the interleaved layout eager, so it has no
   such rows), compiled during the correctness check, before timing. `--eager` leaves these rows out.
+- `fixed cost` (with the compiled rows): the compiled `out=` call on the last position alone, the part
+  of a call that does not grow with the tensors (Python, inductor's wrapper, starting the threads).
 - Targets: every library row within 1.3× its own floor in fp32 forward; the fastest library row of
   each layout (named in the target's text) no slower than the fastest peer in every cell with a
-  peer, within 1.5× the forward+backward floor, and in bf16 forward within 1.5× `rounding alone`.
+  peer, within 1.5× the forward+backward floor in fp32, and in bf16 (forward, and forward+backward)
+  within 1.5× `rounding alone` of the same mode. A target not met says why, with the measurements of
+  the same run that show it (`why not`).
 - Forward+backward: q, k are leaves that require grad; one call is the method followed by
   `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
   `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
