@@ -16,9 +16,12 @@ same interleaved rounds, and every method is reported as a multiple of its kind'
 
 Methods (q, k: (batch, heads, seq, head_dim); the tables are built once, outside the timing):
 
-* ``rounding alone`` (bfloat16/float16 only): ``copy_`` of float32 copies of q and k into
-  preallocated tensors of the benchmark dtype: the cost of rounding every result once, which
-  any RoPE that computes in float32 (all of them here) pays on top of its memory traffic.
+* ``rounding alone`` (bfloat16/float16 only): ``copy_`` of float32 copies of q and k (forward+backward:
+  and of the two output gradients) into preallocated tensors of the benchmark dtype: the cost of
+  rounding every result once, which any RoPE that computes in float32 (all of them here) pays on
+  top of its memory traffic. The bf16 targets are set against it.
+* ``fixed cost`` (with the compiled rows): the library's compiled ``out=`` call on the last position
+  alone, what a call costs besides its loop; the reasons of the targets not met quote it.
 * ``rotate_half formula``: Hugging Face's ``q * cos + rotate_half(q) * sin`` with full-width
   cos/sin of shape (1, 1, seq, head_dim), allocating its outputs as it does in a model.
 * ``rotate_half formula (HF), compiled``: the same formula under ``torch.compile`` (inductor,
@@ -49,6 +52,10 @@ out= variants do not apply (autograd forbids both on tensors it records).
 
 Before timing, every method's output (and, for forward+backward, its gradients) is checked
 against a float64 rotation of the same inputs, so a fast wrong kernel cannot win.
+
+Ratios are taken round by round (:class:`Ratio`): the median and the quartiles of the per-round
+ratios. :func:`evaluate_targets` judges issue #23's targets and, for each one not met, says why
+with the measurements of the same run (:func:`_why`).
 """
 
 from __future__ import annotations
