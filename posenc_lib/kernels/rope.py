@@ -268,7 +268,7 @@ def _rotate_compiled(
     """Turn each x of xs (half layout) into the matching out with inductor's fused loop.
 
     cos, sin: (batch|1, seq, c). Returns False, and the caller uses the eager path, when
-    torch.compile does not work here (warned once) or too many signatures were compiled;
+    compiling does not work here (warned once) or too many signatures were compiled;
     nothing has been written then. In place (out is x), the loop writes each block (see
     :func:`_blocks`) into a scratch block that stays in the cache, which is copied back: one loop
     cannot overwrite a pair's first half before it has read it for the second (its inner loop
@@ -300,7 +300,7 @@ def _rotate_compiled(
         kernels = [_compiled_kernel(args, len(xs)) for _, args, _ in calls]
     except Exception as error:  # no C++ compiler, unsupported platform, ...: eager is always available
         _COMPILED["error"] = error
-        warnings.warn(f"apply_rope(compiled=True): torch.compile failed ({type(error).__name__}: {error}); "
+        warnings.warn(f"apply_rope(compiled=True): compiling with inductor failed ({type(error).__name__}: {error}); "
                       "using the eager path from now on", RuntimeWarning, stacklevel=4)
         return False
     if any(kernel is None for kernel in kernels):  # too many signatures: eager from here on for new ones

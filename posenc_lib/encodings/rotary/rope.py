@@ -208,7 +208,7 @@ def apply_rope(
         out: tensor like x to write into; ``out=x`` rotates x in place (no new buffer; the
             fastest eager call, while with ``compiled=True`` a separate ``out`` is faster).
             Not allowed while autograd records x.
-        compiled: rotate the half layout with inductor's one-pass loop (``torch.compile``)
+        compiled: rotate the half layout with one loop compiled by inductor (PyTorch's compiler)
             instead of the eager ops, forward and backward. The first call per input signature
             compiles (seconds); if compiling fails (no C++ compiler), a warning is given once
             and the eager path is used. The interleaved layout stays eager. How each path
