@@ -553,18 +553,19 @@ def _why(cell: tuple, row: str, goal: str, table: dict[tuple, Timing]) -> str:
                 f"{measured('library half, compiled, out=', FLOOR_OUT)} a copy; a copy: "
                 f"{measured(FLOOR_OUT, FLOOR_IN_PLACE)} the in-place pass)")
     if row.startswith("library half, compiled, "):  # out= or new output: one loop
-        fixed, call, floor = (table.get((*cell, name)) for name in (FIXED_COST, row, floor_of(row, mode)))
-        split = "n/a" if fixed is None or call is None or floor is None else (
+        reference = ROUNDING if goal == "rounding" else floor_of(row, mode)
+        fixed, call, yardstick = (table.get((*cell, name)) for name in (FIXED_COST, row, reference))
+        split = "n/a" if fixed is None or call is None or yardstick is None else (
             f"{format_seconds(fixed.median)}, {fixed.median / call.median:.0%} of this call; the loop alone, less that "
-            f"cost: {(call.median - fixed.median) / floor.median:.2f}× the floor")
-        return (f"one loop that reads q and k once and writes them once, but multiplies and adds as it goes, which costs "
-                f"more than a copy where q and k sit in the cache; and a fixed cost per call (the same call on one "
-                f"position: {split})")
+            f"cost: {(call.median - fixed.median) / yardstick.median:.2f}× `{reference}`")
+        return (f"one loop that reads q and k once and writes them once; beyond a copy it costs its multiply-adds, which "
+                f"show where q and k sit in the cache, and a fixed cost per call (the same call on one position: "
+                f"{split})")
     if row.startswith("library half, ") and "compiled" not in row:
         variant = row.removeprefix("library half, ")
         compiled = f"library half, compiled, {variant}"
         return ("eager PyTorch has no one-pass op for half-layout pairs (complex numbers need the two members side by "
-                "side): four element-wise ops on the two halves, five in place; the same call compiled, one loop: "
+                "side): four element-wise ops on the two halves, five in place; the same call with compiled=True: "
                 f"{measured(compiled, floor_of(compiled, mode))} its floor")
     return ""
 
