@@ -46,7 +46,8 @@ from posenc_lib.encodings.score_bias.relative import (
 from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, resample_grid
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
-from posenc_lib.models import TinyTransformer
+from posenc_lib.models import LayerSpec, TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):
@@ -78,6 +79,9 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"attn_mask .*must have shape .*got \(1, 4\)"),
     ("model unknown pool", lambda: TinyTransformer(7, 3, pool="max"), ValueError, r"pool must be one of .*'max'"),
     ("model no vocab", lambda: TinyTransformer(None, 3), ValueError, r"vocab_size is required"),
+    ("mha window 0", lambda: MultiHeadAttention(16, 2, window=0), ValueError, r"window must be an int >= 1, got 0"),
+    ("model layer_specs wrong length", lambda: TinyTransformer(7, 3, n_layers=2, layer_specs=[LayerSpec(NoPosition())]),
+     ValueError, r"layer_specs must be a list of n_layers=2 LayerSpec objects, got 1 items"),
     ("train steps 0", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long)), steps=0),
      ValueError, r"steps must be a positive integer, got 0"),
     ("train data lengths", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long)), steps=1),
