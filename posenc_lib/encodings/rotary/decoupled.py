@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ...checks import check_float_tensor, check_int
+from ...checks import check_even_int, check_float_tensor, check_int
 from ...scheme import PositionScheme
 from .rope import Layout, RotaryPE
 from .scaling import yarn_mscale
@@ -66,6 +66,7 @@ class DecoupledRoPE(PositionScheme):
     ):
         super().__init__()
         self.nope_dim = check_int("nope_dim", nope_dim, minimum=0)
+        check_even_int("rope_dim", rope_dim)
         self.rope = RotaryPE(rope_dim, base=base, layout=layout, scaling=scaling, compiled=compiled)
         self.rope_dim = rope_dim
         self.head_dim = self.nope_dim + rope_dim

@@ -55,7 +55,7 @@ from ...checks import (
 from ...scheme import PositionScheme
 from .rope import LAYOUTS, Layout, apply_rope_qk, rope_cos_sin, rope_inv_freq
 
-__all__ = ["AXES", "mrope_axes", "mrope_cos_sin", "mrope_positions", "MRoPE"]
+__all__ = ["AXES", "mrope_axes", "default_mrope_section", "mrope_cos_sin", "mrope_positions", "MRoPE"]
 
 #: The three coordinates, in the order of the rows of the positions and of mrope_section.
 AXES: tuple[str, str, str] = ("t", "h", "w")
@@ -75,18 +75,28 @@ def mrope_axes(n_pairs: int, mrope_section: Sequence[int], interleaved: bool = F
     check_int("n_pairs", n_pairs)
     section = _check_section(mrope_section, n_pairs)
     if not interleaved:
-        return torch.repeat_interleave(torch.arange(3), torch.tensor(section))
-    i = torch.arange(n_pairs)
-    axes = torch.zeros(n_pairs, dtype=torch.int64)
-    axes[(i % 3 == 1) & (i < 3 * section[1])] = 1
-    axes[(i % 3 == 2) & (i < 3 * section[2])] = 2
-    counts = torch.bincount(axes, minlength=3).tolist()
-    if counts != section:
-        raise ValueError(
-            f"mrope_section = {section} cannot be interleaved over {n_pairs} pairs (t, h, w cycling gives "
-            f"{counts} pairs per axis); needs 3 * mrope_section[1] <= {n_pairs + 1} and 3 * mrope_section[2] <= {n_pairs}"
-        )
-    return axes
+        axes = [axis for axis, count in enumerate(section) for _ in range(count)]
+    else:  # plain Python, so that torch.compile sees a constant
+        axes = [1 if i % 3 == 1 and i < 3 * section[1] else 2 if i % 3 == 2 and i < 3 * section[2] else 0
+                for i in range(n_pairs)]
+        counts = [axes.count(axis) for axis in range(3)]
+        if counts != section:
+            raise ValueError(
+                f"mrope_section = {section} cannot be interleaved over {n_pairs} pairs (t, h, w cycling gives "
+                f"{counts} pairs per axis); needs 3 * mrope_section[1] <= {n_pairs + 1} and 3 * mrope_section[2] <= {n_pairs}"
+            )
+    return torch.tensor(axes, dtype=torch.int64)
+
+
+def default_mrope_section(n_pairs: int, interleaved: bool = False) -> list[int]:
+    """The published split of the pairs scaled to n_pairs: Qwen2-VL's 16:24:24 (s_h = s_w = 3n // 8), or
+    Qwen3-VL's 24:20:20 for the interleaved order (s_h = s_w = 5n // 16); t takes the rest.
+
+    For 64 pairs (head_dim 128) these are exactly (16, 24, 24) and (24, 20, 20).
+    """
+    check_int("n_pairs", n_pairs)
+    spatial = 5 * n_pairs // 16 if interleaved else 3 * n_pairs // 8
+    return [n_pairs - 2 * spatial, spatial, spatial]
 
 
 def mrope_cos_sin(
@@ -173,7 +183,8 @@ class MRoPE(PositionScheme):
             :func:`mrope_positions`. Kept as a plain attribute (a constant of the layout, not a
             parameter: never in ``state_dict``).
         mrope_section: (s_t, s_h, s_w), pairs per axis, summing to head_dim // 2 (Qwen2-VL: (16, 24, 24)
-            for head_dim 128; Qwen3-VL interleaved: (24, 20, 20)).
+            for head_dim 128; Qwen3-VL interleaved: (24, 20, 20)). ``None``: those published
+            proportions scaled to this head (:func:`default_mrope_section`).
         base: rope_theta (Qwen2-VL: 1e6).
         interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
         layout: the pairing of dims, "half" (Hugging Face's Qwen models) or "interleaved".
@@ -187,7 +198,7 @@ class MRoPE(PositionScheme):
         self,
         head_dim: int,
         coordinates: Tensor,
-        mrope_section: Sequence[int],
+        mrope_section: Sequence[int] | None = None,
         base: float = 10000.0,
         interleaved: bool = False,
         layout: Layout = "half",
@@ -203,7 +214,10 @@ class MRoPE(PositionScheme):
         check_choice("layout", layout, LAYOUTS)
         self.base = check_number("base", base, above=1)
         self.head_dim, self.layout, self.interleaved = head_dim, layout, interleaved
+        if mrope_section is None:
+            mrope_section = default_mrope_section(head_dim // 2, interleaved)
         self.mrope_section = _check_section(mrope_section, head_dim // 2)
+        mrope_axes(head_dim // 2, self.mrope_section, interleaved)  # a section the cycling order can honour
         self.coordinates = coordinates.to(torch.int64)  # plain attribute: the layout's constants
         self.inv_freq = rope_inv_freq(head_dim, self.base)
 
