@@ -88,6 +88,19 @@ def qk(seq: int, batch: int = 2, head_dim: int = HEAD_DIM, seed: int = 0) -> tup
     return torch.randn(2, batch, N_HEADS, seq, head_dim, generator=gen).unbind(0)
 
 
+def compare_rotation(name: str, scheme, positions: torch.Tensor, hf_tables, apply, widen=halves) -> None:
+    """Our tables (widened to Hugging Face's full width by ``widen``) and rotated q, k against ``apply``'s, under ``name``."""
+    hf_cos, hf_sin = hf_tables
+    cos, sin = scheme.cos_sin(positions)
+    record(f"cos/sin {name}", widen(cos), hf_cos, tol=EXACT)
+    record(f"cos/sin {name}", widen(sin), hf_sin, tol=EXACT)
+    q, k = qk(positions.shape[-1], batch=positions.shape[0])
+    hf_q, hf_k = apply(q, k, hf_cos, hf_sin)
+    ours_q, ours_k = scheme.rotate_qk(q, k, positions)
+    record(f"rotated q, k {name}", ours_q, hf_q, tol=ROTATION)
+    record(f"rotated q, k {name}", ours_k, hf_k, tol=ROTATION)
+
+
 def causal_mask(seq: int, window: int | None = None) -> torch.Tensor:
     """Hugging Face's additive 4-D mask (1, 1, seq, seq): 0 where query i may see key j (j <= i, i - j < window), -inf elsewhere."""
     i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
@@ -152,15 +165,8 @@ def test_longrope_tables_and_rotation_match_phi3(partial):
         "short again": torch.arange(10, 30)[None],  # the choice is per call, not sticky
     }
     for name, positions in position_sets.items():
-        hf_cos, hf_sin = hf(torch.zeros(1), positions)
-        cos, sin = scheme.cos_sin(positions)
-        record("cos/sin Phi3RotaryEmbedding longrope", halves(cos), hf_cos, tol=EXACT)
-        record("cos/sin Phi3RotaryEmbedding longrope", halves(sin), hf_sin, tol=EXACT)
-        q, k = qk(positions.shape[1], batch=positions.shape[0])
-        hf_q, hf_k = phi3.apply_rotary_pos_emb(q, k, hf_cos, hf_sin)
-        ours_q, ours_k = scheme.rotate_qk(q, k, positions)
-        record(f"rotated q, k Phi-3 longrope (partial {partial})", ours_q, hf_q, tol=ROTATION)
-        record(f"rotated q, k Phi-3 longrope (partial {partial})", ours_k, hf_k, tol=ROTATION)
+        compare_rotation(f"Phi3RotaryEmbedding longrope (partial {partial})", scheme, positions,
+                         hf(torch.zeros(1), positions), phi3.apply_rotary_pos_emb)
         long = positions.max() + 1 > L0
         assert torch.equal(scheme.cos_sin(positions)[0], rope_cos_sin(
             positions, scheme.inv_freq_long if long else scheme.inv_freq, scheme.attention_factor)[0]), name
@@ -486,15 +492,8 @@ def test_cohere_rotary_is_the_interleaved_layout():
     hf = cohere.CohereRotaryEmbedding(config)
     scheme = RotaryPE(HEAD_DIM, base=10000.0, layout="interleaved")
     positions = torch.randint(0, 8000, (2, 25), generator=torch.Generator().manual_seed(11))
-    hf_cos, hf_sin = hf(torch.zeros(1), positions)
-    cos, sin = scheme.cos_sin(positions)
-    record("cos/sin CohereRotaryEmbedding", cos.repeat_interleave(2, -1), hf_cos, tol=EXACT)
-    record("cos/sin CohereRotaryEmbedding", sin.repeat_interleave(2, -1), hf_sin, tol=EXACT)
-    q, k = qk(25)
-    hf_q, hf_k = cohere.apply_rotary_pos_emb(q, k, hf_cos, hf_sin)
-    ours_q, ours_k = scheme.rotate_qk(q, k, positions)
-    record("rotated q, k Cohere apply_rotary_pos_emb", ours_q, hf_q, tol=ROTATION)
-    record("rotated q, k Cohere apply_rotary_pos_emb", ours_k, hf_k, tol=ROTATION)
+    compare_rotation("CohereRotaryEmbedding (interleaved)", scheme, positions, hf(torch.zeros(1), positions),
+                     cohere.apply_rotary_pos_emb, widen=lambda table: table.repeat_interleave(2, -1))
 
 
 def test_cohere2_rotates_only_its_sliding_window_layers():
@@ -524,23 +523,17 @@ def test_cohere2_rotates_only_its_sliding_window_layers():
 
 def test_gemma3_bases_by_layer_type():
     """Gemma 3 (4B and larger): local layers base 1e4, global layers base 1e6 with linear scaling x8."""
-    config = Gemma3TextConfig(**TINY, head_dim=HEAD_DIM, sliding_window=8, layer_types=["sliding_attention", "full_attention"], rope_parameters={
-        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0}})
+    config = Gemma3TextConfig(
+        **TINY, head_dim=HEAD_DIM, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0}})
     hf = gemma3.Gemma3RotaryEmbedding(config)
     schemes = {"sliding_attention": RotaryPE(HEAD_DIM, base=10000.0),
                "full_attention": RotaryPE(HEAD_DIM, base=1e6, scaling={"rope_type": "linear", "factor": 8.0})}
     positions = torch.randint(0, 30000, (2, 21), generator=torch.Generator().manual_seed(14))
     for layer_type, scheme in schemes.items():
-        hf_cos, hf_sin = hf(torch.zeros(1), positions, layer_type)
-        cos, sin = scheme.cos_sin(positions)
-        record(f"cos/sin Gemma3RotaryEmbedding {layer_type}", halves(cos), hf_cos, tol=EXACT)
-        record(f"cos/sin Gemma3RotaryEmbedding {layer_type}", halves(sin), hf_sin, tol=EXACT)
-        q, k = qk(21)
-        hf_q, hf_k = gemma3.apply_rotary_pos_emb(q, k, hf_cos, hf_sin)
-        ours_q, ours_k = scheme.rotate_qk(q, k, positions)
-        record("rotated q, k Gemma 3 apply_rotary_pos_emb", ours_q, hf_q, tol=ROTATION)
-        record("rotated q, k Gemma 3 apply_rotary_pos_emb", ours_k, hf_k, tol=ROTATION)
+        compare_rotation(f"Gemma3RotaryEmbedding {layer_type}", scheme, positions,
+                         hf(torch.zeros(1), positions, layer_type), gemma3.apply_rotary_pos_emb)
 
 
 # ============================================================================ the bridge itself, on a plain Llama layer

@@ -55,11 +55,7 @@ from ...checks import (
 from ...scheme import PositionScheme
 from .rope import LAYOUTS, Layout, apply_rope_qk, rope_cos_sin, rope_inv_freq
 
-__all__ = ["AXES", "mrope_axes", "default_mrope_section", "mrope_cos_sin", "mrope_positions", "MRoPE"]
-
-#: The three coordinates, in the order of the rows of the positions and of mrope_section.
-AXES: tuple[str, str, str] = ("t", "h", "w")
-
+__all__ = ["mrope_axes", "default_mrope_section", "mrope_cos_sin", "mrope_positions", "MRoPE"]
 
 def mrope_axes(n_pairs: int, mrope_section: Sequence[int], interleaved: bool = False) -> Tensor:
     """The axis each rotary pair reads: (n_pairs,) int64, 0 = t, 1 = h, 2 = w.

@@ -19,23 +19,23 @@ Each type is one entry of :data:`ROPE_SCALINGS` (as Hugging Face's ``ROPE_INIT_F
 the keys it reads and the function that computes its frequencies. Adding a type is adding
 an entry.
 
-=========  ====================================================================
-rope_type  what changes (s = factor, L0 = original_max_position_embeddings)
-=========  ====================================================================
-default    nothing: theta_i = base^(-2i/d)
-linear     every theta_i / s (positions squeezed into the trained range)
-ntk        base * s^(d/(d-2)): high frequencies barely move, low ones ~ / s
-dynamic    ntk with s' = s*L/L0 - (s-1) for the current length L > L0, else default
-yarn       per-frequency ramp between theta_i / s (slow dims) and theta_i (fast dims),
-           and cos, sin times 0.1 ln(s) + 1
-llama3     wavelengths above L0/low_freq_factor / s, below L0/high_freq_factor kept,
-           a smooth blend between
-longrope   theta_i / r_i with one fitted factor r_i per pair: ``short_factor`` while the
-           current length L <= L0, ``long_factor`` beyond; cos, sin times
-           sqrt(1 + ln(s) / ln(L0)) at every length (Phi-3)
+============  =================================================================
+rope_type     what changes (s = factor, L0 = original_max_position_embeddings)
+============  =================================================================
+default       nothing: theta_i = base^(-2i/d)
+linear        every theta_i / s (positions squeezed into the trained range)
+ntk           base * s^(d/(d-2)): high frequencies barely move, low ones ~ / s
+dynamic       ntk with s' = s*L/L0 - (s-1) for the current length L > L0, else default
+yarn          per-frequency ramp between theta_i / s (slow dims) and theta_i (fast dims),
+              and cos, sin times 0.1 ln(s) + 1
+llama3        wavelengths above L0/low_freq_factor / s, below L0/high_freq_factor kept,
+              a smooth blend between
+longrope      theta_i / r_i with one fitted factor r_i per pair: ``short_factor`` while the
+              current length L <= L0, ``long_factor`` beyond; cos, sin times
+              sqrt(1 + ln(s) / ln(L0)) at every length (Phi-3)
 proportional  theta_i = base^(-2i/d) over the full head, 0 for the slowest pairs beyond
-           int(p d / 2) (not rotated), all / s (Gemma 4; Barbero et al.'s p-RoPE)
-=========  ====================================================================
+              int(p d / 2) (not rotated), all / s (Gemma 4; Barbero et al.'s p-RoPE)
+============  =================================================================
 
 ``partial_rotary_factor`` p means two different things, both read by :func:`rope_frequencies`
 (``_rotary_dim``), one code path:
