@@ -1,0 +1,318 @@
+"""How today's model families encode position, read offline from ``transformers`` config classes (notebook 08, section 1).
+
+:data:`FAMILIES` has one entry per family: the config a learner would load, built from its
+``transformers`` config class without any download, what its scheme is called, and the course
+notebook that teaches the idea. Where a class's defaults are not the published model's (``LlamaConfig()``
+is Llama-2-like, with a 2048 context), the entry passes the published values to the constructor,
+each with a comment naming its source: the model's ``config.json`` on the Hugging Face Hub. Every
+number in :func:`family_table` is then read from the config object by the readers below, the way
+transformers 5.x stores it.
+
+The v4 -> v5 change. transformers 4.x kept the base as ``config.rope_theta`` and the scaling as
+``config.rope_scaling``; 5.x keeps both in ``config.rope_parameters`` (``rope_theta`` inside it),
+and for models with a base per layer type (Gemma 3 and 4) ``rope_parameters`` is a dict per layer
+type. ``config.rope_theta`` no longer exists, so code written for 4.x that reads
+``getattr(config, "rope_theta", 10000.0)`` silently gets 10000 for every model: Llama 3.1's
+500000 becomes 10000 (:func:`legacy_rope_theta` is that code; :func:`rope_theta` reads it right).
+
+Which layers rotate (:func:`rotating_layers`) is a per-layer decision in some families, read from
+three kinds of config field:
+
+* ``no_rope_layers`` (SmolLM3, Llama 4): one flag per layer, **1 = the layer uses RoPE** (the name
+  says the opposite); by default a NoPE layer every ``no_rope_layer_interval`` = 4 layers.
+* ``layer_types`` (Cohere2): RoPE only on "sliding_attention" layers, and only when the config has
+  a ``sliding_window`` (Hugging Face's ``Cohere2Attention`` rotates when its window is set); the
+  global layers have no position encoding at all.
+* ``layer_types`` (Gemma 2/3/4): every layer rotates, with the rope parameters of its layer type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import transformers
+
+__all__ = [
+    "Family",
+    "FAMILIES",
+    "family_table",
+    "rope_parameters",
+    "rope_theta",
+    "legacy_rope_theta",
+    "rotating_layers",
+    "layer_pattern",
+]
+
+PretrainedConfig = transformers.PretrainedConfig
+#: model types whose attention rotates only on its sliding-window layers (Hugging Face's Cohere2Attention)
+ROPE_ON_SLIDING_ONLY: frozenset[str] = frozenset({"cohere2"})
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family: its name, how to build its config offline, its scheme, and where the course teaches it.
+
+    config: builds the ``transformers`` config (class defaults, or published values where the defaults
+        are not the published model's); source: where the values come from ("class defaults", or the
+        Hugging Face Hub model id whose config.json gives them); notebook: the course notebook that
+        teaches the idea.
+    """
+
+    name: str
+    config: Callable[[], PretrainedConfig]
+    scheme: str
+    notebook: str
+    source: str = "class defaults"
+
+
+def _llama_3_1() -> PretrainedConfig:
+    # meta-llama/Llama-3.1-8B, config.json: 128K context from an 8K pre-training length, Llama 3 scaling
+    return transformers.LlamaConfig(
+        max_position_embeddings=131072,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    )
+
+
+def _phi_3() -> PretrainedConfig:
+    # microsoft/Phi-3-mini-128k-instruct, config.json: LongRoPE from 4096 to 131072 tokens, base 10000. Its
+    # short_factor and long_factor are 48 fitted numbers each (head_dim 96); they are not reproduced here (no
+    # download): all ones of the right length stand in for them, and no column of the table reads them.
+    pairs = 3072 // 32 // 2
+    return transformers.Phi3Config(
+        max_position_embeddings=131072, original_max_position_embeddings=4096,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * pairs,
+                         "long_factor": [1.0] * pairs},
+    )
+
+
+def _deepseek_v3() -> PretrainedConfig:
+    # deepseek-ai/DeepSeek-V3, config.json: YaRN x40 from 4096 to 163840 tokens, DeepSeek's mscale pair
+    return transformers.DeepseekV3Config(
+        max_position_embeddings=163840,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                         "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
+                         "mscale": 1.0, "mscale_all_dim": 1.0},
+    )
+
+
+def _gemma_3() -> PretrainedConfig:
+    # google/gemma-3-12b-it, config.json (text_config): local base 10000 (rope_local_base_freq), global base 1e6
+    # with linear scaling x8 (rope_scaling), window 1024, 48 layers (5 local : 1 global)
+    return transformers.Gemma3TextConfig(
+        num_hidden_layers=48, sliding_window=1024,
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0}},
+    )
+
+
+def _qwen_7b(config_class: type, **published: Any) -> Callable[[], PretrainedConfig]:
+    """A Qwen 7B model: 28 layers (Qwen/Qwen2-7B-Instruct, Qwen/Qwen2-VL-7B-Instruct, Qwen/Qwen2.5-VL-7B-Instruct,
+    config.json), base 1e6 (rope_theta), and whatever else ``published`` passes."""
+    return lambda: config_class(num_hidden_layers=28, **published)
+
+
+#: the rope parameters of Qwen/Qwen2-VL-7B-Instruct and Qwen/Qwen2.5-VL-7B-Instruct (config.json: rope_scaling
+#: {"type": "mrope", "mrope_section": [16, 24, 24]}: 16 + 24 + 24 = 64 pairs of a 128-wide head; rope_theta 1e6)
+_QWEN_VL_ROPE = {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [16, 24, 24]}
+
+
+#: One entry per family, in the order of the course's table.
+FAMILIES: list[Family] = [
+    Family("BERT", transformers.BertConfig, "learned absolute", "02_learnable.ipynb"),
+    Family("GPT-2", transformers.GPT2Config, "learned absolute", "02_learnable.ipynb"),
+    Family("T5", transformers.T5Config, "relative buckets (score bias)", "05_relative_biases.ipynb"),
+    Family("Bloom", transformers.BloomConfig, "ALiBi (score bias)", "05_relative_biases.ipynb"),
+    Family("GPT-NeoX / Pythia", transformers.GPTNeoXConfig, "RoPE, partial", "03_rope.ipynb"),
+    Family("Phi (phi-1, phi-1.5)", transformers.PhiConfig, "RoPE, partial", "03_rope.ipynb"),
+    Family("Llama 2", lambda: transformers.LlamaConfig(max_position_embeddings=4096),  # meta-llama/Llama-2-7b-hf: 4096
+           "RoPE", "03_rope.ipynb", "meta-llama/Llama-2-7b-hf config.json: max_position_embeddings"),
+    Family("Llama 3.1", _llama_3_1, "RoPE, Llama 3 scaling", "06_length_extrapolation.ipynb",
+           "meta-llama/Llama-3.1-8B config.json: rope parameters, max_position_embeddings"),
+    Family("Llama 4", transformers.Llama4TextConfig, "RoPE on chunked layers, NoPE + temperature on the others",
+           "05_relative_biases.ipynb"),
+    Family("Mistral", lambda: transformers.MistralConfig(max_position_embeddings=32768),  # mistralai/Mistral-7B-v0.1
+           "RoPE, sliding window", "03_rope.ipynb", "mistralai/Mistral-7B-v0.1 config.json: max_position_embeddings"),
+    Family("Qwen2", _qwen_7b(transformers.Qwen2Config, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+           "RoPE", "03_rope.ipynb", "Qwen/Qwen2-7B-Instruct config.json: rope_theta, layers"),
+    Family("Qwen3", lambda: transformers.Qwen3Config(  # Qwen/Qwen3-8B, config.json: base 1e6, 40960 positions, 36 layers
+        num_hidden_layers=36, max_position_embeddings=40960, rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+           "RoPE", "03_rope.ipynb", "Qwen/Qwen3-8B config.json: rope_theta, max_position_embeddings, layers"),
+    Family("Qwen2-VL", _qwen_7b(transformers.Qwen2VLTextConfig, rope_parameters=_QWEN_VL_ROPE),
+           "M-RoPE, sectioned (t, h, w)", "04_vision.ipynb",
+           "Qwen/Qwen2-VL-7B-Instruct config.json: rope parameters, layers"),
+    Family("Qwen2.5-VL", _qwen_7b(transformers.Qwen2_5_VLTextConfig, rope_parameters=_QWEN_VL_ROPE),
+           "M-RoPE, sectioned (t, h, w)", "04_vision.ipynb",
+           "Qwen/Qwen2.5-VL-7B-Instruct config.json: rope parameters, layers"),
+    Family("Qwen3-VL", lambda: transformers.Qwen3VLTextConfig(  # the section Qwen3VLTextRotaryEmbedding falls back to
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [24, 20, 20],
+                         "mrope_interleaved": True}),
+           "M-RoPE, interleaved (t, h, w)", "04_vision.ipynb",
+           "class defaults; mrope_section: Qwen3VLTextRotaryEmbedding's default"),
+    Family("Gemma 2", transformers.Gemma2Config, "RoPE, local and global layers", "03_rope.ipynb"),
+    Family("Gemma 3", _gemma_3, "RoPE, a base per layer type", "06_length_extrapolation.ipynb",
+           "google/gemma-3-12b-it config.json: rope parameters, sliding_window, layers"),
+    Family("Gemma 4", transformers.Gemma4TextConfig, "RoPE local, proportional (p-RoPE) global", "03_rope.ipynb"),
+    Family("Phi-3", _phi_3, "RoPE, LongRoPE", "06_length_extrapolation.ipynb",
+           "microsoft/Phi-3-mini-128k-instruct config.json: rope type, base, lengths (factor lists not reproduced)"),
+    Family("DeepSeek-V3", _deepseek_v3, "decoupled RoPE (MLA), YaRN", "06_length_extrapolation.ipynb",
+           "deepseek-ai/DeepSeek-V3 config.json: rope parameters, max_position_embeddings"),
+    Family("SmolLM3", transformers.SmolLM3Config, "RoPE, NoPE every 4th layer", "05_relative_biases.ipynb"),
+    Family("Cohere2", transformers.Cohere2Config, "RoPE (interleaved) on sliding layers only", "05_relative_biases.ipynb"),
+]
+
+
+# ----------------------------------------------------------------------------- readers (transformers 5.x)
+
+
+def rope_parameters(config: PretrainedConfig, layer_type: str | None = None) -> dict[str, Any] | None:
+    """The rope parameters of ``config`` the v5 way: ``config.rope_parameters`` (base inside, as ``rope_theta``).
+
+    For a config with a dict per layer type (Gemma 3 and 4) give ``layer_type``, one of
+    ``config.layer_types``; for the others ``layer_type`` must be None or one of the config's layer
+    types (they share one dict). None for a model without RoPE (BERT, GPT-2, T5, Bloom).
+
+    Raises ValueError naming ``layer_type`` when it is unknown, or missing for a per-layer-type config.
+    """
+    params = getattr(config, "rope_parameters", None) or None
+    layer_types = list(dict.fromkeys(getattr(config, "layer_types", None) or []))
+    if layer_type is not None and layer_type not in layer_types:
+        raise ValueError(f"layer_type must be one of {layer_types} (config.layer_types of {type(config).__name__}), "
+                         f"got {layer_type!r}")
+    typed = _per_layer_type(config)
+    if params is None or not typed:
+        return params
+    if layer_type is None:
+        raise ValueError(f"layer_type must be given for {type(config).__name__}, whose rope_parameters has one dict "
+                         f"per layer type; one of {typed}, got None")
+    return params.get(layer_type)
+
+
+def rope_theta(config: PretrainedConfig, layer_type: str | None = None) -> float | None:
+    """The RoPE base, read correctly in transformers 5.x: ``config.rope_parameters["rope_theta"]`` (None without RoPE)."""
+    params = rope_parameters(config, layer_type)
+    return None if params is None else float(params["rope_theta"])
+
+
+def legacy_rope_theta(config: PretrainedConfig) -> float:
+    """The transformers 4.x habit, kept to show the bug: ``getattr(config, "rope_theta", 10000.0)``.
+
+    In 5.x the base lives in ``config.rope_parameters``, the attribute is gone, and this returns
+    10000 for every config: Llama 3.1's 500000, Qwen3's 1e6, silently. Use :func:`rope_theta`.
+    """
+    return getattr(config, "rope_theta", 10000.0)
+
+
+def rotating_layers(config: PretrainedConfig) -> list[bool]:
+    """One flag per layer: True when the layer rotates its queries and keys (RoPE), False for a NoPE layer.
+
+    Read from ``no_rope_layers`` (1 = RoPE: SmolLM3, Llama 4), from ``layer_types`` for the models
+    that rotate only their sliding-window layers (Cohere2, and only when ``sliding_window`` is set),
+    else every layer of a model with rope parameters rotates and none of a model without.
+    """
+    n = config.num_hidden_layers
+    if getattr(config, "rope_parameters", None) is None and getattr(config, "rope_theta", None) is None:
+        return [False] * n
+    no_rope_layers = getattr(config, "no_rope_layers", None)
+    if no_rope_layers is not None:
+        return [bool(flag) for flag in no_rope_layers[:n]]
+    if config.model_type in ROPE_ON_SLIDING_ONLY:
+        window = getattr(config, "sliding_window", None)
+        return [layer_type == "sliding_attention" and window is not None for layer_type in config.layer_types[:n]]
+    return [True] * n
+
+
+def layer_pattern(flags: list[bool]) -> str:
+    """Rotating layers as text: "all 32", "none", or "27 of 36: RRRN x 9" (R rotates, N does not; the shortest period)."""
+    n, rotating = len(flags), sum(flags)
+    if rotating in (0, n):
+        return "none" if rotating == 0 else f"all {n}"
+    period = next(p for p in range(1, n + 1) if all(flags[i] == flags[i % p] for i in range(n)))
+    unit = "".join("R" if f else "N" for f in flags[:period])
+    repeat = f" x {n // period}" + (f" + {''.join('R' if f else 'N' for f in flags[: n % period])}" if n % period else "")
+    return f"{rotating} of {n}: {unit}{repeat}" if period < n else f"{rotating} of {n}: {unit}"
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def family_table(families: list[Family] | None = None) -> pd.DataFrame:
+    """One row per family, every value read from its config object (nothing downloaded).
+
+    Columns: family, config class, scheme, base (rope_theta; one per layer type where they differ),
+    scaling type, factor, rotary fraction, context length (max_position_embeddings), layers that
+    rotate (:func:`layer_pattern` of :func:`rotating_layers`, and "sliding only" for Cohere2),
+    notebook (the course notebook that teaches the idea), values from (class defaults or the model id).
+    """
+    rows = []
+    for family in FAMILIES if families is None else families:
+        config = family.config()
+        per_type = _per_layer_type(config)
+        params = {None: rope_parameters(config)} if not per_type else {t: rope_parameters(config, t) for t in per_type}
+        flags = rotating_layers(config)
+        rotate = layer_pattern(flags)
+        if config.model_type in ROPE_ON_SLIDING_ONLY and any(flags):
+            rotate = f"sliding only, {rotate}"
+        rows.append({
+            "family": family.name,
+            "config class": type(config).__name__,
+            "scheme": family.scheme,
+            "base": _by_type(params, lambda p: _number(p["rope_theta"])),
+            "scaling type": _by_type(params, lambda p: p.get("rope_type", "default")),
+            "factor": _by_type(params, lambda p: _factor(config, p)),
+            "rotary fraction": _by_type(params, lambda p: _fraction(config, p)),
+            "context length": _number(getattr(config, "max_position_embeddings", None)),
+            "layers that rotate": rotate,
+            "notebook": family.notebook,
+            "values from": family.source,
+        })
+    return pd.DataFrame(rows)
+
+
+def _per_layer_type(config: PretrainedConfig) -> list[str]:
+    """The layer types that have rope parameters of their own ([] when the config has one dict for all layers)."""
+    layer_types = list(dict.fromkeys(getattr(config, "layer_types", None) or []))
+    params = getattr(config, "rope_parameters", None) or {}
+    return [t for t in layer_types if isinstance(params.get(t), dict)]
+
+
+def _by_type(params: dict[str | None, dict[str, Any] | None], value: Callable[[dict[str, Any]], str]) -> str:
+    """One value, or "value (layer type) / ..." where the layer types differ; "—" without RoPE."""
+    values = {t: "—" if p is None else value(p) for t, p in params.items()}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return " / ".join(f"{v} ({t.removesuffix('_attention')})" for t, v in values.items())
+
+
+def _number(value: float | int | None) -> str:
+    """500000.0 -> "500,000"; 0.25 -> "0.25"; None -> "—"."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+def _factor(config: PretrainedConfig, params: dict[str, Any]) -> str:
+    """The scaling factor; LongRoPE without one: max_position_embeddings / original, as Hugging Face derives it."""
+    if params.get("factor") is not None:
+        return _number(params["factor"])
+    if params.get("rope_type") == "longrope":
+        original = params["original_max_position_embeddings"]
+        return f"{_number(config.max_position_embeddings / original)} ({config.max_position_embeddings} / {original})"
+    return "—"
+
+
+def _fraction(config: PretrainedConfig, params: dict[str, Any]) -> str:
+    """Rotated fraction of a head: partial_rotary_factor (p-RoPE's p for proportional), DeepSeek's rope slice, and
+    M-RoPE's pairs per axis."""
+    rope_dim = getattr(config, "qk_rope_head_dim", None)
+    if rope_dim is not None:
+        width = rope_dim + config.qk_nope_head_dim
+        return f"{_number(rope_dim / width)} ({rope_dim} of {width} dims)"
+    fraction = _number(params.get("partial_rotary_factor", 1.0))
+    if params.get("mrope_section") is not None:
+        order = "interleaved" if params.get("mrope_interleaved") else "sectioned"
+        return f"{fraction} (t/h/w pairs {'/'.join(map(str, params['mrope_section']))}, {order})"
+    return f"{fraction} (p-RoPE)" if params.get("rope_type") == "proportional" else fraction

@@ -1,0 +1,180 @@
+"""posenc_lib.course.families: the table of model families, the v5 rope readers, and which layers rotate.
+
+Which layers rotate is checked against the Hugging Face attention modules themselves, on tiny
+configs: each module is run twice with the rotary tables of two different position ranges, and its
+output changes exactly when the layer rotates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+from transformers.models.cohere2 import modeling_cohere2 as cohere2  # noqa: E402
+from transformers.models.gemma3 import modeling_gemma3 as gemma3  # noqa: E402
+from transformers.models.llama4 import modeling_llama4 as llama4  # noqa: E402
+from transformers.models.smollm3 import modeling_smollm3 as smollm3  # noqa: E402
+
+from posenc_lib.course.families import (  # noqa: E402
+    FAMILIES,
+    family_table,
+    layer_pattern,
+    legacy_rope_theta,
+    rope_parameters,
+    rope_theta,
+    rotating_layers,
+)
+
+COLUMNS = ["family", "config class", "scheme", "base", "scaling type", "factor", "rotary fraction", "context length",
+           "layers that rotate", "notebook", "values from"]
+TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=8, intermediate_size=64,
+            vocab_size=128, bos_token_id=0, eos_token_id=1, pad_token_id=2)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return family_table().set_index("family")
+
+
+def family(name: str):
+    return next(f for f in FAMILIES if f.name == name).config()
+
+
+def test_table_has_one_row_per_family_and_the_documented_columns(table):
+    assert list(table.reset_index().columns) == COLUMNS
+    assert list(table.index) == [f.name for f in FAMILIES]
+    assert set(table["notebook"]) <= {p.name for p in (Path(__file__).parents[1] / "notebooks").glob("*.ipynb")}
+    no_rope = ["BERT", "GPT-2", "T5", "Bloom"]
+    assert (table.loc[no_rope, ["base", "scaling type", "rotary fraction"]] == "—").all().all()
+    assert (table.loc[no_rope, "layers that rotate"] == "none").all()
+
+
+@pytest.mark.parametrize("name, column, expected", [
+    ("Llama 2", "base", "10,000"),
+    ("Llama 2", "context length", "4,096"),
+    ("Llama 3.1", "base", "500,000"),
+    ("Llama 3.1", "scaling type", "llama3"),
+    ("Llama 3.1", "factor", "8"),
+    ("Llama 3.1", "context length", "131,072"),
+    ("GPT-NeoX / Pythia", "rotary fraction", "0.25"),
+    ("Phi (phi-1, phi-1.5)", "rotary fraction", "0.5"),
+    ("Gemma 3", "base", "10,000 (sliding) / 1,000,000 (full)"),
+    ("Gemma 3", "scaling type", "default (sliding) / linear (full)"),
+    ("Gemma 4", "scaling type", "default (sliding) / proportional (full)"),
+    ("Gemma 4", "rotary fraction", "1 (sliding) / 0.25 (p-RoPE) (full)"),
+    ("Qwen2-VL", "rotary fraction", "1 (t/h/w pairs 16/24/24, sectioned)"),
+    ("Qwen3-VL", "rotary fraction", "1 (t/h/w pairs 24/20/20, interleaved)"),
+    ("Phi-3", "scaling type", "longrope"),
+    ("Phi-3", "factor", "32 (131072 / 4096)"),
+    ("DeepSeek-V3", "scaling type", "yarn"),
+    ("DeepSeek-V3", "factor", "40"),
+    ("DeepSeek-V3", "rotary fraction", "0.333333 (64 of 192 dims)"),
+    ("DeepSeek-V3", "context length", "163,840"),
+    ("SmolLM3", "layers that rotate", "27 of 36: RRRN x 9"),
+    ("Llama 4", "layers that rotate", "36 of 48: RRRN x 12"),
+    ("Cohere2", "layers that rotate", "sliding only, 30 of 40: RRRN x 10"),
+    ("Gemma 2", "layers that rotate", "all 26"),
+])
+def test_table_values_read_from_the_configs(table, name, column, expected):
+    assert table.loc[name, column] == expected
+
+
+def test_published_values_override_class_defaults():
+    """LlamaConfig() is Llama-2-like with a 2048 context: the table passes the published values instead."""
+    assert transformers.LlamaConfig().max_position_embeddings == 2048
+    assert rope_theta(transformers.LlamaConfig()) == 10000.0
+    assert family("Llama 3.1").rope_parameters["rope_type"] == "llama3"
+
+
+def test_v4_reader_silently_falls_back_to_10000():
+    """transformers 5.x moved rope_theta into rope_parameters: the 4.x habit getattr(config, "rope_theta", 10000.0)
+    gets 10000 for Llama 3.1 (500000) without any error; the v5 reader gets 500000."""
+    config = family("Llama 3.1")
+    assert not hasattr(config, "rope_theta")
+    assert legacy_rope_theta(config) == 10000.0
+    assert rope_theta(config) == 500000.0
+    # even when the old keyword is passed, 5.x moves it inside rope_parameters
+    old_style = transformers.LlamaConfig(rope_theta=500000.0)
+    assert legacy_rope_theta(old_style) == 10000.0 and rope_theta(old_style) == 500000.0
+    assert legacy_rope_theta(family("Qwen3")) == 10000.0 and rope_theta(family("Qwen3")) == 1e6
+
+
+def test_rope_parameters_by_layer_type():
+    gemma = family("Gemma 3")
+    assert rope_theta(gemma, "sliding_attention") == 10000.0 and rope_theta(gemma, "full_attention") == 1e6
+    assert rope_parameters(gemma, "full_attention")["factor"] == 8.0
+    with pytest.raises(ValueError, match=r"layer_type must be given for Gemma3TextConfig.*got None"):
+        rope_theta(gemma)
+    with pytest.raises(ValueError, match=r"layer_type must be one of \['sliding_attention', 'full_attention'\].*'global'"):
+        rope_parameters(gemma, "global")
+    cohere = family("Cohere2")  # one dict shared by its layer types
+    assert rope_parameters(cohere, "sliding_attention") is rope_parameters(cohere)
+    assert rope_parameters(family("BERT")) is None and rope_theta(family("T5")) is None
+
+
+def test_layer_pattern():
+    assert layer_pattern([True, True, True, False] * 3) == "9 of 12: RRRN x 3"
+    assert layer_pattern([True] * 4) == "all 4" and layer_pattern([False] * 3) == "none"
+    assert layer_pattern([True, False, False]) == "1 of 3: RNN"
+    assert layer_pattern([True, True, False, True, True]) == "4 of 5: RRN x 1 + RR"
+
+
+# ----------------------------------------------------------------------------- which layers rotate, as the modules do it
+
+
+def rotates(attention, position_embeddings, x: torch.Tensor) -> bool:
+    """Does the module's output depend on the rotary tables it is given? (two position ranges, same tokens)"""
+    with torch.no_grad():
+        a = attention(x, position_embeddings(0), None)[0]
+        b = attention(x, position_embeddings(1000), None)[0]
+    return not torch.allclose(a, b)
+
+
+def module_flags(config, attention_class, rotary) -> list[bool]:
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    x = torch.randn(1, 6, config.hidden_size)
+    return [rotates(attention_class(config, layer_idx=i).eval(), lambda offset: rotary(torch.arange(offset, offset + 6)[None]), x)
+            for i in range(config.num_hidden_layers)]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"no_rope_layer_interval": 3}, {"no_rope_layers": [1, 0, 0, 1, 1, 1, 0, 1]}])
+def test_rotating_layers_match_smollm3(kwargs):
+    config = transformers.SmolLM3Config(**TINY, **kwargs)
+    rotary = smollm3.SmolLM3RotaryEmbedding(config)
+    flags = module_flags(config, smollm3.SmolLM3Attention, lambda p: rotary(torch.zeros(1), p))
+    assert rotating_layers(config) == flags == [bool(smollm3.SmolLM3Attention(config, i).use_rope) for i in range(8)]
+    assert not all(flags) and any(flags)
+
+
+def test_rotating_layers_match_llama4():
+    config = transformers.Llama4TextConfig(**TINY, head_dim=16, intermediate_size_mlp=64)
+    rotary = llama4.Llama4TextRotaryEmbedding(config)
+    flags = module_flags(config, llama4.Llama4TextAttention, lambda p: rotary(torch.zeros(1), p))
+    assert rotating_layers(config) == flags == [True, True, True, False] * 2
+    assert [bool(llama4.Llama4TextAttention(config, i).use_rope) for i in range(8)] == flags
+
+
+@pytest.mark.parametrize("window", [4096, None], ids=["sliding_window", "no sliding_window"])
+def test_rotating_layers_match_cohere2(window):
+    """Cohere2 rotates its sliding layers only, and none at all when the config has no sliding_window."""
+    config = transformers.Cohere2Config(**TINY, sliding_window=window)
+    rotary = cohere2.Cohere2RotaryEmbedding(config)
+    flags = module_flags(config, cohere2.Cohere2Attention, lambda p: rotary(torch.zeros(1), p))
+    assert rotating_layers(config) == flags
+    assert flags == ([True, True, True, False] * 2 if window else [False] * 8)
+
+
+def test_rotating_layers_gemma3_every_layer_with_its_type():
+    config = transformers.Gemma3TextConfig(**TINY, head_dim=16, sliding_window=8)
+    rotary = gemma3.Gemma3RotaryEmbedding(config)
+    config._attn_implementation = "eager"
+    x = torch.randn(1, 6, 64, generator=torch.Generator().manual_seed(1))
+    flags = [rotates(gemma3.Gemma3Attention(config, layer_idx=i).eval(),
+                     lambda offset, t=t: rotary(torch.zeros(1), torch.arange(offset, offset + 6)[None], t), x)
+             for i, t in enumerate(config.layer_types)]
+    assert rotating_layers(config) == flags == [True] * 8
+    assert rotating_layers(transformers.BertConfig(num_hidden_layers=3)) == [False] * 3
