@@ -158,8 +158,7 @@ class MultiHeadAttention(nn.Module):
         past = 0 if cache is None else len(cache)
         positions = self._check_inputs(x, positions, attn_mask, causal, past)
 
-        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))  # project, split heads
-        q, k = self.scheme.rotate_qk(q, k, positions)  # rotate q and k (values never)
+        q, k, v = self.heads(x, positions)  # project, split heads, rotate q and k (values never)
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)  # keys are cached rotated
@@ -172,6 +171,15 @@ class MultiHeadAttention(nn.Module):
             return self.out(self._merge_heads(y)), weights
         y = self._attend(q, k, v, bias, attn_mask, causal, past, x)
         return self.out(self._merge_heads(y))
+
+    def heads(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v of x as the scores see them: projected, split into heads, q and k turned by ``scheme.rotate_qk``.
+
+        x: (batch, seq, d_model); positions: (batch, seq). Returns three (batch, heads, seq, head_dim) tensors.
+        """
+        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.scheme.rotate_qk(q, k, positions)
+        return q, k, v
 
     def _check_inputs(
         self, x: Tensor, positions: Tensor | None, attn_mask: Tensor | None, causal: bool, past: int

@@ -10,9 +10,9 @@ with RoPE beside global ones without (Cohere2), or two RoPE bases by layer type 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -25,6 +25,7 @@ from .scheme import NoPosition, PositionScheme, default_positions
 __all__ = ["LayerSpec", "TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "convert_rope_checkpoint"]
 
 Pool = Literal["none", "mean", "first", "last"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,29 @@ class TinyTransformer(nn.Module):
         used. Row ``i`` of a map holds how much query ``i`` attends to each key; rows sum to 1
         (0 for a query that may see no key). Puts the model in eval mode.
         """
-        maps: list[Tensor] = []
+        return self._per_layer(
+            lambda attn, x, layer_positions, mask, causal: attn.forward(x, layer_positions, mask, causal, return_weights=True)[1],
+            inputs, positions, attn_mask)
+
+    @torch.no_grad()
+    def queries_and_keys(self, inputs: Tensor, positions: Tensor | None = None) -> list[tuple[Tensor, Tensor]]:
+        """Every layer's queries and keys as its scores see them (rotated): a list of (q, k), each (batch, heads, seq, head_dim).
+
+        Arguments as for :meth:`forward`; each layer's :meth:`~posenc_lib.attention.MultiHeadAttention.heads`
+        is called on that layer's own input (a forward hook). Puts the model in eval mode.
+        """
+        return self._per_layer(lambda attn, x, layer_positions, mask, causal: attn.heads(x, layer_positions)[:2],
+                               inputs, positions)
+
+    def _per_layer(self, read: Callable[..., T], inputs: Tensor, positions: Tensor | None = None,
+                   attn_mask: Tensor | None = None) -> list[T]:
+        """``read(attention, x, positions, attn_mask, causal)`` for every layer, on the input that layer gets in one
+        forward pass (through forward hooks; no cache, so nothing is extended). ``read`` must call the layer's
+        ``forward`` (not the layer itself, which would run the hook again). Puts the model in eval mode."""
+        found: list[T] = []
 
         def record(module: nn.Module, args: tuple, output: Tensor) -> None:
-            x, layer_positions, mask, causal = args[:4]  # no cache here: the call below must not extend one
-            maps.append(module.forward(x, layer_positions, mask, causal, return_weights=True)[1])
+            found.append(read(module, *args[:4]))  # x, positions, attn_mask, causal
 
         hooks = [block.attn.register_forward_hook(record) for block in self.blocks]
         try:
@@ -154,7 +173,7 @@ class TinyTransformer(nn.Module):
         finally:
             for hook in hooks:
                 hook.remove()
-        return maps
+        return found
 
     def new_cache(self) -> list[KVCache]:
         """One empty :class:`KVCache` per layer, for incremental decoding."""

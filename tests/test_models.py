@@ -254,3 +254,18 @@ def test_a_nope_layer_among_rope_layers_changes_the_output(make_scheme):
 def test_bad_layer_specs(specs, error, match):
     with pytest.raises(error, match=match):
         model(layer_specs=specs)
+
+
+@pytest.mark.parametrize("name", ["none", "rotary"])
+def test_queries_and_keys_give_the_attention_weights(make_scheme, name):
+    """softmax(q k^T / sqrt(head_dim) + causal mask) of the recorded q and k is the model's own attention map."""
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    x = tokens(2, 7)
+    weights = net.attention_weights(x)
+    pairs = net.queries_and_keys(x)
+    assert len(pairs) == len(weights) == 2
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    for (q, k), w in zip(pairs, weights):
+        assert q.shape == k.shape == (2, 2, 7, 8)
+        scores = (q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~causal, float("-inf"))
+        assert_close(scores.softmax(-1), w)

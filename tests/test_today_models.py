@@ -47,7 +47,7 @@ from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl  # noqa: 
 from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl  # noqa: E402
 
 from posenc_lib.attention import MultiHeadAttention  # noqa: E402
-from posenc_lib.course.hf import attention_from_hf  # noqa: E402
+from posenc_lib.course.hf import attention_from_hf, causal_mask  # noqa: E402
 from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE  # noqa: E402
 from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
 from posenc_lib.encodings.rotary.rope import (  # noqa: E402
@@ -99,13 +99,6 @@ def compare_rotation(name: str, scheme, positions: torch.Tensor, hf_tables, appl
     ours_q, ours_k = scheme.rotate_qk(q, k, positions)
     record(f"rotated q, k {name}", ours_q, hf_q, tol=ROTATION)
     record(f"rotated q, k {name}", ours_k, hf_k, tol=ROTATION)
-
-
-def causal_mask(seq: int, window: int | None = None) -> torch.Tensor:
-    """Hugging Face's additive 4-D mask (1, 1, seq, seq): 0 where query i may see key j (j <= i, i - j < window), -inf elsewhere."""
-    i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
-    allowed = (j <= i) & ((i - j < window) if window is not None else True)
-    return torch.zeros(seq, seq).masked_fill(~allowed, float("-inf"))[None, None]
 
 
 # ============================================================================ LongRoPE (Phi-3)

@@ -7,7 +7,8 @@ check it. Only what both layers compute can be bridged: as many key/value heads 
 grouped-query attention), no normalisation of queries or keys, ``heads * head_dim == hidden_size``,
 and the scheme's score scale equal to the module's ``scaling``. Anything else raises an error that
 says what differs. The masks a Hugging Face model builds around the module (causal, padding,
-chunked) are the caller's business; a module's ``sliding_window`` becomes our ``window``.
+chunked) are the caller's business (:func:`causal_mask` builds the causal one, with or without a
+window); a module's ``sliding_window`` becomes our ``window``.
 
 Shapes: the returned layer maps x (batch, seq, hidden_size) to (batch, seq, hidden_size), like the module.
 """
@@ -20,10 +21,10 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..checks import is_int
+from ..checks import check_int, is_int
 from ..scheme import NoPosition, PositionScheme
 
-__all__ = ["attention_from_hf"]
+__all__ = ["attention_from_hf", "causal_mask"]
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 _QK_NORMS = ("q_norm", "k_norm", "qk_norm")
@@ -91,3 +92,17 @@ def attention_from_hf(module: nn.Module, scheme: PositionScheme | None = None) -
         attention.qkv.bias.copy_(torch.cat((q.bias, k.bias, v.bias)))
         attention.out.bias.copy_(o.bias)
     return attention.eval()
+
+
+def causal_mask(seq: int, window: int | None = None) -> torch.Tensor:
+    """Hugging Face's additive attention mask for one causal sequence: (1, 1, seq, seq) float32.
+
+    0 where query i may see key j (j <= i, and i - j < window when a window is given), -inf elsewhere: what a
+    Hugging Face model passes its attention modules as ``attention_mask`` (eager attention adds it to the scores).
+    """
+    check_int("seq", seq)
+    if window is not None:
+        check_int("window", window)
+    i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
+    allowed = (j <= i) & ((i - j < window) if window is not None else True)
+    return torch.zeros(seq, seq).masked_fill(~allowed, float("-inf"))[None, None]
