@@ -7,6 +7,7 @@ output changes exactly when the layer rotates.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -74,9 +75,19 @@ def test_table_has_one_row_per_family_and_the_documented_columns(table):
     ("DeepSeek-V3", "rotary fraction", "0.333333 (64 of 192 dims)"),
     ("DeepSeek-V3", "context length", "163,840"),
     ("SmolLM3", "layers that rotate", "27 of 36: RRRN x 9"),
+    ("SmolLM3", "base", "5,000,000"),
+    ("SmolLM3", "context length", "65,536"),
     ("Llama 4", "layers that rotate", "36 of 48: RRRN x 12"),
-    ("Cohere2", "layers that rotate", "sliding only, 30 of 40: RRRN x 10"),
+    ("Llama 4", "scaling type", "llama3"),
+    ("Llama 4", "factor", "16"),
+    ("Llama 4", "context length", "262,144"),
+    ("Cohere2", "layers that rotate", "sliding only, 24 of 32: RRRN x 8"),
+    ("Cohere2", "base", "50,000"),
     ("Gemma 2", "layers that rotate", "all 26"),
+    ("Gemma 4", "layers that rotate", "all 42"),
+    ("Qwen2.5-VL", "context length", "128,000"),
+    ("Qwen3-VL", "base", "5,000,000"),
+    ("Qwen3-VL", "context length", "262,144"),
 ])
 def test_table_values_read_from_the_configs(table, name, column, expected):
     assert table.loc[name, column] == expected
@@ -87,6 +98,36 @@ def test_published_values_override_class_defaults():
     assert transformers.LlamaConfig().max_position_embeddings == 2048
     assert rope_theta(transformers.LlamaConfig()) == 10000.0
     assert family("Llama 3.1").rope_parameters["rope_type"] == "llama3"
+
+
+def test_table_builds_quietly():
+    """Published configs trip transformers' validation warnings (Llama 4 Scout's equal low and high frequency factors,
+    Phi-3's original_max_position_embeddings): the table silences them while it builds, then gives the logger its
+    verbosity back, so a notebook cell shows no stderr."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    library_logger = logging.getLogger("transformers")
+    library_logger.addHandler(handler)
+    try:
+        verbosity = transformers.logging.get_verbosity()
+        family_table()
+        assert [r.getMessage() for r in records] == []
+        assert transformers.logging.get_verbosity() == verbosity
+        family("Llama 4")  # built outside the table, the warning is there: the check above can fail
+        assert any("high_freq_factor" in r.getMessage() for r in records)
+    finally:
+        library_logger.removeHandler(handler)
+
+
+def test_phi3_longrope_factors_are_one_per_pair_and_fitted():
+    """Phi-3-mini-128k's short and long factor lists: one per rotary pair of its 96-wide head, each rising from the
+    high-frequency pairs to the low ones, and different (the long list stretches the slow pairs ~65x)."""
+    params = family("Phi-3").rope_parameters
+    short, long = params["short_factor"], params["long_factor"]
+    assert len(short) == len(long) == 3072 // 32 // 2
+    assert short == sorted(short) and long == sorted(long)
+    assert short[0] >= 1.0 and long[0] >= 1.0 and long[-1] > 60 > short[-1]
 
 
 def test_v4_reader_silently_falls_back_to_10000():
