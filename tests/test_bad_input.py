@@ -154,7 +154,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"config\['factor'\] must be > 0, got 0\.0"),
     ("rope llama3 low >= high", lambda: rope_frequencies(8, {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64,
                                                              "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
-     ValueError, r"config\['low_freq_factor'\] must be < config\['high_freq_factor'\], got 4\.0 and 1\.0"),
+     ValueError, r"config\['low_freq_factor'\] must be <= config\['high_freq_factor'\], got 4\.0 and 1\.0"),
     ("rope partial factor 0", lambda: rope_frequencies(8, {"partial_rotary_factor": 0.0}), ValueError,
      r"config\['partial_rotary_factor'\] must be in \(0, 1\], got 0\.0"),
     ("rope float positions", lambda: rope_cos_sin(pos(5, dtype=torch.float32), rope_inv_freq(8)), TypeError,

@@ -26,6 +26,7 @@ from posenc_lib.course.families import (  # noqa: E402
     legacy_rope_theta,
     rope_parameters,
     rope_theta,
+    rotary_scheme,
     rotating_layers,
 )
 
@@ -219,3 +220,54 @@ def test_rotating_layers_gemma3_every_layer_with_its_type():
              for i, t in enumerate(config.layer_types)]
     assert rotating_layers(config) == flags == [True] * 8
     assert rotating_layers(transformers.BertConfig(num_hidden_layers=3)) == [False] * 3
+
+
+# rotary families -> (Hugging Face rotary module, its apply function, layer types); each built from the published config
+ROTARY = {
+    "GPT-NeoX / Pythia": ("gpt_neox.modeling_gpt_neox.GPTNeoXRotaryEmbedding", None),
+    "Phi (phi-1, phi-1.5)": ("phi.modeling_phi.PhiRotaryEmbedding", None),
+    "Llama 2": ("llama.modeling_llama.LlamaRotaryEmbedding", None),
+    "Llama 3.1": ("llama.modeling_llama.LlamaRotaryEmbedding", None),
+    "Mistral": ("mistral.modeling_mistral.MistralRotaryEmbedding", None),
+    "Qwen2": ("qwen2.modeling_qwen2.Qwen2RotaryEmbedding", None),
+    "Qwen3": ("qwen3.modeling_qwen3.Qwen3RotaryEmbedding", None),
+    "Gemma 2": ("gemma2.modeling_gemma2.Gemma2RotaryEmbedding", None),
+    "Gemma 3": ("gemma3.modeling_gemma3.Gemma3RotaryEmbedding", ["sliding_attention", "full_attention"]),
+    "Gemma 4": ("gemma4.modeling_gemma4.Gemma4TextRotaryEmbedding", ["sliding_attention", "full_attention"]),
+    "Phi-3": ("phi3.modeling_phi3.Phi3RotaryEmbedding", None),
+    "SmolLM3": ("smollm3.modeling_smollm3.SmolLM3RotaryEmbedding", None),
+    "Cohere2": ("cohere2.modeling_cohere2.Cohere2RotaryEmbedding", None),
+}
+
+
+def _module(path: str):
+    module, name = path.rsplit(".", 1)
+    return getattr(__import__(f"transformers.models.{module}", fromlist=[name]), name)
+
+
+@pytest.mark.parametrize("name", list(ROTARY))
+def test_rotary_scheme_of_each_published_config_gives_its_models_tables(name):
+    """rotary_scheme(config) computes the cos/sin tables of the family's own rotary module, bit for bit, at
+    positions below and far beyond the original context (LongRoPE switches its factors there)."""
+    path, layer_types = ROTARY[name]
+    config = family(name)
+    hf = _module(path)(config)
+    gen = torch.Generator().manual_seed(0)
+    for layer_type in layer_types or [None]:
+        ours = rotary_scheme(config, layer_type)
+        for positions in (torch.arange(64)[None], torch.randint(0, 120_000, (2, 48), generator=gen)):
+            hf_cos, hf_sin = hf(torch.zeros(1), positions, *([layer_type] if layer_type else []))
+            cos, sin = ours.cos_sin(positions)
+            # Hugging Face's full width: the halves repeated, or each pair's value twice (interleaved)
+            widen = (lambda t: t.repeat_interleave(2, -1)) if ours.layout == "interleaved" else (lambda t: torch.cat((t, t), -1))
+            assert torch.equal(widen(cos), hf_cos) and torch.equal(widen(sin), hf_sin), (name, layer_type)
+
+
+def test_rotary_scheme_refuses_what_is_not_plain_rope():
+    with pytest.raises(ValueError, match="config must have rope parameters"):
+        rotary_scheme(family("BERT"))
+    with pytest.raises(ValueError, match="uses M-RoPE"):
+        rotary_scheme(family("Qwen2-VL"))
+    with pytest.raises(ValueError, match="layer_type must be given"):
+        rotary_scheme(family("Gemma 4"))
+    assert rotary_scheme(family("Cohere2")).layout == "interleaved" and rotary_scheme(family("Llama 3.1")).layout == "half"

@@ -56,6 +56,12 @@ SCALINGS = {
         {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
          "original_max_position_embeddings": 128, "rope_theta": 500000.0},
     ),
+    "llama3_no_band": (  # Llama 4 Scout: low_freq_factor == high_freq_factor, every wavelength kept or divided
+        {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 96, "rope_theta": 500000.0},
+        {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 96, "rope_theta": 500000.0},
+    ),
 }
 
 

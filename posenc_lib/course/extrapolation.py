@@ -110,12 +110,10 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
         raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
     if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
-    old = model.scheme
-    model.set_scheme(PositionScheme())  # keep the old scheme (and its caches) out of the copy
-    try:
-        twin = copy.deepcopy(model)
-    finally:
-        model.set_scheme(old)
+    # the copy shares the old schemes (model-wide and per layer) instead of copying them with their caches;
+    # set_scheme then replaces every one of them in the copy, and the original keeps its own
+    old = [model.scheme, *(block.attn.scheme for block in model.blocks)]
+    twin = copy.deepcopy(model, memo={id(s): s for s in old})
     twin.set_scheme(scheme)
     return twin
 

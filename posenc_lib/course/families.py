@@ -37,6 +37,8 @@ from typing import Any
 import pandas as pd
 import transformers
 
+from ..encodings.rotary.rope import RotaryPE
+
 __all__ = [
     "Family",
     "FAMILIES",
@@ -46,11 +48,15 @@ __all__ = [
     "legacy_rope_theta",
     "rotating_layers",
     "layer_pattern",
+    "rotary_scheme",
 ]
 
 PretrainedConfig = transformers.PretrainedConfig
 #: model types whose attention rotates only on its sliding-window layers (Hugging Face's Cohere2Attention)
 ROPE_ON_SLIDING_ONLY: frozenset[str] = frozenset({"cohere2"})
+#: model types whose Hugging Face code pairs dims (x[2i], x[2i+1]), the "interleaved" layout: Cohere's rotate_half on
+#: even/odd dims, GPT-J's rotate_every_two, Llama 4's complex numbers (Meta's code); every other family pairs halves
+INTERLEAVED_LAYOUT: frozenset[str] = frozenset({"cohere", "cohere2", "gptj", "llama4_text"})
 
 
 @dataclass(frozen=True)
@@ -219,9 +225,9 @@ FAMILIES: list[Family] = [
            "class defaults = microsoft/phi-1 and microsoft/phi-1_5 config.json (partial_rotary_factor 0.5)"),
     Family("Llama 2", lambda: transformers.LlamaConfig(max_position_embeddings=4096),  # meta-llama/Llama-2-7b-hf: 4096
            "RoPE", "03_rope.ipynb", "meta-llama/Llama-2-7b-hf config.json: max_position_embeddings (rest = defaults)"),
-    Family("Llama 3.1", _llama_3_1, "RoPE, Llama 3 scaling", "06_length_extrapolation.ipynb",
+    Family("Llama 3.1", _llama_3_1, "RoPE, Llama 3 scaling", "08_todays_models.ipynb",
            "meta-llama/Llama-3.1-8B config.json: rope parameters, max_position_embeddings"),
-    Family("Llama 4", _llama_4, "RoPE on chunked layers, NoPE + temperature on the others", "05_relative_biases.ipynb",
+    Family("Llama 4", _llama_4, "RoPE on chunked layers, NoPE + temperature on the others", "08_todays_models.ipynb",
            "meta-llama/Llama-4-Scout-17B-16E config.json: rope parameters, NoPE layers, chunk, context"),
     Family("Mistral", lambda: transformers.MistralConfig(max_position_embeddings=32768),  # mistralai/Mistral-7B-v0.1
            "RoPE, sliding window", "03_rope.ipynb",
@@ -233,27 +239,27 @@ FAMILIES: list[Family] = [
            "RoPE", "03_rope.ipynb", "Qwen/Qwen3-8B config.json: rope_theta, max_position_embeddings, layers"),
     Family("Qwen2-VL", _qwen_7b(transformers.Qwen2VLTextConfig, max_position_embeddings=32768,
                                 rope_parameters=_QWEN_VL_ROPE),
-           "M-RoPE, sectioned (t, h, w)", "04_vision.ipynb",
+           "M-RoPE, sectioned (t, h, w)", "08_todays_models.ipynb",
            "Qwen/Qwen2-VL-7B-Instruct config.json: rope parameters, max_position_embeddings, layers"),
     Family("Qwen2.5-VL", _qwen_7b(transformers.Qwen2_5_VLTextConfig, max_position_embeddings=128000,
                                   rope_parameters=_QWEN_VL_ROPE),
-           "M-RoPE, sectioned (t, h, w)", "04_vision.ipynb",
+           "M-RoPE, sectioned (t, h, w)", "08_todays_models.ipynb",
            "Qwen/Qwen2.5-VL-7B-Instruct config.json: rope parameters, max_position_embeddings, layers"),
-    Family("Qwen3-VL", _qwen3_vl, "M-RoPE, interleaved (t, h, w)", "04_vision.ipynb",
+    Family("Qwen3-VL", _qwen3_vl, "M-RoPE, interleaved (t, h, w)", "08_todays_models.ipynb",
            "Qwen/Qwen3-VL-8B-Instruct config.json: rope parameters, max_position_embeddings, layers"),
     Family("Gemma 2", transformers.Gemma2Config, "RoPE, local and global layers", "03_rope.ipynb",
            "class defaults = google/gemma-2-2b config.json (26 layers, window 4096, base 10000, 8192 positions)"),
-    Family("Gemma 3", _gemma_3, "RoPE, a base per layer type", "06_length_extrapolation.ipynb",
+    Family("Gemma 3", _gemma_3, "RoPE, a base per layer type", "08_todays_models.ipynb",
            "google/gemma-3-12b-it config.json: rope parameters, sliding_window, layers"),
-    Family("Gemma 4", _gemma_4, "RoPE local, proportional (p-RoPE) global", "03_rope.ipynb",
+    Family("Gemma 4", _gemma_4, "RoPE local, proportional (p-RoPE) global", "08_todays_models.ipynb",
            "google/gemma-4-E4B-it config.json: rope parameters, sliding_window, layers"),
-    Family("Phi-3", _phi_3, "RoPE, LongRoPE", "06_length_extrapolation.ipynb",
+    Family("Phi-3", _phi_3, "RoPE, LongRoPE", "08_todays_models.ipynb",
            "microsoft/Phi-3-mini-128k-instruct config.json: rope type, base, factor lists, lengths"),
-    Family("DeepSeek-V3", _deepseek_v3, "decoupled RoPE (MLA), YaRN", "06_length_extrapolation.ipynb",
+    Family("DeepSeek-V3", _deepseek_v3, "decoupled RoPE (MLA), YaRN", "08_todays_models.ipynb",
            "deepseek-ai/DeepSeek-V3 config.json: rope parameters, max_position_embeddings"),
-    Family("SmolLM3", _smollm3, "RoPE, NoPE every 4th layer", "05_relative_biases.ipynb",
+    Family("SmolLM3", _smollm3, "RoPE, NoPE every 4th layer", "08_todays_models.ipynb",
            "HuggingFaceTB/SmolLM3-3B config.json: rope_theta, max_position_embeddings, NoPE layers"),
-    Family("Cohere2", _cohere2, "RoPE (interleaved) on sliding layers only", "05_relative_biases.ipynb",
+    Family("Cohere2", _cohere2, "RoPE (interleaved) on sliding layers only", "08_todays_models.ipynb",
            "CohereForAI/c4ai-command-r7b-12-2024 config.json: rope_theta, window and pattern, layers"),
 ]
 
@@ -297,6 +303,42 @@ def legacy_rope_theta(config: PretrainedConfig) -> float:
     10000 for every config: Llama 3.1's 500000, Qwen3's 1e6, silently. Use :func:`rope_theta`.
     """
     return getattr(config, "rope_theta", 10000.0)
+
+
+def rotary_scheme(config: PretrainedConfig, layer_type: str | None = None) -> RotaryPE:
+    """The library's :class:`~posenc_lib.encodings.rotary.rope.RotaryPE` for a config's rope parameters (of ``layer_type``).
+
+    The head width is ``config.head_dim`` (``hidden_size // num_attention_heads`` when the config has none; for a
+    config whose head width varies by layer, as Gemma 4's, that of the first layer of ``layer_type``);
+    the base, the rotated fraction and the scaling come from :func:`rope_parameters`, the pairing of dims from the
+    model type (:data:`INTERLEAVED_LAYOUT`). For a model whose
+    dynamic or LongRoPE scaling reads ``max_position_embeddings`` from the model config, that length joins
+    the dict. Not for M-RoPE (:class:`~posenc_lib.encodings.rotary.mrope.MRoPE` needs the token layout) nor
+    DeepSeek's decoupled slice (:class:`~posenc_lib.encodings.rotary.decoupled.DecoupledRoPE`).
+
+    Raises ValueError for a config without rope parameters, or with M-RoPE sections.
+    """
+    params = rope_parameters(config, layer_type)
+    if params is None:
+        raise ValueError(f"config must have rope parameters, got {type(config).__name__} without any")
+    if params.get("mrope_section") is not None:
+        raise ValueError(f"config {type(config).__name__} uses M-RoPE (mrope_section {params['mrope_section']}): build an "
+                         "MRoPE scheme with the token layout instead")
+    scaling = {key: value for key, value in params.items() if key not in ("rope_theta", "partial_rotary_factor")}
+    if scaling.get("rope_type") == "longrope" and scaling.get("factor") is None:
+        scaling["max_position_embeddings"] = config.max_position_embeddings
+    return RotaryPE(_head_dim(config, layer_type), base=float(params["rope_theta"]), rotary_fraction=params.get("partial_rotary_factor", 1.0),
+                    scaling=scaling, layout="interleaved" if config.model_type in INTERLEAVED_LAYOUT else "half")
+
+
+def _head_dim(config: PretrainedConfig, layer_type: str | None) -> int:
+    """The head width of the layers of ``layer_type``: per layer where the config varies it (Gemma 4), else global."""
+    try:
+        return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    except RuntimeError:  # transformers' AmbiguousGlobalPerLayerAttributeError: head_dim varies by layer
+        if layer_type is None:
+            raise ValueError(f"layer_type must be given for {type(config).__name__}, whose head_dim varies by layer") from None
+        return config.per_layer_config[config.layer_types.index(layer_type)].head_dim
 
 
 def rotating_layers(config: PretrainedConfig) -> list[bool]:

@@ -170,12 +170,14 @@ def _yarn(base: float, dim: int, config: dict[str, Any], seq_len: int | None) ->
 def _llama3(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Llama 3.1: divide long wavelengths by factor, keep short ones, blend in between."""
     factor, low, high = config["factor"], config["low_freq_factor"], config["high_freq_factor"]
-    if not low < high:
-        raise ValueError(f"config['low_freq_factor'] must be < config['high_freq_factor'], got {low!r} and {high!r}")
+    if not low <= high:
+        raise ValueError(f"config['low_freq_factor'] must be <= config['high_freq_factor'], got {low!r} and {high!r}")
     theta = rope.rope_inv_freq(dim, base)
     original = config["original_max_position_embeddings"]
     wavelength = 2 * math.pi / theta
     scaled = torch.where(wavelength > original / low, theta / factor, theta)
+    if low == high:  # no band to blend (Llama 4 Scout): every wavelength is either kept or divided
+        return scaled, 1.0
     smooth = (original / wavelength - low) / (high - low)  # 0 at L0/low, 1 at L0/high
     blended = (1 - smooth) * scaled / factor + smooth * scaled
     medium = (wavelength >= original / high) & (wavelength <= original / low)
