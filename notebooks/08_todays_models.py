@@ -160,12 +160,12 @@ for name in ("SmolLM3", "Llama 4", "Cohere2", "Gemma 3"):
 #
 # **Question:** does the library compute what the models compute?
 #
-# For each scheme we build the model's own module from a tiny config (hidden size 64, 4 heads of
-# 16), feed both it and the library the same input, and assert that the results agree: the cos/sin
-# tables, the rotated queries and keys, and, where position changes more than the rotation, the
-# attention layer's output, through `attention_from_hf`, which copies a Hugging Face attention
-# module's weights into the library's `MultiHeadAttention`. `agree` asserts and records the largest
-# difference.
+# For each scheme we build the model's own module (a rotary module from the published config of
+# section 1; a whole attention layer from a tiny config, hidden size 64 and 4 heads of 16), give it
+# and the library the same input, and assert that the results agree: the cos/sin tables, the
+# rotated queries and keys, and, where position changes more than the rotation, the attention
+# layer's output, through `attention_from_hf`, which copies a Hugging Face attention module's
+# weights into the library's `MultiHeadAttention`. `agree` asserts, and records the bound that held.
 
 # %%
 TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=2, intermediate_size=64,

@@ -35,15 +35,16 @@ The core, at the root:
 
     scheme.py      PositionScheme (the interface: its four hooks, and the score scale), NoPosition
     attention.py   MultiHeadAttention (calls rotate_qk, score_bias and qk_bias), KVCache
-    models.py      TinyTransformer (calls add_to_embeddings), convert_rope_checkpoint
+    models.py      TinyTransformer (calls add_to_embeddings; one scheme, or a LayerSpec per layer), convert_rope_checkpoint
     checks.py      the argument checks every module shares
 
 Apart from the ideas::
 
     kernels/       the fast RoPE rotation behind apply_rope (same arithmetic, arranged for speed)
     course/        what only the course needs: data, training, diagnostics, extrapolation (06),
-                   cost (05), report, plotting, vit (04's catalogue), families and hf (08: the model
-                   families' configs, a bridge from Hugging Face attention modules), exercises
+                   cost (05), report, plotting, vit (04's catalogue), families, hf and frequencies (08: the
+                   model families' configs, a bridge from Hugging Face attention modules, which rotary
+                   pairs a trained model uses), exercises
 """
 
 from .attention import KVCache, MultiHeadAttention
