@@ -92,13 +92,16 @@ print("transformers", transformers.__version__)
 #
 # `family_table` builds each family's configuration from its `transformers` config class, offline
 # (no download): the class defaults where they are a published model's, and otherwise the values
-# of a named published checkpoint, passed to the class (the last column says which). Every other
-# column is read from the config object the way `transformers` 5.x stores it. The last but one
-# column names the notebook where the course teaches the idea.
+# of a named published checkpoint, passed to the class (the table's column "values from" names it,
+# and `posenc_lib/course/families.py` the `config.json` each value comes from). Every other column is
+# read from the config object the way `transformers` 5.x stores it. The first table says what each
+# family does and which notebook teaches the idea; the second gives the numbers.
 
 # %% tags=["nbval-check-output"]
-families = family_table()
-display(families.drop(columns=["config class", "values from"]).set_index("family"))
+families = family_table().set_index("family")
+families["taught in"] = families["notebook"].str[:2]  # the notebook's number (links below the tables)
+display(families[["scheme", "layers that rotate", "taught in"]])
+display(families[["base", "scaling type", "factor", "rotary fraction", "context length"]])
 
 # %% [markdown]
 # Where the course teaches each idea: learned tables in [02](02_learnable.ipynb); T5's buckets,

@@ -94,7 +94,7 @@ class MultiHeadAttention(nn.Module):
             hooks this layer calls (its ``add_to_embeddings`` is the model's job).
             ``None`` means :class:`NoPosition`.
         bias: whether the q/k/v/out projections have a bias.
-        window: sliding-window (local) attention: query i sees key j only when |i - j| < window,
+        window: sliding-window (local) attention: query i sees key j only when ``|i - j| < window``,
             with i and j indices in the sequence (the cache counts as earlier); under a causal
             mask that is the last ``window`` keys, i - window < j <= i, as the local layers of
             Mistral, Gemma 2/3 and Cohere2 (``sliding_window`` in Hugging Face). ``None``: global.

@@ -32,9 +32,10 @@ T = TypeVar("T")
 class LayerSpec:
     """What one layer's attention does with position: its scheme, and its window if it is local.
 
-    scheme: the layer's :class:`PositionScheme` (its ``rotate_qk``, ``score_bias`` and ``qk_bias`` hooks).
-    window: ``None`` for global attention, else the sliding window of
-        :class:`~posenc_lib.attention.MultiHeadAttention` (the last ``window`` keys under a causal mask).
+    Args:
+        scheme: the layer's :class:`PositionScheme` (its ``rotate_qk``, ``score_bias`` and ``qk_bias`` hooks).
+        window: ``None`` for global attention, else the sliding window of
+            :class:`~posenc_lib.attention.MultiHeadAttention` (the last ``window`` keys under a causal mask).
     """
 
     scheme: PositionScheme

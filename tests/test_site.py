@@ -26,7 +26,7 @@ from tools.site import posenc_site as glue
 ROOT = Path(__file__).resolve().parent.parent
 PLANNED = [
     "00_permutation_blindness", "01_sinusoidal", "02_learnable", "03_rope",
-    "04_vision", "05_relative_biases", "06_length_extrapolation", "07_debugging",
+    "04_vision", "05_relative_biases", "06_length_extrapolation", "07_debugging", "08_todays_models",
 ]
 PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 NETWORK = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
@@ -47,7 +47,7 @@ def external_resources(html: str) -> list[str]:
 # --- the catalog ------------------------------------------------------------------------------------
 
 
-def test_catalog_plans_the_eight_notebooks():
+def test_catalog_plans_the_nine_notebooks():
     assert [e.stem for e in catalog.load_catalog()] == PLANNED
 
 

@@ -49,13 +49,15 @@ __all__ = [
     "rotating_layers",
     "layer_pattern",
     "rotary_scheme",
+    "INTERLEAVED_LAYOUT",
+    "ROPE_ON_SLIDING_ONLY",
 ]
 
 PretrainedConfig = transformers.PretrainedConfig
 #: model types whose attention rotates only on its sliding-window layers (Hugging Face's Cohere2Attention)
 ROPE_ON_SLIDING_ONLY: frozenset[str] = frozenset({"cohere2"})
-#: model types whose Hugging Face code pairs dims (x[2i], x[2i+1]), the "interleaved" layout: Cohere's rotate_half on
-#: even/odd dims, GPT-J's rotate_every_two, Llama 4's complex numbers (Meta's code); every other family pairs halves
+#: model types whose Hugging Face code pairs neighbouring dims, the library's "interleaved" layout (Cohere's rotate_half
+#: on even and odd dims, GPT-J's rotate_every_two, Llama 4's complex numbers); every other family pairs halves
 INTERLEAVED_LAYOUT: frozenset[str] = frozenset({"cohere", "cohere2", "gptj", "llama4_text"})
 
 

@@ -6,7 +6,7 @@ own part of every score, and one can ask how large each part is, and what the mo
 
     pair_dims(head_dim, layout)     the two dims of each pair: (n_pairs, 2)
     pair_scores(q, k, layout)       each pair's part of every score: (batch, heads, n_pairs, q_len, k_len)
-    pair_usage(q, k, layout)        mean |part| of each pair over the causal (query, key) pairs: (heads, n_pairs)
+    pair_usage(q, k, layout)        mean absolute part of each pair over the causal (query, key) pairs: (heads, n_pairs)
     WithoutPairs(rope, pairs)       a RoPE scheme whose given pairs of q and k are zeroed after the rotation
 
 The rotated q and k of a trained model come from
@@ -56,10 +56,10 @@ def pair_scores(q: Tensor, k: Tensor, layout: Layout = "half") -> Tensor:
 
 
 def pair_usage(q: Tensor, k: Tensor, layout: Layout = "half") -> Tensor:
-    """Mean ``|part|`` of each pair over every causal (query m, key n <= m) pair and the batch: (heads, n_pairs).
+    """Mean absolute part of each pair over every causal (query m, key n <= m) pair and the batch: (heads, n_pairs).
 
     q, k: rotated (batch, heads, seq, head_dim), the same seq. A pair the scores do not use has a small
-    mean |part|; which pairs carry the scores is what Barbero et al. measure on Gemma (there, with norms).
+    mean absolute part; which pairs carry the scores is what Barbero et al. measure on Gemma (there, with norms).
     """
     parts = pair_scores(q, k, layout)
     seq = q.shape[-2]
