@@ -47,7 +47,8 @@ from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl  # noqa: 
 from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl  # noqa: E402
 
 from posenc_lib.attention import MultiHeadAttention  # noqa: E402
-from posenc_lib.course.hf import attention_from_hf, causal_mask  # noqa: E402
+from posenc_lib.course.families import rotary_scheme  # noqa: E402
+from posenc_lib.course.hf import attention_from_hf, causal_mask, convert_hf_rope_layout  # noqa: E402
 from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE  # noqa: E402
 from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
 from posenc_lib.encodings.rotary.rope import (  # noqa: E402
@@ -532,16 +533,62 @@ def test_gemma3_bases_by_layer_type():
 # ============================================================================ the bridge itself, on a plain Llama layer
 
 
-def test_attention_from_hf_llama_with_rope():
-    config = LlamaConfig(**TINY, head_dim=HEAD_DIM, attention_bias=True,
-                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+LLAMA_ROPE = {
+    "default": {"rope_type": "default", "rope_theta": 10000.0},
+    "llama3 (L0 = 8, reached)": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 8, "rope_theta": 500000.0},
+}
+
+
+@pytest.mark.parametrize("rope", list(LLAMA_ROPE))
+def test_attention_from_hf_llama_with_rope(rope):
+    """A Llama layer (with bias) and our layer holding its weights, with the config's scheme (rotary_scheme)."""
+    config = LlamaConfig(**TINY, head_dim=HEAD_DIM, attention_bias=True, rope_parameters=dict(LLAMA_ROPE[rope]))
     config._attn_implementation = "eager"
     torch.manual_seed(15)
     hf = llama.LlamaAttention(config, layer_idx=0).eval()
-    ours = attention_from_hf(hf, RotaryPE(HEAD_DIM))
+    ours = attention_from_hf(hf, rotary_scheme(config))
     seq = 18
     x = torch.randn(2, seq, HIDDEN, generator=torch.Generator().manual_seed(16))
     with torch.no_grad():
         expected, _ = hf(x, llama.LlamaRotaryEmbedding(config)(x, torch.arange(seq)[None]), causal_mask(seq))
         got = ours(x, causal=True)
-    record("attention output LlamaAttention (bias)", got, expected, tol=OUTPUT)
+    record(f"attention output LlamaAttention (bias, {rope})", got, expected, tol=OUTPUT)
+
+
+# ============================================================================ a checkpoint across layouts: Llama -> Llama 4
+
+
+def llama_and_llama4(init_std: float = 0.3):
+    """A random Hugging Face Llama (half layout) and an empty Llama 4 text model of the same dense shape (interleaved)."""
+    shape = dict(vocab_size=64, hidden_size=HIDDEN, intermediate_size=128, num_hidden_layers=2, num_attention_heads=N_HEADS,
+                 num_key_value_heads=2, head_dim=HEAD_DIM, max_position_embeddings=128, tie_word_embeddings=False,
+                 rms_norm_eps=1e-5, initializer_range=init_std, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    torch.manual_seed(17)
+    llama_model = transformers.LlamaForCausalLM(LlamaConfig(**shape)).eval()
+    llama4_model = transformers.Llama4ForCausalLM(Llama4TextConfig(
+        **shape, intermediate_size_mlp=128, no_rope_layers=[1, 1], use_qk_norm=False, moe_layers=[],
+        attention_chunk_size=1024, attn_temperature_tuning=False)).eval()
+    return llama_model, llama4_model
+
+
+def test_a_llama_checkpoint_runs_in_llama4_once_its_qk_rows_are_permuted():
+    """Llama pairs halves, Llama 4 (Meta's complex code) neighbours: convert_hf_rope_layout makes the logits equal
+    (grouped-query keys included); without it the checkpoint loads silently and predicts something else."""
+    llama_model, llama4_model = llama_and_llama4()
+    tokens = torch.randint(0, 64, (2, 40), generator=torch.Generator().manual_seed(18))
+
+    def rename(state):
+        return {name.replace(".mlp.", ".feed_forward."): t for name, t in state.items()}
+
+    with torch.no_grad():
+        expected = llama_model(tokens).logits
+        llama4_model.load_state_dict(rename(convert_hf_rope_layout(llama_model.state_dict(), HEAD_DIM, "interleaved")))
+        record("logits Llama -> Llama 4 (converted)", llama4_model(tokens).logits, expected, tol=1e-3)
+        llama4_model.load_state_dict(rename(llama_model.state_dict()))  # no error: the silent mistake
+        skipped = llama4_model(tokens).logits
+    assert (skipped.argmax(-1) == expected.argmax(-1)).float().mean() < 0.5
+    back = convert_hf_rope_layout(convert_hf_rope_layout(llama_model.state_dict(), HEAD_DIM, "interleaved"), HEAD_DIM, "half")
+    assert all(torch.equal(back[name], t) for name, t in llama_model.state_dict().items())
+    with pytest.raises(ValueError, match=r"head_dim must divide the rows of .*q_proj.weight \(64\), got head_dim=6"):
+        convert_hf_rope_layout(llama_model.state_dict(), 6, "interleaved")

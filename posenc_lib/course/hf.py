@@ -22,9 +22,10 @@ from torch import nn
 
 from ..attention import MultiHeadAttention
 from ..checks import check_int, is_int
+from ..encodings.rotary.rope import Layout, convert_qk_weight
 from ..scheme import NoPosition, PositionScheme
 
-__all__ = ["attention_from_hf", "causal_mask"]
+__all__ = ["attention_from_hf", "causal_mask", "convert_hf_rope_layout"]
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 _QK_NORMS = ("q_norm", "k_norm", "qk_norm")
@@ -106,3 +107,24 @@ def causal_mask(seq: int, window: int | None = None) -> torch.Tensor:
     i, j = torch.arange(seq)[:, None], torch.arange(seq)[None, :]
     allowed = (j <= i) & ((i - j < window) if window is not None else True)
     return torch.zeros(seq, seq).masked_fill(~allowed, float("-inf"))[None, None]
+
+
+def convert_hf_rope_layout(state: dict[str, torch.Tensor], head_dim: int, to: Layout,
+                           rotary_dim: int | None = None) -> dict[str, torch.Tensor]:
+    """A copy of a Hugging Face model's state_dict for the other RoPE layout: same scores, same outputs.
+
+    The rows of every ``q_proj`` and ``k_proj`` weight (and bias) are reordered within each head by
+    :func:`~posenc_lib.encodings.rotary.rope.convert_qk_weight` (``to="interleaved"`` for a half-layout
+    checkpoint such as Llama's, ``to="half"`` back); the number of heads of each is its rows // ``head_dim``, so
+    grouped-query keys convert too. Values, output projections and everything else are copied unchanged.
+    rotary_dim: the rotated width of a head, for partial rotary (default: the whole head).
+    """
+    check_int("head_dim", head_dim, even=True)
+    out = {}
+    for name, tensor in state.items():
+        if name.endswith(("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")):
+            if tensor.shape[0] % head_dim:
+                raise ValueError(f"head_dim must divide the rows of {name} ({tensor.shape[0]}), got head_dim={head_dim}")
+            tensor = convert_qk_weight(tensor, tensor.shape[0] // head_dim, to=to, rotary_dim=rotary_dim)
+        out[name] = tensor.clone()
+    return out
