@@ -67,13 +67,13 @@ from posenc_lib.course.families import (
     rotating_layers,
 )
 from posenc_lib.course.frequencies import WithoutPairs, pair_usage
-from posenc_lib.course.hf import attention_from_hf, causal_mask
+from posenc_lib.course.hf import attention_from_hf, causal_mask, convert_hf_rope_layout
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS
 from posenc_lib.course.report import clearly_ahead, mean_std, rounding
 from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
 from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
 from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
-from posenc_lib.encodings.rotary.rope import RotaryPE, convert_qk_weight, rope_cos_sin, rope_inv_freq
+from posenc_lib.encodings.rotary.rope import RotaryPE, rope_cos_sin, rope_inv_freq
 from posenc_lib.encodings.rotary.scaling import rope_frequencies
 from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature
 from posenc_lib.models import LayerSpec, TinyTransformer
@@ -265,7 +265,7 @@ print(f"Llama 3.1, 64 pairs: {int((bands == 1).sum())} kept, {int(((bands < 1) &
 # so that 40 positions reach past it), the library's attention layer, holding Hugging Face's weights,
 # gives Hugging Face's output:
 
-# %% tags=["nbval-check-output"]
+# %%
 llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 32, "rope_theta": 500000.0}
 config = transformers.LlamaConfig(**TINY, max_position_embeddings=256, rope_parameters=dict(llama3))
@@ -374,7 +374,7 @@ print("Llama 4's temperature at positions", m.tolist(), ":", [round(float(t), 3)
 # Hugging Face code turns into the half layout on the fly: its rotated slice is ours with the dims
 # permuted (evens, then odds), and the scores are the same.
 
-# %% tags=["nbval-check-output"]
+# %%
 yarn = {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
         "mscale": 1.0, "mscale_all_dim": 1.0}
 config = transformers.DeepseekV3Config(**TINY, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=16, kv_lora_rank=16,
@@ -405,7 +405,7 @@ agree("DeepSeek-V3: scores", our_q @ our_k.transpose(-1, -2),
 # no position encoding at all. One `attention_from_hf` per layer kind, with `RotaryPE(layout="interleaved")`
 # on the local layer (the window comes from the module) and `NoPosition` on the global one:
 
-# %% tags=["nbval-check-output"]
+# %%
 config = transformers.Cohere2Config(**TINY, layer_types=["sliding_attention", "full_attention"], sliding_window=6,
                                     rope_parameters={"rope_type": "default", "rope_theta": 50000.0})
 config._attn_implementation = "eager"
@@ -464,12 +464,9 @@ def llama_pair(init_std: float) -> tuple[torch.nn.Module, torch.nn.Module]:
 
 def converted(state: dict, permute: bool) -> dict:
     """Llama's state_dict under Llama 4's names (mlp -> feed_forward), W_q and W_k permuted per head if asked."""
-    out = {}
-    for name, weight in state.items():
-        if permute and name.endswith(("q_proj.weight", "k_proj.weight")):
-            weight = convert_qk_weight(weight, n_heads=4, to="interleaved")
-        out[name.replace(".mlp.", ".feed_forward.")] = weight
-    return out
+    if permute:
+        state = convert_hf_rope_layout(state, head_dim=16, to="interleaved")  # convert_qk_weight on each q_proj, k_proj
+    return {name.replace(".mlp.", ".feed_forward."): weight for name, weight in state.items()}
 
 
 eps = (transformers.LlamaConfig().rms_norm_eps, transformers.Llama4TextConfig().rms_norm_eps)
@@ -724,7 +721,7 @@ assert ceilings["2-D RoPE per frame"] == 0.5 and ceilings["M-RoPE (t, h, w)"] ==
 # tested on fresh videos of the trained size, and of a larger one, 5 × 5 patches per frame (with
 # the coordinate table of that size: a new resolution, as vision-language models meet every day).
 
-# %% tags=["nbval-check-output"]
+# %%
 BASE, SECTION = 100.0, [4, 4, 4]
 LARGER = WhenAndWhere(frames=4, height=5, width=5)
 
