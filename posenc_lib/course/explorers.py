@@ -57,6 +57,8 @@ __all__ = [
     "Explorer",
     "sinusoidal_values",
     "rope_values",
+    "ROPE_QUERY",
+    "ROPE_KEY",
     "relative_values",
     "context_values",
     "CONTEXT_METHODS",
