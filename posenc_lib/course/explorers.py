@@ -228,7 +228,7 @@ ROPE_KEY = (0.7, 0.7, -0.2, 0.98, 0.5, 0.85, 0.99, -0.1)
 
 
 def rope_values(query_position: int, key_position: int, query: Sequence[float] = ROPE_QUERY,
-                key: Sequence[float] = ROPE_KEY, base: float = 10000.0, n_positions: int = 64) -> Values:
+                key: Sequence[float] = ROPE_KEY, base: float = 10000.0, n_positions: int = 48) -> Values:
     """RoPE of one query at position m and one key at position n (interleaved pairs, notebook 03).
 
     The rotation is the library's ``apply_rope`` with ``rope_cos_sin`` of ``rope_inv_freq`` (float64).

@@ -321,6 +321,14 @@ def explorer_data_file(name: str) -> str:
     return f"posenc_explorer_{name}.js"
 
 
+def explorer_data_script(name: str, data: dict[str, Any]) -> str:
+    """The script that hands an explorer's exported data to posenc_explorer.js (a page opened from
+    ``file://`` may load scripts but not fetch JSON)."""
+    return ("window.POSENC_EXPLORERS = window.POSENC_EXPLORERS || {};\n"
+            f"window.POSENC_EXPLORERS[{json.dumps(name)}] = "
+            f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))};\n")
+
+
 def collect_explorers(app: Sphinx, doctree: nodes.document) -> None:
     """The explorers each page shows (from the containers ``prepare`` added to its outputs)."""
     found = [m[1] for raw in doctree.findall(nodes.raw) for m in EXPLORER_CONTAINER.finditer(raw.astext())]
@@ -354,10 +362,8 @@ def write_explorer_data(app: Sphinx, exception: Exception | None) -> None:
     torch.set_num_threads(1)
     try:
         for name in names:
-            data = json.dumps(export_explorer(EXPLORERS[name]), ensure_ascii=False, separators=(",", ":"))
             (Path(app.outdir) / "_static" / explorer_data_file(name)).write_text(
-                "window.POSENC_EXPLORERS = window.POSENC_EXPLORERS || {};\n"
-                f"window.POSENC_EXPLORERS[{json.dumps(name)}] = {data};\n", encoding="utf-8")
+                explorer_data_script(name, export_explorer(EXPLORERS[name])), encoding="utf-8")
     finally:
         torch.set_num_threads(threads)
 
