@@ -222,7 +222,7 @@ def sinusoidal_values(position: int, base: float, d_model: int = 64, n_positions
     }
 
 
-#: The query and key of the RoPE explorer: 4 pairs (head_dim 8) with lengths between 0.7 and 1.
+#: The query and key the RoPE explorer rotates, 4 pairs each (head_dim 8), every pair of length about 1.
 ROPE_QUERY = (1.0, 0.2, 0.6, 0.8, 0.9, -0.4, 0.3, 0.95)
 ROPE_KEY = (0.7, 0.7, -0.2, 0.98, 0.5, 0.85, 0.99, -0.1)
 

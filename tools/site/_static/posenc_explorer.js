@@ -197,7 +197,7 @@
       transform: `rotate(-90 ${box.left + 14} ${top + height / 2})` }, axes, panel.ylabel);
     const title = node("text", { x: left + width / 2, y: top - 10, "text-anchor": "middle", "font-size": FONT.title,
       "font-weight": "bold" }, axes, panel.title);
-    const half = title.getComputedTextLength() / 2; // centred over the axes, but kept inside the panel's box
+    const half = title.getComputedTextLength() / 2 + 4; // centred over the axes, but kept inside the panel's box
     title.setAttribute("x", Math.min(Math.max(left + width / 2, box.left + half), box.left + box.width - half).toFixed(2));
     const clip = `posenc-clip-${++clipCount}`;
     node("rect", { x: left, y: top, width, height }, node("clipPath", { id: clip }, g));
