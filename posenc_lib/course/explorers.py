@@ -365,12 +365,15 @@ def _plain_number(value: Any) -> str:
     return text.replace("-", "−")
 
 
+_SIN_POSITIONS = 64  # the positions the sinusoidal explorer's similarity panel shows (and p's range)
+_ROPE_POSITIONS = 48  # the query and key positions of the RoPE explorer
+
 SINUSOIDAL = Explorer(
     name="sinusoidal",
     title="Sinusoidal encoding",
     function=sinusoidal_values,
-    params={"d_model": 64, "n_positions": 64},
-    controls=(Control("position", "position p", tuple(range(64)), 10),
+    params={"d_model": 64, "n_positions": _SIN_POSITIONS},
+    controls=(Control("position", "position p", tuple(range(_SIN_POSITIONS)), 10),
               Control("base", "base", (10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0), 10000.0)),
     panels=(
         Panel("encoding", "The encoding PE(p): d_model = 64, one sine and one cosine per pair",
@@ -380,10 +383,11 @@ SINUSOIDAL = Explorer(
               (-0.5, 31.5), (-1.1, 1.1), legend="lower right", legend_columns=2),
         Panel("similarity", "Similarity of p to every position", "position q (tokens)", "cos(PE(p), PE(q))",
               (Series("line", "similarity", "position", "cos(PE(p), PE(q))"),
-               Series("vline", x="marker", label="q = p", style=6)), (0, 63), (-1.05, 1.05), legend="lower right"),
+               Series("vline", x="marker", label="q = p", style=6)), (0, _SIN_POSITIONS - 1), (-1.05, 1.05),
+              legend="lower right"),
         Panel("wavelength", "Wavelength of each pair", "pair index i", "wavelength (positions)",
               (Series("line", "wavelength", "pair", "2π / θ_i", markers=True),
-               Series("hline", "shown", label="the 64 positions shown", style=3)),
+               Series("hline", "shown", label=f"the {_SIN_POSITIONS} positions shown", style=3)),
               (-1, 32), (1.0, 1e7), yscale="log", legend="upper left"),
     ),
     mosaic=(("encoding", "encoding"), ("similarity", "wavelength")),
@@ -395,23 +399,23 @@ ROPE = Explorer(
     name="rope",
     title="RoPE",
     function=rope_values,
-    params={"query": ROPE_QUERY, "key": ROPE_KEY, "base": 10000.0, "n_positions": 48},
-    controls=(Control("query_position", "query position m", tuple(range(48)), 5),
-              Control("key_position", "key position n", tuple(range(48)), 12)),
+    params={"query": ROPE_QUERY, "key": ROPE_KEY, "base": 10000.0, "n_positions": _ROPE_POSITIONS},
+    controls=(Control("query_position", "query position m", tuple(range(_ROPE_POSITIONS)), 5),
+              Control("key_position", "key position n", tuple(range(_ROPE_POSITIONS)), 12)),
     panels=tuple(
-        Panel(f"pair{i}", f"pair {i}: θ = {_plain_number(float(rope_inv_freq(8)[i]))}", f"coordinate {2 * i}",
+        Panel(f"pair{i}", f"pair {i}: θ = {_plain_number(float(rope_inv_freq(len(ROPE_QUERY))[i]))}", f"coordinate {2 * i}",
               f"coordinate {2 * i + 1}",
               (Series("arrow", "q_rotated", label="query pair of R_m q" if i == 0 else None, row=i),
                Series("arrow", "k_rotated", label="key pair of R_n k" if i == 0 else None, style=1, row=i)),
               (-1.35, 1.35), (-1.35, 1.35), xticks=((-1, 0, 1), ("−1", "0", "1")), yticks=((-1, 0, 1), ("−1", "0", "1")),
               equal=True, legend="figure" if i == 0 else None)
-        for i in range(4)
+        for i in range(len(ROPE_QUERY) // 2)
     ) + (
         Panel("score", "Score of the query at m with a key at every position n'",
               "key position minus query position n' − m (tokens)", "score (R_m q) · (R_n' k)",
               (Series("line", "score", "offset", "keys at every position n'"),
                Series("points", "marker_score", "marker_offset", "the key at n", style=1)),
-              (-47, 47), "score_limits", legend="upper center", legend_columns=2),
+              (1 - _ROPE_POSITIONS, _ROPE_POSITIONS - 1), "score_limits", legend="upper center", legend_columns=2),
     ),
     mosaic=(("pair0", "pair1", "pair2", "pair3"), ("score", "score", "score", "score")),
     figsize=(7.5, 5.2),
