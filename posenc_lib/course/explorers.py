@@ -231,7 +231,9 @@ def rope_values(query_position: int, key_position: int, query: Sequence[float] =
                 key: Sequence[float] = ROPE_KEY, base: float = 10000.0, n_positions: int = 48) -> Values:
     """RoPE of one query at position m and one key at position n (interleaved pairs, notebook 03).
 
-    The rotation is the library's ``apply_rope`` with ``rope_cos_sin`` of ``rope_inv_freq`` (float64).
+    The rotation is the library's ``apply_rope`` with ``rope_cos_sin`` of ``rope_inv_freq`` (float64),
+    applied to q and k at every position once per (query, key, base, n_positions) and remembered
+    (:func:`_rotations`): the site's export asks for every (m, n) of the grid.
 
     The values, a dict of float64 arrays (offsets int):
 
@@ -247,27 +249,34 @@ def rope_values(query_position: int, key_position: int, query: Sequence[float] =
         check_int(name, value, 0)
         if value >= n_positions:
             raise ValueError(f"{name} must be < n_positions={n_positions}, got {value}")
+    rq, rk = _rotations(tuple(map(float, query)), tuple(map(float, key)), float(base), n_positions)
+    q_at_m = rq[query_position]
+    score = rk @ q_at_m  # (seq,): the query at m against a key at every position
+    bound = 1.05 * float(np.linalg.norm(query) * np.linalg.norm(key))
+    return {
+        "q_rotated": q_at_m.reshape(-1, 2).copy(),
+        "k_rotated": rk[key_position].reshape(-1, 2).copy(),
+        "offset": np.arange(n_positions) - query_position,
+        "score": score,
+        "marker_offset": np.array([key_position - query_position]),
+        "marker_score": score[key_position : key_position + 1].copy(),
+        "score_limits": np.array([-bound, bound]),
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def _rotations(query: tuple[float, ...], key: tuple[float, ...], base: float, n_positions: int) -> tuple[Array, Array]:
+    """R_p q and R_p k for every position p: two read-only (n_positions, head_dim) float64 arrays."""
     q = torch.tensor(query, dtype=torch.float64)
     k = torch.tensor(key, dtype=torch.float64)
     if q.dim() != 1 or q.shape != k.shape:
         raise ValueError(f"query and key must be 1-D and of one length, got shapes {tuple(q.shape)} and {tuple(k.shape)}")
     head_dim = q.numel()
-    positions = torch.arange(n_positions)
-    cos, sin = rope_cos_sin(positions, rope_inv_freq(head_dim, base).double(), dtype=torch.float64)
+    cos, sin = rope_cos_sin(torch.arange(n_positions), rope_inv_freq(head_dim, base).double(), dtype=torch.float64)
     both = torch.stack([q, k])[None, :, None, :].expand(1, 2, n_positions, head_dim)  # (1, 2 heads, seq, head_dim)
-    rotated = apply_rope(both, cos[None], sin[None], layout="interleaved")[0]  # (2, seq, head_dim)
-    rq, rk = rotated[0, query_position], rotated[1]
-    score = rk @ rq  # (seq,): the query at m against a key at every position
-    bound = 1.05 * float(q.norm() * k.norm())
-    return {
-        "q_rotated": rq.reshape(head_dim // 2, 2).numpy(),
-        "k_rotated": rk[key_position].reshape(head_dim // 2, 2).numpy(),
-        "offset": (positions - query_position).numpy(),
-        "score": score.numpy(),
-        "marker_offset": np.array([key_position - query_position]),
-        "marker_score": score[key_position : key_position + 1].numpy(),
-        "score_limits": np.array([-bound, bound]),
-    }
+    rotated = apply_rope(both, cos[None], sin[None], layout="interleaved")[0].numpy()  # (2, seq, head_dim)
+    rotated.flags.writeable = False  # shared by every call: nobody may change it
+    return rotated[0], rotated[1]
 
 
 def relative_values(n_heads: int, length: int, num_buckets: int = 32, max_distance: int = 128,
