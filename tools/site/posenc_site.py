@@ -625,12 +625,28 @@ def library_target(domain: Any, text: str) -> tuple[str, str, str] | None:
     else:  # a bare name is a function or class (`head_dim` in prose is a variable, not Sizes.head_dim)
         kinds = ("function", "class", "exception") if "." not in name else ("function", "class", "exception",
                                                                             "method", "attribute", "property")
-        found = [full for full, entry in domain.objects.items() if full.startswith("posenc_lib.")
-                 and full.endswith("." + name) and entry.objtype in kinds]
+        found = [full for full, objtype in _short_names(domain).get(name, []) if objtype in kinds]
     if len(found) != 1:
         return None
     entry = domain.modules.get(found[0]) or domain.objects[found[0]]
     return found[0], entry.docname, entry.node_id
+
+
+def _short_names(domain: Any) -> dict[str, list[tuple[str, str]]]:
+    """Every dotted tail of a documented ``posenc_lib`` object's name ("apply_rope", "RotaryPE.forward")
+    -> the (full name, object type) of the objects it ends. Built once per build: library_target is
+    asked about every mention of every page, and a scan of all the objects each time grows with
+    both (it cost more than a second of the render)."""
+    cached = getattr(domain, "_posenc_short_names", None)
+    if cached is None or cached[0] != len(domain.objects):
+        table: dict[str, list[tuple[str, str]]] = {}
+        for full, entry in domain.objects.items():
+            if full.startswith("posenc_lib."):
+                parts = full.split(".")
+                for i in range(1, len(parts)):
+                    table.setdefault(".".join(parts[i:]), []).append((full, entry.objtype))
+        cached = domain._posenc_short_names = (len(domain.objects), table)
+    return cached[1]
 
 
 def _prose_literals(doctree: nodes.document) -> list[nodes.literal]:
