@@ -688,8 +688,10 @@ def show_explorer(explorer: Explorer, interactive: bool | None = None) -> None:
         if not (live_widgets() if interactive is None else interactive):
             display(fig)
             return
-        bundle = explorer_widget(explorer)._repr_mimebundle_()
-        bundle.update({"image/png": base64.b64encode(_png(fig)).decode("ascii"), "text/plain": repr(fig)})
+        widget = explorer_widget(explorer)
+        png = widget.children[-1].value  # the figure at the default setting, as the widget first shows it
+        bundle = widget._repr_mimebundle_()
+        bundle.update({"image/png": base64.b64encode(png).decode("ascii"), "text/plain": repr(fig)})
         display(bundle, raw=True)
     finally:
         plt.close(fig)
