@@ -29,10 +29,9 @@ import base64
 import functools
 import io
 import itertools
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import matplotlib as mpl
@@ -40,6 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
@@ -172,7 +172,7 @@ class Explorer:
     panels: tuple[Panel, ...]
     mosaic: tuple[tuple[str, ...], ...]
     figsize: tuple[float, float]
-    call: str = field(default="")  # the notebook function that shows it, e.g. "sinusoidal_explorer"
+    call: str  # the function a notebook calls to show it, e.g. "sinusoidal_explorer"
 
     @property
     def default_state(self) -> dict[str, Any]:
@@ -593,7 +593,8 @@ def explorer_figure(explorer: Explorer, state: Mapping[str, Any] | None = None) 
     state = explorer.default_state if state is None else {**explorer.default_state, **state}
     arrays = panel_arrays(explorer, explorer.values(state))
     fig, axes = plt.subplot_mosaic([list(row) for row in explorer.mosaic], figsize=explorer.figsize)
-    fig.suptitle(explorer.caption(state), fontsize=mpl.rcParams["axes.titlesize"] + 1, fontweight="bold")
+    title_size = FontProperties(size=mpl.rcParams["axes.titlesize"]).get_size_in_points()
+    fig.suptitle(explorer.caption(state), fontsize=title_size + 1, fontweight="bold")
     figure_legend = []
     for panel in explorer.panels:
         ax = axes[panel.key]
