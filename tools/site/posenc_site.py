@@ -291,6 +291,8 @@ EXPLORER_SCRIPT = "posenc_explorer.js"
 def explorer_calls(source: str) -> list[str]:
     """The explorers a code cell shows: the names (``"rope"``) of the ``posenc_lib.course.explorers``
     functions it calls (``rope_explorer()``), in source order."""
+    if "_explorer(" not in source:  # most cells: no need to import the library (and torch) to say so
+        return []
     from posenc_lib.course.explorers import EXPLORERS
 
     by_call = {explorer.call: name for name, explorer in EXPLORERS.items()}
@@ -318,6 +320,7 @@ def explorer_alt(name: str) -> str:
 
 
 def explorer_data_file(name: str) -> str:
+    """The data script of explorer ``name``, under ``_static/``."""
     return f"posenc_explorer_{name}.js"
 
 
