@@ -23,6 +23,7 @@ from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
 from posenc_lib.course.families import rope_parameters
 from posenc_lib.course.hf import attention_from_hf
 from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
+from posenc_lib.course.explorers import context_values, relative_values, rope_values, sinusoidal_values
 from posenc_lib.course.training import accuracy, train
 from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
 from posenc_lib.encodings.absolute.learnable import LearnablePE
@@ -375,6 +376,17 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("with_scheme learned scheme", lambda: with_scheme(tiny, T5RelativeBias(2)), ValueError,
      r"scheme must have no parameters.*T5RelativeBias"),
     ("with_scheme not a scheme", lambda: with_scheme(tiny, "rope"), TypeError, r"scheme must be a PositionScheme, got str"),
+    ("explorer position past the positions shown", lambda: sinusoidal_values(64, 10000.0), ValueError,
+     r"position must be < n_positions=64, got 64"),
+    ("explorer negative position", lambda: sinusoidal_values(-1, 10000.0), ValueError, r"position must be an int >= 0, got -1"),
+    ("explorer base 1", lambda: sinusoidal_values(3, 1.0), ValueError, r"base must be a finite number > 1, got 1.0"),
+    ("explorer key position past the grid", lambda: rope_values(0, 48), ValueError, r"key_position must be < n_positions=48, got 48"),
+    ("explorer query and key of two lengths", lambda: rope_values(0, 1, query=(1.0, 2.0), key=(1.0,)), ValueError,
+     r"query and key must be 1-D and of one length, got shapes \(2,\) and \(1,\)"),
+    ("explorer no heads", lambda: relative_values(0, 8), ValueError, r"n_heads must be an int >= 1, got 0"),
+    ("explorer unknown method", lambda: context_values("ntk-by-parts", 2.0), ValueError,
+     r"method must be one of \['linear', 'ntk', 'dynamic', 'yarn', 'llama3'\], got 'ntk-by-parts'"),
+    ("explorer factor below 1", lambda: context_values("yarn", 0.5), ValueError, r"factor must be >= 1 \(an extension\), got 0.5"),
     ("per_position_loss shapes differ", lambda: per_position_loss(tiny, torch.zeros(2, 5, dtype=torch.long),
                                                                   torch.zeros(2, 4, dtype=torch.long)), ValueError,
      r"inputs and targets must both have shape \(batch, seq\), got \(2, 5\) and \(2, 4\)"),
