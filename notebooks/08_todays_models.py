@@ -402,8 +402,9 @@ agree("DeepSeek-V3: scores", our_q @ our_k.transpose(-1, -2),
 #
 # Cohere's models pair the dims as Meta's LLaMA did, $(x_{2i}, x_{2i+1})$: our "interleaved" layout
 # (notebook 03). Cohere2 (Command R7B) rotates only its sliding-window layers; its global layers have
-# no position encoding at all. One `attention_from_hf` per layer kind, with `RotaryPE(layout="interleaved")`
-# on the local layer (the window comes from the module) and `NoPosition` on the global one:
+# no position encoding at all. One `attention_from_hf` per layer kind: on the local layer the scheme
+# `rotary_scheme(config)` builds (it reads the interleaved layout off the model type) and the module's
+# window, on the global one `NoPosition`:
 
 # %%
 config = transformers.Cohere2Config(**TINY, layer_types=["sliding_attention", "full_attention"], sliding_window=6,
@@ -431,9 +432,9 @@ display(pd.Series(errors, name="ours against Hugging Face").to_frame())
 # %% [markdown]
 # **Takeaway:**
 # - Every scheme of section 1 is in `posenc_lib` and computes what the model's own code computes:
-#   `rope_frequencies` types "llama3", "longrope" and "proportional" (p-RoPE), `LayerSpec` for a
-#   scheme per layer type, `MRoPE` in both orders, `QueryTemperature`, `DecoupledRoPE`, and the
-#   "interleaved" layout.
+#   `rope_frequencies` types "llama3", "longrope" and "proportional" (p-RoPE), `rotary_scheme` to
+#   build them from a config, `LayerSpec` for a scheme per layer type, `MRoPE` in both orders,
+#   `QueryTemperature`, `DecoupledRoPE`, and the "interleaved" layout.
 # - M-RoPE's two orders give the axes different frequencies; section 5 measures what that does.
 #
 # ## 3 · A layout-conversion lab on real model classes
@@ -443,7 +444,8 @@ display(pd.Series(errors, name="ours against Hugging Face").to_frame())
 # in the other class, and what happens if the conversion is skipped?
 #
 # Notebook 03 derived the recipe: permute the rows of $W_q$ and $W_k$ within each head (never $W_v$,
-# $W_o$), `convert_qk_weight(W, n_heads, to="interleaved")`. Here on two real classes: a tiny
+# $W_o$), `convert_qk_weight(W, n_heads, to="interleaved")`; `convert_hf_rope_layout` does it to every
+# `q_proj` and `k_proj` of a Hugging Face state dict. Here on two real classes: a tiny
 # randomly initialised `LlamaForCausalLM`, and a `Llama4ForCausalLM` configured as the same dense
 # network (every layer rotates, no query-key norm, no mixture of experts, one chunk of attention),
 # whose weights we copy over with and without the permutation.
