@@ -46,6 +46,7 @@ from torch.testing import assert_close
 
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_lib.course.explorers import ROPE_KEY, ROPE_QUERY, rope_explorer, rope_values
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.course.report import clearly_ahead
 from posenc_lib.course.training import accuracy, run_each, setup_notebook, train
@@ -226,6 +227,47 @@ cos, sin = rope_cos_sin(positions[None], inv_freq)                 # each (1, se
 assert_close(apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions))
 print("library apply_rope(layout='interleaved') == rope_inline")
 print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token")
+
+# %% [markdown]
+# ### Explorer · A query at m, a key at n
+#
+# **Question:** as the positions of one query and one key move, what happens to each of their
+# pairs, and to their score?
+#
+# The explorer rotates a fixed query $q$ and key $k$ of 4 pairs (head_dim 8, base 10000) with the
+# library's `apply_rope` (interleaved layout). Top: each pair of $R_m q$ (solid) and $R_n k$
+# (dashed) as an arrow. Bottom: the score of the query at $m$ with a key at every position $n'$
+# from 0 to 47, drawn against the offset $n' - m$; the square is the key at $n$. In JupyterLab two
+# sliders move $m$ and $n$; the executed notebook shows $m = 5$, $n = 12$.
+#
+# **What to try.**
+# - Move $m$ and $n$ together, by the same number of steps. In every pair both arrows turn by the
+#   same angle, so the angle between them stays, and so does the score: the square does not move.
+# - Move $n$ alone. The key's arrows turn, pair 0 by a radian per step, pair 3 by a thousandth of
+#   one; the square runs along the curve.
+# - Set $m = n$: the square sits at offset 0, at $q^\top k$ itself, whatever the position.
+#
+# **What to look for.** Whatever $m$ is, the curve against the offset is the same one (only the
+# part of it inside positions 0 to 47 is drawn): the score depends on $n - m$ alone, as section 1
+# proved. Pair 0 makes it oscillate with a period of about 6.3 tokens; the slow pairs hardly turn
+# over 47 tokens and set its level. The check below asserts each of these.
+
+# %% tags=["nbval-check-output"]
+rope_explorer()
+
+# %% tags=["nbval-check-output"]
+theta_8 = rope_inv_freq(8)
+print("theta_i of the explorer's head (head_dim 8):", [round(float(t), 4) for t in theta_8],
+      f"| pair 0 repeats every 2 pi / theta_0 = {2 * math.pi / float(theta_8[0]):.2f} tokens")
+score = {(m, n): float(rope_values(m, n)["marker_score"][0]) for m, n in [(5, 12), (6, 13), (20, 27), (40, 47), (5, 20)]}
+assert all(abs(score[m, n] - score[5, 12]) < 1e-12 for m, n in [(6, 13), (20, 27), (40, 47)])  # together: unchanged
+assert abs(score[5, 20] - score[5, 12]) > 0.1                                                     # apart: it changes
+q_dot_k = sum(a * b for a, b in zip(ROPE_QUERY, ROPE_KEY))
+assert all(abs(rope_values(m, m)["marker_score"][0] - q_dot_k) < 1e-12 for m in (0, 17, 47))   # m = n: q . k
+curve = {m: dict(zip(rope_values(m, 0)["offset"].tolist(), rope_values(m, 0)["score"])) for m in (5, 30)}
+assert all(abs(curve[5][o] - curve[30][o]) < 1e-12 for o in curve[5].keys() & curve[30].keys())   # one curve
+print(f"score at (m, n) = (5, 12): {score[5, 12]:.4f}; (20, 27): {score[20, 27]:.4f}; (40, 47): {score[40, 47]:.4f}; "
+      f"(5, 20): {score[5, 20]:.4f}; at m = n: q.k = {q_dot_k:.4f}")
 
 # %% [markdown]
 # **Takeaway.**

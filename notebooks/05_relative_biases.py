@@ -51,6 +51,7 @@ from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, pos
 from posenc_lib.course.data import lag_task
 from posenc_lib.course.diagnostics import position_probe_accuracy
 from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.explorers import relative_explorer, relative_values
 from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
 from posenc_lib.course.report import clearly_ahead
 from posenc_lib.course.training import accuracy, progress, run_each, seed_everything, setup_notebook, train
@@ -272,6 +273,50 @@ print(f"32 heads, L = 8192: full (heads, L, L) bias {full_bytes[torch.float32] /
 assert full_bytes[torch.float32] // compact_bytes == length
 
 # %% [markdown]
+# ### Explorer · T5 buckets for a length, ALiBi for a head count
+#
+# **Question:** what do T5's buckets look like at the lengths a model meets, and what are ALiBi's
+# slopes and penalties for the head count of your model?
+#
+# For a sequence length $L$ and a head count, the explorer draws T5's bucket of every offset
+# $j - i$ inside the sequence (32 buckets, `max_distance` 128, both kinds) from
+# `t5_relative_bucket`; ALiBi's slope of each head from `alibi_slopes`; and the ALiBi bias of the
+# last query (position $L - 1$) against the keys, one line per head, from `alibi_bias`. In
+# JupyterLab two sliders choose the heads (1 to 16) and the length (8 to 256); the executed
+# notebook shows 8 heads at $L = 64$.
+#
+# **What to try.**
+# - Lengthen the sequence from 8 to 256. Short offsets keep their own buckets; farther ones share
+#   log-spaced buckets; at $L = 256$ the offsets beyond $\pm 128$ appear, and all of them fall into
+#   the last bucket of their side.
+# - Change the head count. A power of two gives one geometric sequence of slopes; 12 heads give
+#   the 8 slopes of 8 heads and then 4 that fall between them, so the slopes are no longer in order.
+# - Watch the bias panel as $L$ grows: the steepest head's penalty on the farthest key grows with
+#   $L$, while the flattest head hardly penalises anything.
+#
+# **What to look for.** T5 spends its resolution near the query and cannot tell distances apart
+# beyond `max_distance`; ALiBi has no such horizon, but each head has its own range, about $1/m_h$
+# tokens before its penalty reaches $-1$. The check below measures these.
+
+# %% tags=["nbval-check-output"]
+relative_explorer()
+
+# %% tags=["nbval-check-output"]
+short, long = relative_values(8, 64), relative_values(8, 256)
+beyond = {side: set(long["t5_bidirectional"][mask].tolist())
+          for side, mask in (("before", long["offset"] <= -128), ("after", long["offset"] >= 128))}
+assert beyond == {"before": {15}, "after": {31}}                        # one bucket per side beyond max_distance
+assert len(short["max_distance"]) == 0 and long["max_distance"].tolist() == [-128, 128]
+slopes_12 = relative_values(12, 64)["slope"]
+assert np.all(np.diff(short["slope"]) < 0) and not np.all(np.diff(slopes_12) < 0)
+print("T5 buckets beyond ±128 at L = 256:", beyond, "| 12 heads' slopes:", [f"{s:.3g}" for s in slopes_12])
+print(f"8 heads, steepest penalty on the farthest key: {short['alibi_bias'].min():.1f} at L = 64, "
+      f"{long['alibi_bias'].min():.1f} at L = 256; flattest head at L = 256: {long['alibi_bias'][-1].min():.3f}")
+
+# %% [markdown]
+# With 8 heads the steepest head (slope 1/2) penalises the farthest key by 31.5 at $L = 64$ and by
+# 127.5 at $L = 256$; the flattest (1/256) by 0.996 even at 256 tokens.
+#
 # **Takeaway:**
 # - ALiBi has no parameters: each head gets a fixed recency penalty, geometric across heads.
 # - Under a causal mask it collapses to a per-key vector $m_h j$: no (heads, L, L) tensor

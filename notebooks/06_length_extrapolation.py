@@ -45,6 +45,7 @@ from torch.testing import assert_close
 
 from posenc_lib.course.data import char_corpus, lm_eval_windows
 from posenc_lib.course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.course.explorers import CONTEXT_METHODS, context_explorer, context_values
 from posenc_lib.course.extrapolation import (
     attention_entropy,
     finetune_char_lm,
@@ -644,6 +645,54 @@ ntk = new_over_old["RoPE + NTK-aware"]
 assert ntk[0] == 1.0 and abs(ntk[-1] - 1 / 8) < 1e-6 and np.all(np.diff(ntk) < 0)
 yarn = new_over_old["RoPE + YaRN"]
 assert yarn[0] == 1.0 and np.allclose(yarn[2:], 1 / 8) and 1 / 8 < yarn[1] < 1
+
+# %% [markdown]
+# ### Explorer · Every rule and every factor on a production-size head
+#
+# **Question:** this notebook's models have 8 rotary pairs. What do the rules do to a head of 128
+# dimensions (64 pairs) trained at $L_0 = 4096$ tokens, as the factor grows?
+#
+# The explorer computes each pair's frequency with `rope_frequencies` (head_dim 128, base 10000)
+# under PI, NTK-aware, dynamic NTK, YaRN and Llama 3 (with Llama 3.1's low and high frequency
+# factors 1 and 4), and draws each pair's wavelength before and after the rule against the trained
+# context $L_0$ and the extended one $sL_0$, and each pair's rotation ratio, new frequency over
+# old. Dynamic NTK is drawn at the length $sL_0$, where it is NTK-aware at factor $s$ (as in
+# section 3); below $L_0$ it changes nothing. In JupyterLab a menu picks the rule and a slider the
+# factor (×1 to ×32); the executed notebook shows YaRN at ×8.
+#
+# **What to try.**
+# - PI: every pair drops to $1/s$, the fastest ones included.
+# - NTK-aware: the ratio falls smoothly from exactly 1 at pair 0 to exactly $1/s$ at pair 63.
+# - YaRN and Llama 3: three zones, pairs kept as they are, pairs divided by $s$, and a ramp
+#   between. Move the factor and watch which pairs each one moves.
+# - Factor ×1: every rule leaves every pair where it was.
+#
+# **What to look for.** A pair whose wavelength is longer than $L_0$ never completed a turn in
+# training: it only ever took the angles of its first partial turn. YaRN and Llama 3 divide
+# exactly these pairs by $s$, so that at the new length $sL_0$ they take those same angles again,
+# and they keep the fast pairs, which turned many times within $L_0$ and took every angle. PI
+# moves the fast pairs too; NTK-aware moves every pair but pair 0 a little. The check below counts
+# the pairs of each zone.
+
+# %% tags=["nbval-check-output"]
+context_explorer()
+
+# %% tags=["nbval-check-output"]
+explored = {method: context_values(method, 8.0) for method in CONTEXT_METHODS}
+slow = explored["yarn"]["wavelength"] > 4096                               # no full turn within L0
+for method, v in explored.items():
+    ratio = v["ratio"]
+    print(f"{CONTEXT_METHODS[method]:>12}, ×8: {int((ratio == 1).sum()):2d} pairs kept, "
+          f"{int(np.isclose(ratio, 1 / 8, rtol=1e-6).sum()):2d} divided by 8, the rest in between")
+assert np.allclose(explored["linear"]["ratio"], 1 / 8)
+for method in ("yarn", "llama3"):
+    assert np.allclose(explored[method]["ratio"][slow], 1 / 8) and explored[method]["ratio"][0] == 1
+llama_fast = explored["llama3"]["wavelength"] < 4096 / 4                    # Llama 3 keeps wavelengths below L0 / 4
+assert np.all(explored["llama3"]["ratio"][llama_fast] == 1)
+assert explored["ntk"]["ratio"][0] == 1 and abs(explored["ntk"]["ratio"][-1] - 1 / 8) < 1e-6
+assert np.array_equal(explored["dynamic"]["ratio"], explored["ntk"]["ratio"])          # at the length 8 L0
+assert all(np.allclose(context_values(method, 1.0)["ratio"], 1, rtol=0, atol=1e-6) for method in CONTEXT_METHODS)
+print(f"pairs with a wavelength above L0 = 4096: {int(slow.sum())} of 64")
 
 # %% [markdown]
 # **Takeaway:**

@@ -11,9 +11,13 @@ encodings are grouped by that place::
     SinCos2DPE             encodings/vision/tables_2d.py            04
     Learnable2DPE          encodings/vision/tables_2d.py            04
     PEG                    encodings/conditional/peg.py             05
-    rotating queries and keys
-    RotaryPE               encodings/rotary/rope.py                 03, 06
-      (scaled: linear, NTK, dynamic, YaRN, Llama 3)  encodings/rotary/scaling.py   06
+    transforming queries and keys (rotating them, or scaling q)
+    RotaryPE               encodings/rotary/rope.py                 03, 06, 08
+      (scaled: linear, NTK, dynamic, YaRN, Llama 3, LongRoPE; proportional = p-RoPE)
+                           encodings/rotary/scaling.py              06, 08
+    MRoPE                  encodings/rotary/mrope.py                08
+    DecoupledRoPE          encodings/rotary/decoupled.py            08
+    QueryTemperature       encodings/rotary/temperature.py          08
     AxialRoPE2D            encodings/vision/rope_2d.py              04
     MixedRoPE2D            encodings/vision/rope_2d.py              04
     biasing the attention scores
@@ -31,14 +35,16 @@ The core, at the root:
 
     scheme.py      PositionScheme (the interface: its four hooks, and the score scale), NoPosition
     attention.py   MultiHeadAttention (calls rotate_qk, score_bias and qk_bias), KVCache
-    models.py      TinyTransformer (calls add_to_embeddings), convert_rope_checkpoint
+    models.py      TinyTransformer (calls add_to_embeddings; one scheme, or a LayerSpec per layer), convert_rope_checkpoint
     checks.py      the argument checks every module shares
 
 Apart from the ideas::
 
     kernels/       the fast RoPE rotation behind apply_rope (same arithmetic, arranged for speed)
     course/        what only the course needs: data, training, diagnostics, extrapolation (06),
-                   cost (05), report, plotting, vit (04's catalogue), exercises
+                   cost (05), report, plotting, vit (04's catalogue), families, hf and frequencies (08: the
+                   model families' configs, a bridge from Hugging Face attention modules, which rotary
+                   pairs a trained model uses), exercises
 """
 
 from .attention import KVCache, MultiHeadAttention

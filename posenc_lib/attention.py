@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_attn_mask, check_float_tensor, check_positions
+from .checks import check_attn_mask, check_float_tensor, check_int, check_positions
 from .scheme import NoPosition, PositionScheme, default_positions
 
 __all__ = ["KVCache", "MultiHeadAttention", "fold_key_bias"]
@@ -94,6 +94,10 @@ class MultiHeadAttention(nn.Module):
             hooks this layer calls (its ``add_to_embeddings`` is the model's job).
             ``None`` means :class:`NoPosition`.
         bias: whether the q/k/v/out projections have a bias.
+        window: sliding-window (local) attention: query i sees key j only when ``|i - j| < window``,
+            with i and j indices in the sequence (the cache counts as earlier); under a causal
+            mask that is the last ``window`` keys, i - window < j <= i, as the local layers of
+            Mistral, Gemma 2/3 and Cohere2 (``sliding_window`` in Hugging Face). ``None``: global.
 
     Call with x: (batch, seq, d_model) and get (batch, seq, d_model).
 
@@ -109,13 +113,18 @@ class MultiHeadAttention(nn.Module):
     given then; a scheme swapped in later leaves the weights alone.
     """
 
-    def __init__(self, d_model: int, n_heads: int, scheme: PositionScheme | None = None, bias: bool = True):
+    def __init__(
+        self, d_model: int, n_heads: int, scheme: PositionScheme | None = None, bias: bool = True,
+        window: int | None = None,
+    ):
         super().__init__()
         if n_heads <= 0 or d_model <= 0 or d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be a positive multiple of n_heads, got d_model={d_model}, n_heads={n_heads}"
             )
-        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
+        if window is not None:
+            check_int("window", window)
+        self.d_model, self.n_heads, self.head_dim, self.window = d_model, n_heads, d_model // n_heads, window
         self.scheme = scheme if scheme is not None else NoPosition()
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
@@ -149,8 +158,7 @@ class MultiHeadAttention(nn.Module):
         past = 0 if cache is None else len(cache)
         positions = self._check_inputs(x, positions, attn_mask, causal, past)
 
-        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))  # project, split heads
-        q, k = self.scheme.rotate_qk(q, k, positions)  # rotate q and k (values never)
+        q, k, v = self.heads(x, positions)  # project, split heads, rotate q and k (values never)
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)  # keys are cached rotated
@@ -163,6 +171,15 @@ class MultiHeadAttention(nn.Module):
             return self.out(self._merge_heads(y)), weights
         y = self._attend(q, k, v, bias, attn_mask, causal, past, x)
         return self.out(self._merge_heads(y))
+
+    def heads(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v of x as the scores see them: projected, split into heads, q and k turned by ``scheme.rotate_qk``.
+
+        x: (batch, seq, d_model); positions: (batch, seq). Returns three (batch, heads, seq, head_dim) tensors.
+        """
+        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.scheme.rotate_qk(q, k, positions)
+        return q, k, v
 
     def _check_inputs(
         self, x: Tensor, positions: Tensor | None, attn_mask: Tensor | None, causal: bool, past: int
@@ -205,7 +222,7 @@ class MultiHeadAttention(nn.Module):
         such as compact ALiBi, then rides along as one extra q/k column (see :func:`fold_key_bias`).
         Anything else is folded into one (.., q_len, k_len) float mask.
         """
-        sdpa_causal = causal and attn_mask is None and past == 0
+        sdpa_causal = causal and attn_mask is None and past == 0 and self.window is None
         scale = self.scheme.score_scale(self.head_dim)  # stated: q and k may grow by a column below
         if sdpa_causal and bias is not None:
             per_key = (bias.dim() == 4 and bias.shape[0] in (1, q.shape[0]) and bias.shape[1] in (1, self.n_heads)
@@ -233,7 +250,7 @@ class MultiHeadAttention(nn.Module):
     def _mask(
         self, bias: Tensor | None, attn_mask: Tensor | None, causal: bool, past: int, k_len: int, x: Tensor
     ) -> Tensor | None:
-        """Fold the scheme's score bias, the causal mask and the padding mask into one additive float mask (or None)."""
+        """Fold the scheme's score bias, the causal, window and padding masks into one additive float mask (or None)."""
         batch, q_len = x.shape[:2]
         if bias is not None:
             target = (batch, self.n_heads, q_len, k_len)
@@ -249,10 +266,11 @@ class MultiHeadAttention(nn.Module):
         allowed = None
         if attn_mask is not None:
             allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask
-        if causal:
-            i = torch.arange(q_len, device=x.device)[:, None] + past
-            j = torch.arange(k_len, device=x.device)[None, :]
-            allowed = (j <= i) if allowed is None else allowed & (j <= i)
+        i = torch.arange(q_len, device=x.device)[:, None] + past  # query and key indices in the sequence
+        j = torch.arange(k_len, device=x.device)[None, :]
+        rules = ([j <= i] if causal else []) + ([(i - j).abs() < self.window] if self.window is not None else [])
+        for rule in rules:
+            allowed = rule if allowed is None else allowed & rule
         if bias is None and allowed is None:
             return None
         mask = x.new_zeros(()) if bias is None else bias.to(x.dtype)

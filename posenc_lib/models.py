@@ -2,12 +2,17 @@
 
 Both are the same pre-LayerNorm stack; ``causal=True`` turns it into a decoder.
 Position enters only through the scheme (see :mod:`posenc_lib.attention`), so swapping
-encodings never changes anything else in the model.
+encodings never changes anything else in the model. One scheme serves every layer by default;
+``layer_specs`` gives each layer its own (:class:`LayerSpec`), as today's models mix layer kinds:
+RoPE on three layers in four and none on the fourth (SmolLM3, Llama 4), local-window layers
+with RoPE beside global ones without (Cohere2), or two RoPE bases by layer type (Gemma 3).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -17,18 +22,36 @@ from .checks import check_positions
 from .encodings.rotary.rope import Layout, convert_qk_weight
 from .scheme import NoPosition, PositionScheme, default_positions
 
-__all__ = ["TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "convert_rope_checkpoint"]
+__all__ = ["LayerSpec", "TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "convert_rope_checkpoint"]
 
 Pool = Literal["none", "mean", "first", "last"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """What one layer's attention does with position: its scheme, and its window if it is local.
+
+    Args:
+        scheme: the layer's :class:`PositionScheme` (its ``rotate_qk``, ``score_bias`` and ``qk_bias`` hooks).
+        window: ``None`` for global attention, else the sliding window of
+            :class:`~posenc_lib.attention.MultiHeadAttention` (the last ``window`` keys under a causal mask).
+    """
+
+    scheme: PositionScheme
+    window: int | None = None
 
 
 class TransformerBlock(nn.Module):
     """Pre-LN block: x + attn(ln(x)), then x + mlp(ln(x)). x: (batch, seq, d_model)."""
 
-    def __init__(self, d_model: int, n_heads: int, scheme: PositionScheme, d_ff: int, dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, n_heads: int, scheme: PositionScheme, d_ff: int, dropout: float = 0.0,
+        window: int | None = None,
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, n_heads, scheme)
+        self.attn = MultiHeadAttention(d_model, n_heads, scheme, window=window)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
         self.drop = nn.Dropout(dropout)
@@ -55,6 +78,10 @@ class TinyTransformer(nn.Module):
         embed: a module mapping inputs to (batch, seq, d_model); default ``nn.Embedding``.
             A vision model passes its patch embedding here.
         d_ff: MLP width, default 4 * d_model.
+        layer_specs: one :class:`LayerSpec` per layer (``n_layers`` of them): layer i's attention
+            uses ``layer_specs[i].scheme`` and window instead of ``scheme``, which then only
+            adds to the embeddings (its ``add_to_embeddings``; ``None`` adds nothing). A scheme
+            object may serve several layers, and its parameters (if any) are shared by them.
     """
 
     def __init__(
@@ -71,6 +98,7 @@ class TinyTransformer(nn.Module):
         embed: nn.Module | None = None,
         d_ff: int | None = None,
         dropout: float = 0.0,
+        layer_specs: Sequence[LayerSpec] | None = None,
     ):
         super().__init__()
         if pool not in ("none", "mean", "first", "last"):
@@ -78,11 +106,15 @@ class TinyTransformer(nn.Module):
         if embed is None and vocab_size is None:
             raise ValueError("vocab_size is required when no embed module is given")
         self.scheme = scheme if scheme is not None else NoPosition()
+        if layer_specs is None:
+            layer_specs = [LayerSpec(self.scheme)] * n_layers
+        _check_layer_specs(layer_specs, n_layers)
         self.causal, self.pool, self.d_model = causal, pool, d_model
         self.embed = embed if embed is not None else nn.Embedding(vocab_size, d_model)
         self.embed_scale = d_model**0.5 if embed_scale else 1.0
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, self.scheme, d_ff or 4 * d_model, dropout) for _ in range(n_layers)
+            TransformerBlock(d_model, n_heads, spec.scheme, d_ff or 4 * d_model, dropout, spec.window)
+            for spec in layer_specs
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_outputs)
@@ -91,7 +123,8 @@ class TinyTransformer(nn.Module):
         """Use ``scheme`` from now on, in the model and every attention layer (in place).
 
         For swapping a parameter-free scheme after training: RoPE with another scaling, a 2-D
-        table for a larger grid. The old scheme's parameters leave the model with it.
+        table for a larger grid. The old scheme's parameters leave the model with it. Every layer
+        gets ``scheme``, per-layer ``layer_specs`` included (their windows stay).
         """
         if not isinstance(scheme, PositionScheme):
             raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
@@ -110,11 +143,29 @@ class TinyTransformer(nn.Module):
         used. Row ``i`` of a map holds how much query ``i`` attends to each key; rows sum to 1
         (0 for a query that may see no key). Puts the model in eval mode.
         """
-        maps: list[Tensor] = []
+        return self._per_layer(
+            lambda attn, x, layer_positions, mask, causal: attn.forward(x, layer_positions, mask, causal, return_weights=True)[1],
+            inputs, positions, attn_mask)
+
+    @torch.no_grad()
+    def queries_and_keys(self, inputs: Tensor, positions: Tensor | None = None) -> list[tuple[Tensor, Tensor]]:
+        """Every layer's queries and keys as its scores see them (rotated): a list of (q, k), each (batch, heads, seq, head_dim).
+
+        Arguments as for :meth:`forward`; each layer's :meth:`~posenc_lib.attention.MultiHeadAttention.heads`
+        is called on that layer's own input (a forward hook). Puts the model in eval mode.
+        """
+        return self._per_layer(lambda attn, x, layer_positions, mask, causal: attn.heads(x, layer_positions)[:2],
+                               inputs, positions)
+
+    def _per_layer(self, read: Callable[..., T], inputs: Tensor, positions: Tensor | None = None,
+                   attn_mask: Tensor | None = None) -> list[T]:
+        """``read(attention, x, positions, attn_mask, causal)`` for every layer, on the input that layer gets in one
+        forward pass (through forward hooks; no cache, so nothing is extended). ``read`` must call the layer's
+        ``forward`` (not the layer itself, which would run the hook again). Puts the model in eval mode."""
+        found: list[T] = []
 
         def record(module: nn.Module, args: tuple, output: Tensor) -> None:
-            x, layer_positions, mask, causal = args[:4]  # no cache here: the call below must not extend one
-            maps.append(module.forward(x, layer_positions, mask, causal, return_weights=True)[1])
+            found.append(read(module, *args[:4]))  # x, positions, attn_mask, causal
 
         hooks = [block.attn.register_forward_hook(record) for block in self.blocks]
         try:
@@ -123,7 +174,7 @@ class TinyTransformer(nn.Module):
         finally:
             for hook in hooks:
                 hook.remove()
-        return maps
+        return found
 
     def new_cache(self) -> list[KVCache]:
         """One empty :class:`KVCache` per layer, for incremental decoding."""
@@ -182,6 +233,18 @@ class TinyTransformer(nn.Module):
     def num_parameters(self) -> int:
         """Trainable parameters (position tables included, buffers excluded)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+def _check_layer_specs(layer_specs: Sequence[LayerSpec], n_layers: int) -> None:
+    """layer_specs must be a list or tuple of n_layers LayerSpec objects, each with a PositionScheme."""
+    if not isinstance(layer_specs, (list, tuple)) or len(layer_specs) != n_layers:
+        got = f"{len(layer_specs)} items" if isinstance(layer_specs, (list, tuple)) else type(layer_specs).__name__
+        raise ValueError(f"layer_specs must be a list of n_layers={n_layers} LayerSpec objects, got {got}")
+    for i, spec in enumerate(layer_specs):
+        if not isinstance(spec, LayerSpec):
+            raise TypeError(f"layer_specs[{i}] must be a LayerSpec, got {type(spec).__name__}")
+        if not isinstance(spec.scheme, PositionScheme):
+            raise TypeError(f"layer_specs[{i}].scheme must be a PositionScheme, got {type(spec.scheme).__name__}")
 
 
 @torch.no_grad()

@@ -6,7 +6,7 @@ four places, and a :class:`PositionScheme` is the object that does it:
 1. ``add_to_embeddings`` - a vector added to the token embeddings before the
    first layer (sinusoidal, learnable, 2-D tables).
 2. ``rotate_qk`` - a transform of queries and keys after the projection and head
-   split, before the scores (RoPE and its variants). Values are never touched.
+   split, before the scores (RoPE and its variants; Llama 4's query temperature). Values are never touched.
 3. ``score_bias`` - a tensor added to the attention scores after the scale
    (T5, ALiBi, Swin). It depends on positions only.
 4. ``qk_bias`` - the same, for a bias that also reads the queries and keys (after

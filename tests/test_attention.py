@@ -22,9 +22,9 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 POSITION_AWARE = ["rotary", "bias"]  # the schemes MultiHeadAttention itself applies
 
 
-def mha(d_model: int, n_heads: int, scheme=None, seed: int = 0) -> MultiHeadAttention:
+def mha(d_model: int, n_heads: int, scheme=None, seed: int = 0, window: int | None = None) -> MultiHeadAttention:
     torch.manual_seed(seed)
-    return MultiHeadAttention(d_model, n_heads, scheme).double().eval()
+    return MultiHeadAttention(d_model, n_heads, scheme, window=window).double().eval()
 
 
 def randn(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -281,3 +281,45 @@ def test_per_key_bias_under_causal_attention_never_builds_a_heads_l_l_mask():
         layer(x, causal=True)
     largest = max(e.cpu_memory_usage for e in prof.events())
     assert largest < n_heads * seq * seq, f"largest allocation {largest} B; a (heads, L, L) float mask is {n_heads * seq * seq * 4} B"
+
+
+# --- sliding window -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["none", *POSITION_AWARE])
+@pytest.mark.parametrize("causal", [False, True])
+def test_window_equals_the_band_mask_and_its_weights_stay_in_the_band(make_scheme, name, causal):
+    """window=w is the boolean band |i - j| < w given as attn_mask, and no weight falls outside it."""
+    scheme = make_scheme(name, 16)
+    local = mha(16, 2, scheme, window=3)
+    plain = mha(16, 2, scheme)
+    plain.load_state_dict(local.state_dict())
+    x = randn(2, 7, 16)
+    i, j = torch.arange(7)[:, None], torch.arange(7)[None, :]
+    band = ((i - j).abs() < 3)[None, None]
+    with torch.no_grad():
+        y, w = local(x, causal=causal, return_weights=True)
+        assert_close(y, plain(x, attn_mask=band, causal=causal))
+        assert_close(local(x, causal=causal), y)
+    assert (w[..., ~band[0, 0]] == 0).all()
+    assert (w[..., band[0, 0] & ((j <= i) | (not causal))] > 0).all()
+
+
+@pytest.mark.parametrize("name", ["none", "rotary"])
+def test_window_with_kv_cache_equals_full_recomputation(make_scheme, name):
+    layer = mha(16, 2, make_scheme(name, 16), window=2)
+    x = randn(2, 6, 16)
+    cache = KVCache()
+    with torch.no_grad():
+        full = layer(x, causal=True)
+        steps = [layer(x[:, :3], causal=True, cache=cache)] + [layer(x[:, i : i + 1], causal=True, cache=cache)
+                                                                 for i in range(3, 6)]
+    assert_close(torch.cat(steps, dim=1), full)
+
+
+def test_window_as_wide_as_the_sequence_changes_nothing():
+    local, wide = mha(16, 2, window=5), mha(16, 2)
+    wide.load_state_dict(local.state_dict())
+    x = randn(1, 5, 16)
+    with torch.no_grad():
+        assert_close(local(x, causal=True), wide(x, causal=True))

@@ -4,7 +4,9 @@ with a message that names the offending parameter (and, where there is one, the 
 One row per mistake a learner is likely to make: odd head_dim, d_model not divisible, heads
 that do not match, positions past a learnable table or a patch grid, unknown rope type or
 missing key, integer tensors where floats are needed, mismatched q/k shapes, unknown
-layout/mode, grid size mismatch, ...
+layout/mode, grid size mismatch, LongRoPE factor lists of the wrong length, an mrope_section
+that does not sum to the pairs, M-RoPE positions of the wrong rank, an unknown layer type, a
+Hugging Face attention module the bridge cannot copy, ...
 """
 
 from __future__ import annotations
@@ -13,16 +15,22 @@ from collections.abc import Callable
 
 import pytest
 import torch
+import transformers
 
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.course.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
 from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
+from posenc_lib.course.families import rope_parameters
+from posenc_lib.course.hf import attention_from_hf
 from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
+from posenc_lib.course.explorers import context_values, relative_values, rope_values, sinusoidal_values
 from posenc_lib.course.training import accuracy, train
 from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
 from posenc_lib.encodings.conditional.peg import PEG, peg
+from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
+from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
 from posenc_lib.encodings.rotary.rope import (
     RotaryPE,
     apply_rope,
@@ -32,6 +40,7 @@ from posenc_lib.encodings.rotary.rope import (
     rope_inv_freq,
 )
 from posenc_lib.encodings.rotary.scaling import rope_frequencies
+from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature
 from posenc_lib.encodings.score_bias.relative import (
     ALiBi,
     SwinRelativeBias,
@@ -46,7 +55,8 @@ from posenc_lib.encodings.score_bias.relative import (
 from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, resample_grid
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
-from posenc_lib.models import TinyTransformer
+from posenc_lib.models import LayerSpec, TinyTransformer
+from posenc_lib.scheme import NoPosition
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):
@@ -58,6 +68,18 @@ def pos(n: int, offset: int = 0, dtype=torch.long):
 
 
 cs = rope_cos_sin(pos(5), rope_inv_freq(8))
+LONGROPE = {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+            "original_max_position_embeddings": 8, "factor": 4.0}
+video = mrope_positions(1, 2, 2)  # 4 tokens
+
+
+def hf_attention(model: str, **config):
+    """A tiny Hugging Face attention module (built only when its row runs)."""
+    sizes = dict(hidden_size=16, num_attention_heads=2, num_hidden_layers=1, intermediate_size=16, vocab_size=8)
+    if model == "llama":
+        return transformers.models.llama.modeling_llama.LlamaAttention(transformers.LlamaConfig(**sizes, **config), 0)
+    return transformers.models.gemma3.modeling_gemma3.Gemma3Attention(transformers.Gemma3TextConfig(**sizes, **config), 0)
+
 tiny = TinyTransformer(7, 3, d_model=16, n_heads=2, n_layers=1)
 x3 = torch.zeros(1, 5, 16)
 
@@ -78,6 +100,9 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"attn_mask .*must have shape .*got \(1, 4\)"),
     ("model unknown pool", lambda: TinyTransformer(7, 3, pool="max"), ValueError, r"pool must be one of .*'max'"),
     ("model no vocab", lambda: TinyTransformer(None, 3), ValueError, r"vocab_size is required"),
+    ("mha window 0", lambda: MultiHeadAttention(16, 2, window=0), ValueError, r"window must be an int >= 1, got 0"),
+    ("model layer_specs wrong length", lambda: TinyTransformer(7, 3, n_layers=2, layer_specs=[LayerSpec(NoPosition())]),
+     ValueError, r"layer_specs must be a list of n_layers=2 LayerSpec objects, got 1 items"),
     ("train steps 0", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long)), steps=0),
      ValueError, r"steps must be a positive integer, got 0"),
     ("train data lengths", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long)), steps=1),
@@ -130,7 +155,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"config\['factor'\] must be > 0, got 0\.0"),
     ("rope llama3 low >= high", lambda: rope_frequencies(8, {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64,
                                                              "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
-     ValueError, r"config\['low_freq_factor'\] must be < config\['high_freq_factor'\], got 4\.0 and 1\.0"),
+     ValueError, r"config\['low_freq_factor'\] must be <= config\['high_freq_factor'\], got 4\.0 and 1\.0"),
     ("rope partial factor 0", lambda: rope_frequencies(8, {"partial_rotary_factor": 0.0}), ValueError,
      r"config\['partial_rotary_factor'\] must be in \(0, 1\], got 0\.0"),
     ("rope float positions", lambda: rope_cos_sin(pos(5, dtype=torch.float32), rope_inv_freq(8)), TypeError,
@@ -155,6 +180,63 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"q\.shape\[-1\] must be head_dim=8"),
     ("convert weight heads not dividing", lambda: convert_qk_weight(torch.zeros(16, 16), n_heads=3), ValueError,
      r"n_heads must be a positive int dividing out_features=16, got 3"),
+    ("longrope short_factor of the wrong length", lambda: rope_frequencies(8, {**LONGROPE, "short_factor": [1.0] * 3}),
+     ValueError, r"config\['short_factor'\] must be a list of rotary_dim // 2 = 4 numbers > 0 .*got 3 entries"),
+    ("longrope long_factor with a zero", lambda: RotaryPE(8, scaling={**LONGROPE, "long_factor": [1.0, 0.0, 1.0, 1.0]}),
+     ValueError, r"config\['long_factor'\] must be a list of rotary_dim // 2 = 4 numbers > 0 .*\[1\.0, 0\.0, 1\.0, 1\.0\]"),
+    ("longrope long_factor missing", lambda: rope_frequencies(8, {k: v for k, v in LONGROPE.items() if k != "long_factor"}),
+     ValueError, r"rope_type 'longrope' needs config key\(s\) \['long_factor'\]"),
+    ("longrope neither factor nor length", lambda: rope_frequencies(8, {k: v for k, v in LONGROPE.items() if k != "factor"}),
+     ValueError, r"rope_type 'longrope' needs config\['factor'\] or config\['max_position_embeddings'\]"),
+    ("longrope L0 of 1", lambda: rope_frequencies(8, {**LONGROPE, "original_max_position_embeddings": 1}), ValueError,
+     r"config\['original_max_position_embeddings'\] must be a number > 1, got 1"),
+    ("proportional key of another type", lambda: RotaryPE(8, scaling={"rope_type": "proportional", "low_freq_factor": 1.0}),
+     ValueError, r"config has key\(s\) \['low_freq_factor'\] that rope_type 'proportional' does not use"),
+    # ------------------------------------------------------------------ M-RoPE, decoupled RoPE, query temperature
+    ("mrope section of the wrong sum", lambda: mrope_cos_sin(torch.zeros(3, 5, dtype=torch.long), rope_inv_freq(8), [1, 1, 1]),
+     ValueError, r"mrope_section must be 3 ints >= 0 \(pairs for t, h, w\) summing to the number of rotary pairs 4 .*"
+                 r"got \[1, 1, 1\]"),
+    ("mrope section of two axes", lambda: MRoPE(8, video, [2, 2]), ValueError,
+     r"mrope_section must be 3 ints >= 0 .* got \[2, 2\]"),
+    ("mrope section the interleaving cannot honour", lambda: mrope_axes(4, [0, 2, 2], interleaved=True), ValueError,
+     r"mrope_section = \[0, 2, 2\] cannot be interleaved over 4 pairs .*\[2, 1, 1\] pairs per axis"),
+    ("mrope positions of rank 1", lambda: mrope_cos_sin(torch.zeros(5, dtype=torch.long), rope_inv_freq(8), [2, 1, 1]),
+     ValueError, r"positions must have shape \(3, batch, seq\) or \(3, seq\).*got \(5,\)"),
+    ("mrope positions with 2 axes", lambda: mrope_cos_sin(torch.zeros(2, 1, 5, dtype=torch.long), rope_inv_freq(8), [2, 1, 1]),
+     ValueError, r"positions must have shape \(3, batch, seq\) or \(3, seq\).*got \(2, 1, 5\)"),
+    ("mrope float positions", lambda: mrope_cos_sin(torch.zeros(3, 5), rope_inv_freq(8), [2, 1, 1]), TypeError,
+     r"positions must be an integer tensor.*float32"),
+    ("mrope coordinates of 2 axes", lambda: MRoPE(8, torch.zeros(5, 2, dtype=torch.long)), ValueError,
+     r"coordinates must have shape \(n_tokens, 3\).*got \(5, 2\)"),
+    ("mrope position past the layout", lambda: MRoPE(8, video).rotate_qk(x4(), x4(), pos(5)), ValueError,
+     r"positions must lie in \[0, 3\] \(the rows of the 4-token coordinate table\), got values in \[0, 4\]"),
+    ("mrope 1-D token indices", lambda: MRoPE(8, video).cos_sin(torch.arange(4)), ValueError,
+     r"positions must have shape \(batch, seq\) \(token indices\), got \(4,\)"),
+    ("mrope zero frames", lambda: mrope_positions(0, 2, 2), ValueError, r"frames must be an int >= 1, got 0"),
+    ("mrope negative text", lambda: mrope_positions(1, 2, 2, n_text_before=-1), ValueError,
+     r"n_text_before must be an int >= 0, got -1"),
+    ("decoupled rope q of another width", lambda: DecoupledRoPE(4, 4).rotate_qk(x4(head_dim=6), x4(head_dim=6), pos(5)),
+     ValueError, r"q must have shape \(batch, heads, seq, nope_dim \+ rope_dim = 4 \+ 4\), got \(1, 2, 5, 6\)"),
+    ("decoupled rope odd rope_dim", lambda: DecoupledRoPE(4, 3), ValueError, r"rope_dim must be an even int >= 2, got 3"),
+    ("query temperature floor_scale 0", lambda: QueryTemperature(floor_scale=0), ValueError,
+     r"floor_scale must be an int >= 1, got 0"),
+    ("query temperature float positions", lambda: query_temperature(pos(5, dtype=torch.float32)), TypeError,
+     r"positions must be an integer tensor.*float32"),
+    ("query temperature positions of another length", lambda: QueryTemperature().rotate_qk(x4(), x4(), pos(4)), ValueError,
+     r"positions must have shape \(batch\|1, seq=5\), got \(1, 4\)"),
+    # ------------------------------------------------------------------ notebook 08: configs and Hugging Face modules
+    ("unknown layer type", lambda: rope_parameters(transformers.Gemma3TextConfig(), "global_attention"),
+     ValueError, r"layer_type must be one of \['sliding_attention', 'full_attention'\].*got 'global_attention'"),
+    ("per-layer-type rope without a layer type", lambda: rope_parameters(transformers.Gemma3TextConfig()),
+     ValueError, r"layer_type must be given for Gemma3TextConfig.*got None"),
+    ("bridge from grouped-query attention", lambda: attention_from_hf(hf_attention("llama", num_key_value_heads=1)), ValueError,
+     r"1 key/value heads for 2 query heads .*no grouped-query attention"),
+    ("bridge from an attention with qk-norm", lambda: attention_from_hf(hf_attention("gemma3", num_key_value_heads=2, head_dim=8)),
+     ValueError, r"module Gemma3Attention normalises queries or keys \(\['q_norm', 'k_norm'\]\)"),
+    ("bridge with another score scale", lambda: attention_from_hf(hf_attention("llama"), T5RelativeBias(2)), ValueError,
+     r"scheme T5RelativeBias scales the scores by 1, module LlamaAttention by 0\.35.*must equal module\.scaling"),
+    ("bridge from a plain linear layer", lambda: attention_from_hf(torch.nn.Linear(4, 4)), TypeError,
+     r"module must have linear layers \['q_proj', 'k_proj', 'v_proj', 'o_proj'\].*got Linear"),
     # ------------------------------------------------------------------ relative biases
     ("t5 float relative positions", lambda: t5_relative_bucket(torch.zeros(3)), TypeError,
      r"relative_position must be an integer tensor.*float32"),
@@ -294,6 +376,17 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("with_scheme learned scheme", lambda: with_scheme(tiny, T5RelativeBias(2)), ValueError,
      r"scheme must have no parameters.*T5RelativeBias"),
     ("with_scheme not a scheme", lambda: with_scheme(tiny, "rope"), TypeError, r"scheme must be a PositionScheme, got str"),
+    ("explorer position past the positions shown", lambda: sinusoidal_values(64, 10000.0), ValueError,
+     r"position must be < n_positions=64, got 64"),
+    ("explorer negative position", lambda: sinusoidal_values(-1, 10000.0), ValueError, r"position must be an int >= 0, got -1"),
+    ("explorer base 1", lambda: sinusoidal_values(3, 1.0), ValueError, r"base must be a finite number > 1, got 1.0"),
+    ("explorer key position past the grid", lambda: rope_values(0, 48), ValueError, r"key_position must be < n_positions=48, got 48"),
+    ("explorer query and key of two lengths", lambda: rope_values(0, 1, query=(1.0, 2.0), key=(1.0,)), ValueError,
+     r"query and key must be 1-D and of one length, got shapes \(2,\) and \(1,\)"),
+    ("explorer no heads", lambda: relative_values(0, 8), ValueError, r"n_heads must be an int >= 1, got 0"),
+    ("explorer unknown method", lambda: context_values("ntk-by-parts", 2.0), ValueError,
+     r"method must be one of \['linear', 'ntk', 'dynamic', 'yarn', 'llama3'\], got 'ntk-by-parts'"),
+    ("explorer factor below 1", lambda: context_values("yarn", 0.5), ValueError, r"factor must be >= 1 \(an extension\), got 0.5"),
     ("per_position_loss shapes differ", lambda: per_position_loss(tiny, torch.zeros(2, 5, dtype=torch.long),
                                                                   torch.zeros(2, 4, dtype=torch.long)), ValueError,
      r"inputs and targets must both have shape \(batch, seq\), got \(2, 5\) and \(2, 4\)"),

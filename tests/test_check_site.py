@@ -5,11 +5,16 @@ Each test opens small hand-written pages in headless Chromium (about 2 s per bro
 
 from __future__ import annotations
 
+import copy
+import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from posenc_lib.course.explorers import EXPLORERS, export_explorer
 from tools import check_site as check
+from tools.site import posenc_site as glue
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,6 +66,34 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</titl
 """.replace("SVG_400PX", SVG_400PX)
 
 
+# An explorer's page: the static figure and the empty container as the site writes them, its data and the
+# site's script. "explorer_bad.html" draws corrupted data: one array off, a control that changes nothing,
+# and no static figure under it.
+EXPLORER = """<!doctype html><html><head><meta charset="utf-8"><title>explorer</title>
+<link rel="stylesheet" href="posenc.css"><script src="posenc.js"></script>
+<script src="DATA"></script><script src="posenc_explorer.js"></script></head>
+<body><main><h1>An explorer</h1><div class="cell_output">FIGURE
+<div class="posenc-explorer" data-explorer="context" hidden></div></div></main></body></html>
+"""
+STATIC = f'<img src="{PNG_1PX}" alt="Figure: Context extension at its default setting">'
+
+
+def corrupted(data: dict) -> dict:
+    """The export with every ratio 1.5 times too large, and the factor control frozen at its first option."""
+    bad = copy.deepcopy(data)
+    bad["values"]["ratio"]["arrays"] = [[1.5 * r for r in rows] for rows in bad["values"]["ratio"]["arrays"]]
+    sizes = {c["name"]: len(c["options"]) for c in bad["controls"]}
+    for entry in bad["values"].values():
+        if "factor" in entry["controls"]:
+            shape = [sizes[name] for name in entry["controls"]]
+            frozen = []
+            for index in itertools.product(*map(range, shape)):
+                first = [0 if name == "factor" else i for name, i in zip(entry["controls"], index)]
+                frozen.append(entry["arrays"][int(np.ravel_multi_index(first, shape))])
+            entry["arrays"] = frozen
+    return bad
+
+
 STUCK = CLEAN.replace('<div class="cell tag_solution"><details>',
                       '<div class="cell tag_solution"><details ontoggle="this.open = false">')
 
@@ -72,8 +105,12 @@ def report(tmp_path_factory):
     for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER),
                        ("index.html", INDEX), ("00_first.html", OTHER)]:
         (site / name).write_text(text, encoding="utf-8")
-    for asset in ("posenc.css", "posenc.js"):
+    for asset in ("posenc.css", "posenc.js", "posenc_explorer.js"):
         (site / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
+    data = export_explorer(EXPLORERS["context"])
+    for name, figure, values in (("explorer_ok", STATIC, data), ("explorer_bad", "", corrupted(data))):
+        (site / f"{name}.js").write_text(glue.explorer_data_script("context", values), encoding="utf-8")
+        (site / f"{name}.html").write_text(EXPLORER.replace("DATA", f"{name}.js").replace("FIGURE", figure), encoding="utf-8")
     result = check.check_site(site, site / "shots", searches=[("anything", "clean.html")])
     result.site = site
     return result
@@ -118,6 +155,26 @@ def test_a_broken_page_fails_on_every_fault(report):
         "2 search boxes visible at 1280 px",
         "a fold prints closed: Deep dive (optional) · closed on paper",
         "a link prints without its URL: https://example.org/paper",
+    ]
+    missing = [e for e in expected if e not in text]
+    assert not missing, f"the check missed {missing}; it reported:\n{text}"
+
+
+def test_an_explorer_that_draws_the_library_values_passes(report):
+    assert problems_of(report, "explorer_ok.html") == []
+    assert report.pages["explorer_ok.html"]["explorers"] == 1
+
+
+def test_an_explorer_that_draws_other_values_or_ignores_a_control_fails(report):
+    text = "\n".join(problems_of(report, "explorer_bad.html"))
+    expected = [
+        "explorer context: moving 'factor' to option 10 changes nothing drawn",
+        "explorer context at its default {'method': 'yarn', 'factor': 8}: 'ratio' drawn",
+        "but posenc_lib gives",
+        "explorer context at its last options {'method': 'llama3', 'factor': 32}: 'scaled_wavelength' drawn",
+        "explorer context: the static figure is missing under the drawing on screen",
+        "explorer context without scripts: its static figure does not show",
+        "explorer context: its static figure does not print",
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from posenc_lib.course.data import PAD, Vocab, WhoDidWhat, lag_task
+from posenc_lib.course.data import PAD, Vocab, WhenAndWhere, WhoDidWhat, lag_task
 
 
 # ----------------------------------------------------------------------------- Vocab
@@ -337,3 +337,46 @@ def test_lm_eval_windows_are_fixed_and_do_not_overlap():
     assert x.shape == (9, 10) and torch.equal(x.flatten(), torch.arange(90)) and torch.equal(y, x + 1)
     x, y = lm_eval_windows(torch.arange(91), 10, 9)  # 9 * 10 + 1 ids are just enough
     assert int(y.max()) == 90
+
+
+# --- WhenAndWhere (notebook 08) -------------------------------------------------------------------
+
+
+def test_when_and_where_placements_labels_and_balance():
+    task = WhenAndWhere(frames=4, height=3, width=3)
+    cells, labels = task.placements()
+    offsets = task.offsets(cells)
+    assert (offsets[:, 0] != 0).all() and (offsets[:, 2] != 0).all()
+    assert torch.equal(labels, 2 * (offsets[:, 0] > 0).long() + (offsets[:, 2] > 0).long())
+    assert torch.bincount(labels).tolist() == [len(labels) // 4] * 4
+    assert task.coordinates(torch.tensor([0, 10, 35])).tolist() == [[0, 0, 0], [1, 0, 1], [3, 2, 2]]
+
+
+def test_when_and_where_samples_are_one_a_one_b_and_their_label():
+    task = WhenAndWhere(frames=3, height=2, width=4)
+    videos, labels = task.sample(64, torch.Generator().manual_seed(0))
+    assert videos.shape == (64, task.seq_len) and ((videos == 1).sum(1) == 1).all() and ((videos == 2).sum(1) == 1).all()
+    cells = torch.stack([(videos == 1).long().argmax(1), (videos == 2).long().argmax(1)], dim=1)
+    offsets = task.offsets(cells)
+    assert torch.equal(labels, 2 * (offsets[:, 0] > 0).long() + (offsets[:, 2] > 0).long())
+    again, _ = task.sample(64, torch.Generator().manual_seed(0))
+    assert torch.equal(again, videos)
+
+
+def test_when_and_where_ceilings():
+    task = WhenAndWhere(frames=4, height=3, width=3)
+    assert task.ceiling(lambda o: o) == 1.0
+    assert task.ceiling(lambda o: o[:, 1:]) == 0.5  # no time: "later" and "earlier" are a coin toss
+    assert task.ceiling(lambda o: torch.zeros(len(o))) == 0.25  # nothing: the largest class share
+    flat = task.ceiling(lambda o: o @ torch.tensor([9, 3, 1]))  # the offset in the flattened sequence
+    assert 0.5 < flat < 1.0
+    with pytest.raises(ValueError, match=r"view must return an \(n,\) or \(n, k\) tensor"):
+        task.ceiling(lambda o: o[:3])
+
+
+@pytest.mark.parametrize("kwargs, match", [({"frames": 1}, r"frames must be an int >= 2, got 1"),
+                                           ({"width": 1}, r"width must be an int >= 2, got 1"),
+                                           ({"height": 0}, r"height must be an int >= 1, got 0")])
+def test_when_and_where_bad_sizes(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        WhenAndWhere(**kwargs)

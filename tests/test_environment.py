@@ -45,7 +45,6 @@ RUN_NOT_IMPORTED = {
     "pytest-xdist": ("Makefile", "--dist loadfile"),
     "myst-nb": ("tools/site/conf.py", '"myst_nb"'),
     "sphinx-book-theme": ("tools/site/conf.py", 'html_theme = "sphinx_book_theme"'),
-    "ipywidgets": ("posenc_lib/course/training.py", 'find_spec("ipywidgets")'),  # tqdm.notebook's widget bars
 }
 
 

@@ -24,7 +24,7 @@ from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.encodings.score_bias.relative import ALiBi
-from posenc_lib.models import TinyTransformer
+from posenc_lib.models import LayerSpec, TinyTransformer
 from posenc_lib.scheme import NoPosition
 
 
@@ -160,3 +160,17 @@ def test_train_char_lm_builds_a_scheme_from_its_function_after_seeding():
     assert torch.equal(tables[0], tables[1])
     with pytest.raises(TypeError, match="scheme must be a PositionScheme or a function that builds one, got int"):
         train_char_lm(3, corpus, 16, 1, seed=0)
+
+
+def test_with_scheme_leaves_a_per_layer_model_as_it_was():
+    """A model with one scheme per layer (LayerSpec) keeps them all; the copy gets the new scheme everywhere."""
+    rope, nope = RotaryPE(8), NoPosition()
+    torch.manual_seed(0)
+    model = TinyTransformer(11, 11, 16, 2, 2, causal=True, pool="none",
+                            layer_specs=[LayerSpec(rope), LayerSpec(nope)]).eval()
+    x = torch.randint(0, 11, (2, 9), generator=torch.Generator().manual_seed(1))
+    before = model(x)
+    twin = with_scheme(model, RotaryPE(8, scaling={"rope_type": "linear", "factor": 2.0}))
+    assert [b.attn.scheme for b in model.blocks] == [rope, nope] and model.scheme is not twin.scheme
+    assert all(b.attn.scheme is twin.scheme for b in twin.blocks)
+    assert torch.equal(model(x), before) and not torch.allclose(twin(x), before)

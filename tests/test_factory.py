@@ -9,7 +9,10 @@ from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.conditional.peg import PEG
 from posenc_lib.encodings.factory import SCHEMES, build_scheme
+from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
+from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_positions
 from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.rotary.temperature import QueryTemperature
 from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
@@ -21,6 +24,9 @@ DIRECT = {
     "sinusoidal": lambda: SinusoidalPE(D, L),
     "learnable": lambda: LearnablePE(D, L),
     "rope": lambda: RotaryPE(D // H),
+    "mrope": lambda: MRoPE(D // H, mrope_positions(1, *GRID, n_text_before=1)),
+    "decoupled-rope": lambda: DecoupledRoPE(D // H // 2, D // H // 2),
+    "query-temperature": lambda: QueryTemperature(),
     "t5": lambda: T5RelativeBias(H),
     "alibi": lambda: ALiBi(H),
     "transformer-xl": lambda: TransformerXLRelative(D, H),
@@ -53,6 +59,9 @@ def test_options_reach_the_constructor():
     assert build_scheme("rope", D, H, layout="interleaved", base=500.0).layout == "interleaved"
     assert build_scheme("alibi", D, H, causal=False).requires_causal is False
     assert build_scheme("learnable", D, H, grid=GRID, n_prefix=1).max_len == 1 + 12
+    video = build_scheme("mrope", D, H, grid=GRID, n_prefix=2, frames=3, n_text_after=1, interleaved=True)
+    assert torch.equal(video.coordinates, mrope_positions(3, *GRID, n_text_before=2, n_text_after=1)) and video.interleaved
+    assert build_scheme("decoupled-rope", D, H, rope_dim=2).nope_dim == D // H - 2
 
 
 @pytest.mark.parametrize("call, message", [

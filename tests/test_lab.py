@@ -1,5 +1,5 @@
 """JupyterLab as a student meets it, driven in headless Chromium: open notebook 00, Run All, answer an
-exercise wrongly, save.
+exercise wrongly, save; then run an explorer (posenc_lib.course.explorers) and move one of its sliders.
 
 The server is started as `make lab` starts it (tools/lab.py: rooted at the notebooks' folder, the
 project's settings overrides, POSENC_DETERMINISTIC unset), on a free localhost port, on a temporary
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
@@ -68,6 +69,18 @@ RUN_CELL = """async ([index, source]) => {
   notebook.activeCellIndex = index;
   await app.commands.execute('notebook:run-cell');
 }"""
+EXPLORER_NOTEBOOK = "explorer.ipynb"  # a scratch notebook: the setup call and one explorer, as in 05
+EXPLORER_CELLS = ["from posenc_lib.course.explorers import relative_explorer\n"
+                  "from posenc_lib.course.training import setup_notebook\n\ngen = setup_notebook(0)",
+                  "relative_explorer()"]
+# The explorer's output as drawn: sliders with their readouts, and the figure image inside the widget.
+EXPLORER_VIEW = """() => {
+  const out = [...document.querySelectorAll('.jp-Cell')].at(-1).querySelector('.jp-OutputArea');
+  return {sliders: out.querySelectorAll('.widget-slider').length,
+          readouts: [...out.querySelectorAll('.widget-readout')].map(r => r.textContent.trim()),
+          image: out.querySelector('img.widget-image')?.src ?? null,
+          plainImages: [...out.querySelectorAll('img:not(.widget-image)')].filter(i => i.checkVisibility()).length};
+}"""
 SAVE = """async () => {
   const app = window.jupyterapp;
   await app.commands.execute('docmanager:save');
@@ -90,6 +103,7 @@ class Session:
     committed_py: str
     seconds: float
     server_log: str
+    explorer: dict  # the explorer notebook: its output, the view before and after moving a slider
 
 
 def _free_port() -> int:
@@ -142,6 +156,25 @@ def _drive(page: Page, url: str) -> tuple:
     return kernel, cells, wrong_cell, visible_passed, visible_news
 
 
+def _explore(page: Page, url: str) -> dict:
+    """Run the explorer notebook, then move the first slider one step with the keyboard, as a reader does."""
+    page.goto(url)
+    page.wait_for_function(f"() => window.jupyterapp?.shell.currentWidget?.context?.path === '{EXPLORER_NOTEBOOK}'",
+                           timeout=60_000)
+    page.evaluate(READY)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    _wait(page, IDLE, 120, "Run All in the explorer notebook")
+    page.wait_for_selector(".jp-OutputArea img.widget-image", timeout=30_000)
+    before = page.evaluate(EXPLORER_VIEW)
+    handle = page.locator(".jp-OutputArea .widget-slider .noUi-handle").first
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    deadline = time.monotonic() + 30
+    while (after := page.evaluate(EXPLORER_VIEW))["image"] == before["image"] and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return {"before": before, "after": after, "outputs": page.evaluate(CELLS)[-1]["outputs"]}
+
+
 @pytest.fixture(scope="module")
 def session() -> Iterator[Session]:
     start = time.monotonic()
@@ -151,6 +184,9 @@ def session() -> Iterator[Session]:
         notebooks.mkdir()
         for name in (f"{STEM}.ipynb", f"{STEM}.py", "jupytext.toml"):
             shutil.copy2(NOTEBOOKS / name, notebooks / name)
+        scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in EXPLORER_CELLS])
+        scratch.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (posenc)", "language": "python"}
+        nbformat.write(scratch, notebooks / EXPLORER_NOTEBOOK)
         env = lab_environment() | {name: str(folder / name.lower()) for name in (
             "JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR")}
         port = _free_port()
@@ -169,6 +205,7 @@ def session() -> Iterator[Session]:
                 try:
                     page = context.new_page()
                     observed = _drive(page, f"http://127.0.0.1:{port}/lab/tree/{STEM}.ipynb?token={TOKEN}")
+                    explorer = _explore(page, f"http://127.0.0.1:{port}/lab/tree/{EXPLORER_NOTEBOOK}?token={TOKEN}")
                 finally:
                     context.close()
         finally:
@@ -182,6 +219,7 @@ def session() -> Iterator[Session]:
             committed_py=(NOTEBOOKS / f"{STEM}.py").read_text(encoding="utf-8"),
             seconds=time.monotonic() - start,
             server_log=log_path.read_text(encoding="utf-8", errors="replace"),
+            explorer=explorer,
         )
 
 
@@ -251,6 +289,16 @@ def test_running_and_saving_leave_the_metadata_as_committed(session):
 
 def test_no_news_pop_up(session):
     assert session.visible_news_prompt == 0
+
+
+def test_an_explorer_shows_sliders_that_redraw_its_figure(session):
+    before, after = session.explorer["before"], session.explorer["after"]
+    assert before["sliders"] == 2 and before["readouts"] == ["8", "64"], before  # heads, length L
+    assert before["image"] and before["plainImages"] == 0  # the widget, not the fallback figure
+    assert after["readouts"] == ["9", "64"] and after["image"] != before["image"], after
+    [output] = session.explorer["outputs"]
+    assert output["data"].keys() >= {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"}
+    assert output["data"]["text/plain"].startswith("<Figure size")  # what nbval compares, as executed
 
 
 def test_the_session_fits_in_make_test(session):

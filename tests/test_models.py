@@ -7,7 +7,8 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways
+from posenc_lib.scheme import NoPosition
 
 SCHEMES = ["none", "embedding", "rotary", "bias"]
 
@@ -213,3 +214,58 @@ def test_convert_rope_checkpoint_gives_the_same_model_in_the_other_layout():
     assert all(torch.equal(interleaved.state_dict()[name], t) for name, t in state.items())  # input left as it was
     changed = {name for name, t in convert_rope_checkpoint(state, 2, "half").items() if not torch.equal(t, state[name])}
     assert changed == {f"blocks.{i}.attn.qkv.{p}" for i in range(2) for p in ("weight", "bias")}
+
+
+# --- per-layer schemes and windows (LayerSpec) ----------------------------------------------------
+
+
+def test_layer_specs_of_the_shared_scheme_are_the_default_model(make_scheme):
+    scheme = make_scheme("rotary", 16)
+    x = tokens(2, 9)
+    with torch.no_grad():
+        assert_close(model(scheme, causal=True, layer_specs=[LayerSpec(scheme)] * 2)(x), model(scheme, causal=True)(x))
+
+
+def test_each_layer_gets_its_own_scheme_and_window(make_scheme):
+    rope, nope = make_scheme("rotary", 16), NoPosition()
+    net = model(causal=True, n_layers=4, layer_specs=[LayerSpec(rope, window=3)] * 3 + [LayerSpec(nope)])
+    assert [b.attn.scheme for b in net.blocks] == [rope, rope, rope, nope]
+    assert [b.attn.window for b in net.blocks] == [3, 3, 3, None]
+    weights = net.attention_weights(tokens(1, 8))
+    i, j = torch.arange(8)[:, None], torch.arange(8)[None, :]
+    assert all((w[..., i - j >= 3] == 0).all() for w in weights[:3]) and (weights[3][..., i - j >= 3] > 0).all()
+
+
+def test_a_nope_layer_among_rope_layers_changes_the_output(make_scheme):
+    rope = make_scheme("rotary", 16)
+    x = tokens(2, 9)
+    with torch.no_grad():
+        mixed = model(causal=True, layer_specs=[LayerSpec(rope), LayerSpec(NoPosition())])(x)
+        assert not torch.allclose(mixed, model(rope, causal=True)(x), atol=1e-4)
+
+
+@pytest.mark.parametrize("specs, error, match", [
+    ([], ValueError, r"layer_specs must be a list of n_layers=2 LayerSpec objects, got 0 items"),
+    ("rope", ValueError, r"layer_specs must be a list of n_layers=2 .*got str"),
+    ([LayerSpec(NoPosition()), NoPosition()], TypeError, r"layer_specs\[1\] must be a LayerSpec, got NoPosition"),
+    ([LayerSpec(NoPosition()), LayerSpec("rope")], TypeError, r"layer_specs\[1\].scheme must be a PositionScheme"),
+    ([LayerSpec(NoPosition()), LayerSpec(NoPosition(), window=0)], ValueError, r"window must be an int >= 1, got 0"),
+])
+def test_bad_layer_specs(specs, error, match):
+    with pytest.raises(error, match=match):
+        model(layer_specs=specs)
+
+
+@pytest.mark.parametrize("name", ["none", "rotary"])
+def test_queries_and_keys_give_the_attention_weights(make_scheme, name):
+    """softmax(q k^T / sqrt(head_dim) + causal mask) of the recorded q and k is the model's own attention map."""
+    net = model(make_scheme(name, 16), causal=True, pool="none")
+    x = tokens(2, 7)
+    weights = net.attention_weights(x)
+    pairs = net.queries_and_keys(x)
+    assert len(pairs) == len(weights) == 2
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    for (q, k), w in zip(pairs, weights):
+        assert q.shape == k.shape == (2, 2, 7, 8)
+        scores = (q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~causal, float("-inf"))
+        assert_close(scores.softmax(-1), w)

@@ -371,7 +371,7 @@ def cos_sin_for(x):
         (lambda: RotaryPE(8, rotary_fraction=0.1), ValueError, ["partial_rotary_factor", "int(8 * 0.1) = 0", "even"]),
         (lambda: RotaryPE(12, rotary_fraction=0.25), ValueError, ["partial_rotary_factor", "= 3", "even"]),
         (lambda: RotaryPE(8, layout="meta"), ValueError, ["layout", "'meta'", "half", "interleaved"]),
-        (lambda: RotaryPE(8, scaling={"rope_type": "longrope"}), ValueError, ["rope_type", "longrope", "yarn"]),
+        (lambda: RotaryPE(8, scaling={"rope_type": "su"}), ValueError, ["rope_type", "'su'", "yarn"]),
         (lambda: RotaryPE(8, scaling={"rope_type": "yarn", "factor": 2.0}), ValueError,
          ["original_max_position_embeddings", "yarn"]),
         (lambda: RotaryPE(8, base=500.0, scaling={"rope_theta": 10000.0}), ValueError, ["rope_theta", "contradicts"]),
@@ -414,13 +414,13 @@ def test_table_cache_grows_and_is_per_device_dtype():
     q = torch.randn(1, 2, 3, 16)
     scheme.rotate_qk(q, q, torch.tensor([[0, 1, 2]]))
     assert {key[1] for key in scheme._tables} == {torch.float32}
-    assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)
+    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (256, 8)
     scheme.rotate_qk(q.double(), q.double(), torch.tensor([[5000, 5001, 9000]]))
-    assert scheme._tables[(q.device, torch.float32)][0].shape == (256, 8)  # float64 has its own float64 table
-    assert scheme._tables[(q.device, torch.float64)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (256, 8)  # float64 has its own float64 table
+    assert scheme._tables[(q.device, torch.float64, False)][0].shape == (16384, 8)
     scheme.rotate_qk(q.half(), q.half(), torch.tensor([[5000, 5001, 9000]]))  # float16: float32 angles, cast
-    assert scheme._tables[(q.device, torch.float32)][0].shape == (16384, 8)
-    assert scheme._tables[(q.device, torch.float16)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (16384, 8)
+    assert scheme._tables[(q.device, torch.float16, False)][0].shape == (16384, 8)
     cos, sin = scheme.cos_sin(torch.tensor([[9000, 3, -7]]))
     direct = rope_cos_sin(torch.tensor([[9000, 3, -7]]), rope_inv_freq(16))
     torch.testing.assert_close((cos, sin), direct, atol=0, rtol=0)

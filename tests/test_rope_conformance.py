@@ -21,8 +21,10 @@ from transformers.models.llama import modeling_llama as llama  # noqa: E402
 from posenc_lib.encodings.rotary.rope import RotaryPE, apply_rope, apply_rope_qk, rope_cos_sin, rope_inv_freq  # noqa: E402
 from posenc_lib.encodings.rotary.scaling import rope_frequencies  # noqa: E402
 
-TOL = 1e-6
-MAX_ERRORS: dict[str, float] = {}
+from conformance import MaxErrors  # noqa: E402
+
+MAX_ERRORS = MaxErrors()
+record = MAX_ERRORS.record
 
 HEAD_DIM, N_HEADS, MAX_POS = 64, 4, 256
 # rope_type -> (our config, the rope_parameters for LlamaConfig(max_position_embeddings=MAX_POS))
@@ -54,23 +56,19 @@ SCALINGS = {
         {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
          "original_max_position_embeddings": 128, "rope_theta": 500000.0},
     ),
+    "llama3_no_band": (  # Llama 4 Scout: low_freq_factor == high_freq_factor, every wavelength kept or divided
+        {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 96, "rope_theta": 500000.0},
+        {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 96, "rope_theta": 500000.0},
+    ),
 }
-
-
-def record(name: str, got: torch.Tensor, expected: torch.Tensor, tol: float = TOL) -> None:
-    """Assert |got - expected| <= tol everywhere and keep the largest difference seen under ``name``."""
-    assert got.shape == expected.shape, (name, got.shape, expected.shape)
-    error = (got.double() - expected.double()).abs().max().item()
-    MAX_ERRORS[name] = max(MAX_ERRORS.get(name, 0.0), error)
-    assert error <= tol, f"{name}: max |difference| {error:.3g} > {tol:g}"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def report_max_errors():
     yield
-    print("\nmax |ours - transformers| per comparison:")
-    for name, error in sorted(MAX_ERRORS.items()):
-        print(f"  {name:45s} {error:.3e}")
+    MAX_ERRORS.report()
 
 
 def llama_config(rope_parameters: dict) -> LlamaConfig:

@@ -101,7 +101,7 @@ def test_partial_rotary_factor_shortens_the_table():
 @pytest.mark.parametrize(
     "config, words",
     [
-        ({"rope_type": "longrope"}, ["rope_type", "'longrope'", "default", "yarn", "llama3", "ntk"]),
+        ({"rope_type": "su"}, ["rope_type", "'su'", "default", "yarn", "llama3", "ntk"]),
         ({"rope_type": "linear"}, ["'linear'", "needs", "factor"]),
         ({"rope_type": "yarn", "factor": 2.0}, ["'yarn'", "original_max_position_embeddings"]),
         ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64},
@@ -129,4 +129,4 @@ def test_config_must_be_a_dict():
 
 
 def test_all_types_listed():
-    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "llama3"}
+    assert set(ROPE_TYPES) == {"default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional"}

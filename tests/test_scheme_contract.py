@@ -27,7 +27,10 @@ import torch
 from posenc_lib.encodings.absolute.learnable import LearnablePE
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.conditional.peg import PEG
+from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
+from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_positions
 from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.encodings.rotary.temperature import QueryTemperature
 from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
@@ -64,6 +67,29 @@ CASES = [
         causal=True,
         far_offset=1000,
     ),
+    Case(  # L0 = 8 < SEQ: the long factors in every call
+        "rope-longrope",
+        lambda: RotaryPE(HEAD_DIM, scaling={"rope_type": "longrope", "short_factor": [1.0, 1.1, 1.3, 2.0],
+                                            "long_factor": [1.0, 2.0, 4.0, 8.0], "original_max_position_embeddings": 8,
+                                            "max_position_embeddings": 64}),
+        causal=True,
+        far_offset=1000,
+    ),
+    Case("rope-proportional", lambda: RotaryPE(HEAD_DIM, rotary_fraction=0.5, scaling={"rope_type": "proportional"}),
+         causal=True, far_offset=1000),
+    # M-RoPE over 1 text token then a 1 x 3 x 3 grid: SEQ tokens, positions index the table
+    Case("mrope-sectioned", lambda: MRoPE(HEAD_DIM, mrope_positions(1, 3, 3, n_text_before=1)), causal=True),
+    Case("mrope-interleaved", lambda: MRoPE(HEAD_DIM, mrope_positions(1, 3, 3, n_text_before=1), interleaved=True),
+         causal=True),
+    Case(
+        "decoupled-rope-yarn",
+        lambda: DecoupledRoPE(4, 4, layout="interleaved", scaling={
+            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8, "mscale": 0.707,
+            "mscale_all_dim": 0.707}),
+        causal=True,
+        far_offset=1000,
+    ),
+    Case("query-temperature", lambda: QueryTemperature(floor_scale=4, attn_scale=0.5), causal=True, far_offset=1000),
     Case("t5-bidirectional", lambda: T5RelativeBias(N_HEADS, num_buckets=16, max_distance=32), far_offset=500),
     Case(
         "t5-causal",
@@ -111,14 +137,18 @@ def test_every_scheme_class_is_covered():
     import posenc_lib.encodings.conditional.peg
     import posenc_lib.encodings.absolute.learnable
     import posenc_lib.encodings.score_bias.relative
+    import posenc_lib.encodings.rotary.decoupled
+    import posenc_lib.encodings.rotary.mrope
     import posenc_lib.encodings.rotary.rope
+    import posenc_lib.encodings.rotary.temperature
     import posenc_lib.encodings.absolute.sinusoidal
     import posenc_lib.encodings.vision.rope_2d
     import posenc_lib.encodings.vision.tables_2d
 
     modules = [posenc_lib.encodings.conditional.peg, posenc_lib.encodings.absolute.learnable, posenc_lib.encodings.score_bias.relative, posenc_lib.encodings.rotary.rope,
                posenc_lib.encodings.absolute.sinusoidal, posenc_lib.encodings.vision.rope_2d,
-               posenc_lib.encodings.vision.tables_2d]
+               posenc_lib.encodings.vision.tables_2d, posenc_lib.encodings.rotary.mrope,
+               posenc_lib.encodings.rotary.decoupled, posenc_lib.encodings.rotary.temperature]
     public = {
         obj for m in modules for name in m.__all__
         if isinstance(obj := getattr(m, name), type) and issubclass(obj, PositionScheme)

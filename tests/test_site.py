@@ -26,7 +26,7 @@ from tools.site import posenc_site as glue
 ROOT = Path(__file__).resolve().parent.parent
 PLANNED = [
     "00_permutation_blindness", "01_sinusoidal", "02_learnable", "03_rope",
-    "04_vision", "05_relative_biases", "06_length_extrapolation", "07_debugging",
+    "04_vision", "05_relative_biases", "06_length_extrapolation", "07_debugging", "08_todays_models",
 ]
 PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 NETWORK = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
@@ -47,7 +47,7 @@ def external_resources(html: str) -> list[str]:
 # --- the catalog ------------------------------------------------------------------------------------
 
 
-def test_catalog_plans_the_eight_notebooks():
+def test_catalog_plans_the_nine_notebooks():
     assert [e.stem for e in catalog.load_catalog()] == PLANNED
 
 
@@ -186,6 +186,22 @@ def test_every_figure_cell_gets_an_alt_text():
     figure, text = glue.prepare(nb).cells[1:]
     assert figure.metadata["mystnb"]["image"]["alt"] == "Figure in section “2 · The table”"
     assert "image" not in text.metadata.get("mystnb", {})
+
+
+def test_explorer_calls_are_found_in_a_cells_code():
+    assert glue.explorer_calls("x = 1\nrope_explorer()\nsinusoidal_explorer(interactive=False)") == ["rope", "sinusoidal"]
+    assert glue.explorer_calls("f = rope_explorer") == [] and glue.explorer_calls("def broken(:") == []
+
+
+def test_an_explorer_cell_gets_a_container_after_its_static_figure():
+    figure = new_output("display_data", data={"image/png": PNG_1PX, "text/plain": "<Figure size 1125x960 with 2 Axes>"})
+    nb = new_notebook(cells=[new_code_cell("context_explorer()", outputs=[figure]),
+                             new_code_cell("context_explorer()")])  # not executed: nothing to put a drawing beside
+    shown, empty = glue.prepare(nb).cells
+    assert [o.output_type for o in shown.outputs] == ["display_data", "display_data"]
+    assert shown.outputs[1].data == {"text/html": '<div class="posenc-explorer" data-explorer="context" hidden></div>'}
+    assert shown.metadata["mystnb"]["image"]["alt"] == "Figure: Context extension: method = YaRN, factor s = ×8"
+    assert empty.outputs == []
 
 
 def test_jupyterlab_anchors_become_site_anchors(monkeypatch):
@@ -507,11 +523,39 @@ def test_search_gets_the_page_texts_from_one_script_on_the_search_page(real_site
     assert glue.SEARCH_TEXT not in (site / "03_rope.html").read_text(encoding="utf-8")  # loaded there only
 
 
+EXPLORER_PAGES = {"01_sinusoidal": "sinusoidal", "03_rope": "rope", "05_relative_biases": "relative",
+                  "06_length_extrapolation": "context"}
+
+
+def test_explorer_pages_load_the_library_values_and_the_script_that_draws_them(real_site):
+    import json
+
+    from posenc_lib.course.explorers import EXPLORERS, export_explorer
+
+    site, _ = real_site
+    for stem, name in EXPLORER_PAGES.items():
+        soup = page(site, f"{stem}.html")
+        [container] = soup.select("div.posenc-explorer")
+        assert container["data-explorer"] == name and container.has_attr("hidden")  # shown by its script only
+        static = container.find_parent("div", class_="cell_output").find("img")
+        assert static is not None and static["alt"] == glue.explorer_alt(name)
+        scripts = [tag["src"].split("?")[0] for tag in soup.find_all("script", src=True)]
+        assert f"_static/posenc_explorer_{name}.js" in scripts and "_static/posenc_explorer.js" in scripts
+        data = site / "_static" / f"posenc_explorer_{name}.js"
+        assert data.stat().st_size < 1_000_000, f"{name}: {data.stat().st_size / 1e6:.2f} MB"
+        text = data.read_text(encoding="utf-8")
+        exported = json.loads(text.split(f'window.POSENC_EXPLORERS["{name}"] = ', 1)[1].rstrip().removesuffix(";"))
+        assert exported == json.loads(json.dumps(export_explorer(EXPLORERS[name])))
+    assert "posenc_explorer" not in (site / "00_permutation_blindness.html").read_text(encoding="utf-8")
+
+
 def test_real_site_passes_the_browser_check(real_site):
     site, _ = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
     report = check_site.check_site(site, ROOT / "build" / "site-check")
     assert report.problems == [], "\n".join(report.problems)
+    assert {name: facts["explorers"] for name, facts in report.pages.items() if facts.get("explorers")} == {
+        f"{stem}.html": 1 for stem in EXPLORER_PAGES}  # each explorer exercised in the browser
     notebook_pages = [name for name in report.pages if re.match(r"\d\d_", name)]
     assert notebook_pages and all(report.pages[n]["formulas"] > 0 for n in notebook_pages
                                   if (site / n).read_text(encoding="utf-8").count("math notranslate"))

@@ -24,7 +24,15 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
 - one search box, and every fold (``<details>``) labelled; the front page (``index.html``) links
   to the first notebook under "Start here";
 - in print (the print stylesheet): no navigation, every code block wrapped to the page, every fold
-  open (solutions and deep dives print expanded), and a link to the outside world followed by its URL;
+  open (solutions and deep dives print expanded), a link to the outside world followed by its URL,
+  and an explorer's static figure in place of its drawing;
+- every explorer (``posenc_lib.course.explorers``, drawn by ``posenc_explorer.js``): its drawing
+  replaces the static figure on screen, with text no smaller than 12 px at 1280 px; moving each
+  control changes what is drawn; at three settings (the default, every control at its first option,
+  every control at its last) every drawn series equals what ``posenc_lib`` computes for that setting
+  in this process (``explorer_oracle``: the library's functions called directly, not the explorer's
+  code), point for point, and its polyline follows its values; with scripts disabled the static
+  figure shows and the empty drawing does not;
 
 and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
@@ -239,6 +247,14 @@ PRINT_JS = r"""
   return problems;
 }
 """
+# Explorers in print: the drawing hidden, the notebook's static figure (default setting) shown.
+PRINT_EXPLORERS_JS = r"""
+() => [...document.querySelectorAll('div.posenc-explorer')].flatMap(c => {
+  const img = c.closest('div.cell_output')?.querySelector('img');
+  return [...(c.checkVisibility() ? [`explorer ${c.dataset.explorer}: its drawing prints`] : []),
+          ...(img && img.checkVisibility() ? [] : [`explorer ${c.dataset.explorer}: its static figure does not print`])];
+})
+"""
 # Media-query listeners (posenc.js opens the folds on the print query) run at the next rendering frame.
 NEXT_FRAME_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
 
@@ -248,6 +264,224 @@ RAW_TEX = [
     (re.compile(r"\\\(|\\\)|\\\[|\\\]"), "\\( or \\["),
     (re.compile(r"\\begin\{"), "\\begin{"),
 ]
+
+
+# --- explorers ------------------------------------------------------------------------------------
+
+# The state of every explorer on the page: its spec's controls and params, what is shown, text sizes.
+EXPLORER_FACTS_JS = r"""
+() => [...document.querySelectorAll('div.posenc-explorer')].map(c => {
+  const spec = (window.POSENC_EXPLORERS || {})[c.dataset.explorer];
+  const svg = c.querySelector('svg');
+  const img = c.closest('div.cell_output')?.querySelector('img');
+  const scale = svg ? svg.getBoundingClientRect().width / svg.viewBox.baseVal.width : 0;
+  const sizes = svg ? [...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * scale) : [];
+  return {name: c.dataset.explorer, built: !!(spec && svg && c.checkVisibility()),
+          controls: spec ? spec.controls.map(k => ({name: k.name, count: k.options.length, default: k.default,
+                                                     options: k.options})) : [],
+          params: spec ? spec.params : null, inputs: c.querySelectorAll('input, select').length,
+          staticShown: !!img && img.checkVisibility(), hasStatic: !!img,
+          smallest: sizes.length ? Math.min(...sizes) : 0};
+})
+"""
+# Move control `name` of explorer `i` to option `index`, as a reader does (an input event).
+SET_CONTROL_JS = r"""
+([i, name, index]) => {
+  const input = document.querySelectorAll('div.posenc-explorer')[i].querySelector(`[name="${name}"]`);
+  input.value = String(index);
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+}
+"""
+# What explorer `i` draws: each series' keys, arrays and polylines (pixel points).
+DRAWN_JS = r"""
+(i) => [...document.querySelectorAll('div.posenc-explorer')[i].querySelectorAll('g.posenc-series')].map(g => ({
+  kind: g.dataset.kind, xkey: g.dataset.xkey ?? null, ykey: g.dataset.ykey ?? null,
+  x: g.dataset.x ? JSON.parse(g.dataset.x) : null, y: g.dataset.y ? JSON.parse(g.dataset.y) : null,
+  row: g.dataset.row === undefined ? null : Number(g.dataset.row), html: g.outerHTML,
+  lines: [...g.querySelectorAll(':scope > polyline')].map(p => p.getAttribute('points').trim().split(/\s+/)
+    .map(xy => xy.split(',').map(Number))),
+}))
+"""
+MIN_EXPLORER_TEXT_PX = 12  # the code's size on the site (0.8 rem): a footnote's
+EXPLORER_TOLERANCE = {"rtol": 1e-3, "atol": 1e-6}  # the site keeps 4 significant digits
+
+
+def explorer_oracle(name: str, params: dict, state: dict) -> dict:
+    """What explorer ``name`` must draw at ``state``, computed from ``posenc_lib`` directly: the
+    library's own functions (and another path where it has one: complex RoPE, the ALiBi scheme's
+    bias, cosine similarity), not the explorer's code. Keys are the value keys the drawing names."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_frequencies, sinusoidal_table
+    from posenc_lib.encodings.rotary.rope import apply_rope_complex, rope_inv_freq
+    from posenc_lib.encodings.rotary.scaling import rope_frequencies
+    from posenc_lib.encodings.score_bias.relative import ALiBi, alibi_slopes, t5_relative_bucket
+
+    if name == "sinusoidal":
+        d, n, p, base = params["d_model"], params["n_positions"], state["position"], state["base"]
+        table = sinusoidal_table(n, d, base=base, dtype=torch.float64)
+        return {"pair": np.arange(d // 2), "sine": table[p, 0::2], "cosine": table[p, 1::2],
+                "position": np.arange(n), "similarity": F.cosine_similarity(table, table[p][None], dim=-1),
+                "marker": [p], "wavelength": 2 * np.pi / sinusoidal_frequencies(d, base), "shown": [n]}
+    if name == "rope":
+        m, k_at, n = state["query_position"], state["key_position"], params["n_positions"]
+        q, k = torch.tensor(params["query"], dtype=torch.float64), torch.tensor(params["key"], dtype=torch.float64)
+        inv_freq = rope_inv_freq(q.numel(), params["base"]).double()
+        keys = apply_rope_complex(k.expand(1, 1, n, -1), torch.arange(n), inv_freq)[0, 0]  # (n, head_dim)
+        query = apply_rope_complex(q.expand(1, 1, 1, -1), torch.tensor([m]), inv_freq)[0, 0, 0]
+        scores = keys @ query
+        return {"q_rotated": query.reshape(-1, 2), "k_rotated": keys[k_at].reshape(-1, 2),
+                "offset": np.arange(n) - m, "score": scores, "marker_offset": [k_at - m], "marker_score": [scores[k_at]]}
+    if name == "relative":
+        heads, length = state["n_heads"], state["length"]
+        offsets = torch.arange(-(length - 1), length)
+        keys = np.round(np.linspace(0, length - 1, min(params["n_keys"], length))).astype(np.int64)
+        bias = ALiBi(heads, causal=False).score_bias(torch.tensor([[length - 1]]), torch.tensor(keys)[None])
+        far = params["max_distance"]
+        return {"offset": offsets, "t5_bidirectional": t5_relative_bucket(offsets, True, params["num_buckets"], far),
+                "t5_causal": t5_relative_bucket(offsets, False, params["num_buckets"], far),
+                "max_distance": [d for d in (-far, far) if abs(d) < length], "head": np.arange(1, heads + 1),
+                "slope": alibi_slopes(heads), "key": keys, "alibi_bias": bias[0, :, 0, :]}
+    if name == "context":
+        method, s = state["method"], state["factor"]
+        head_dim, base, trained = params["head_dim"], params["base"], params["original_length"]
+        extra = {"original_max_position_embeddings": trained}
+        config, seq_len = {"linear": ({"factor": s}, None), "ntk": ({"factor": s}, None),
+                           "dynamic": ({"factor": 1.0, **extra}, round(s * trained)),
+                           "yarn": ({"factor": s, **extra}, None),
+                           "llama3": ({"factor": s, "low_freq_factor": 1.0, "high_freq_factor": 4.0, **extra}, None)}[method]
+        scaled = rope_frequencies(head_dim, {"rope_type": method, "rope_theta": base, **config}, seq_len)[0].double()
+        plain = rope_inv_freq(head_dim, base).double()
+        return {"pair": np.arange(head_dim // 2), "wavelength": 2 * np.pi / plain, "scaled_wavelength": 2 * np.pi / scaled,
+                "ratio": scaled / plain, "trained": [trained], "target": [s * trained]}
+    raise ValueError(f"no oracle for the explorer {name!r}")
+
+
+def _as_array(value) -> "np.ndarray":
+    import numpy as np
+    import torch
+
+    return value.double().numpy() if isinstance(value, torch.Tensor) else np.asarray(value, dtype=float)
+
+
+def _compare_drawn(drawn: list[dict], expected: dict, where: str) -> list[str]:
+    """Each drawn series against the oracle (every array it drew), and every oracle key drawn somewhere."""
+    import numpy as np
+
+    problems, seen = [], set()
+    for series in drawn:
+        for axis in ("x", "y"):
+            key = series[f"{axis}key"]
+            if key is None:
+                continue
+            seen.add(key)
+            if key not in expected:
+                problems.append(f"{where}: draws {key!r}, which the library check does not know")
+                continue
+            want = _as_array(expected[key])
+            if series["kind"] == "arrow" and axis == "y":
+                want = want[series["row"]]
+            got = np.asarray(series[axis] if series["kind"] != "arrow" else series[axis][series["row"]], dtype=float)
+            if got.shape != want.shape or not np.allclose(got, want, **EXPLORER_TOLERANCE):
+                problems.append(f"{where}: {key!r} drawn {_short(got)} but posenc_lib gives {_short(want)}")
+        problems += _follows_values(series, where)
+    problems += [f"{where}: {key!r} is not drawn" for key in sorted(expected.keys() - seen)]
+    return problems
+
+
+def _short(values) -> str:
+    import numpy as np
+
+    flat = np.asarray(values, dtype=float).ravel()
+    return f"{np.array2string(flat[:4], precision=4)}{'...' if flat.size > 4 else ''} (shape {np.shape(values)})"
+
+
+def _follows_values(series: dict, where: str) -> list[str]:
+    """A drawn line's polyline has a point per value and runs up, down, left and right as its values do."""
+    import numpy as np
+
+    if series["kind"] not in ("line", "lines"):
+        return []
+    rows = series["y"] if series["kind"] == "lines" else [series["y"]]
+    if len(series["lines"]) != len(rows):
+        return [f"{where}: {series['ykey']!r}: {len(series['lines'])} polylines for {len(rows)} rows of values"]
+    for points, ys in zip(series["lines"], rows):
+        px, py = np.asarray(points, dtype=float).T if points else (np.array([]), np.array([]))
+        x, y = np.asarray(series["x"], dtype=float), np.asarray(ys, dtype=float)
+        if len(px) != len(x):
+            return [f"{where}: {series['ykey']!r}: {len(px)} points drawn for {len(x)} values"]
+        for values, pixels, sign, axis in ((x, px, 1, "x"), (y, py, -1, "y")):  # SVG y grows downwards
+            step = np.diff(values)
+            big = np.abs(step) > 1e-2 * (np.ptp(values) or 1)
+            if np.any(np.sign(np.diff(pixels)[big]) != sign * np.sign(step[big])):
+                return [f"{where}: {series['ykey']!r}: the polyline does not follow its {axis} values"]
+    return []
+
+
+def check_explorers(page, name: str, report: Report) -> int:
+    """The explorers of the current page (see the module docstring); returns how many there are."""
+    facts = page.evaluate(EXPLORER_FACTS_JS)
+    for i, explorer in enumerate(facts):
+        where = f"explorer {explorer['name']}"
+        if not explorer["built"]:
+            report.add(name, f"{where}: not drawn (no data for it, or its script did not run)")
+            continue
+        if explorer["staticShown"] or not explorer["hasStatic"]:
+            report.add(name, f"{where}: the static figure {'shows beside' if explorer['hasStatic'] else 'is missing under'} "
+                             "the drawing on screen")
+        if explorer["inputs"] != len(explorer["controls"]):
+            report.add(name, f"{where}: {explorer['inputs']} inputs for {len(explorer['controls'])} controls")
+        if explorer["smallest"] < MIN_EXPLORER_TEXT_PX:
+            report.add(name, f"{where}: text drawn at {explorer['smallest']:.1f} px, under {MIN_EXPLORER_TEXT_PX} px")
+        controls = explorer["controls"]
+
+        def drawn() -> list[dict]:
+            return page.evaluate(DRAWN_JS, i)
+
+        def set_all(choose) -> dict:
+            for c in controls:
+                page.evaluate(SET_CONTROL_JS, [i, c["name"], choose(c)])
+            return {c["name"]: c["options"][choose(c)] for c in controls}
+
+        set_all(lambda c: c["default"])
+        before = [s["html"] for s in drawn()]
+        for c in controls:
+            other = c["count"] - 1 if c["default"] != c["count"] - 1 else 0
+            page.evaluate(SET_CONTROL_JS, [i, c["name"], other])
+            if [s["html"] for s in drawn()] == before:
+                report.add(name, f"{where}: moving {c['name']!r} to option {other} changes nothing drawn")
+            page.evaluate(SET_CONTROL_JS, [i, c["name"], c["default"]])
+        for label, choose in (("default", lambda c: c["default"]), ("first options", lambda c: 0),
+                              ("last options", lambda c: c["count"] - 1)):
+            state = set_all(choose)
+            expected = explorer_oracle(explorer["name"], explorer["params"], state)
+            for problem in _compare_drawn(drawn(), expected, f"{where} at its {label} {state}"):
+                report.add(name, problem)
+        set_all(lambda c: c["default"])
+    return len(facts)
+
+
+def check_explorers_without_scripts(pw, pages: list[Path], site: Path, report: Report) -> None:
+    """With scripts disabled, each explorer's static figure shows and its (empty) drawing does not."""
+    browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+    try:
+        context = browser.new_context(java_script_enabled=False, viewport=DESKTOP)
+        context.route(re.compile(r"^(https?|wss?|ftp):"), lambda route: route.abort())
+        page = context.new_page()
+        for path in pages:
+            page.goto(path.as_uri(), wait_until="load")
+            for problem in page.evaluate(r"""
+                () => [...document.querySelectorAll('div.posenc-explorer')].flatMap(c => {
+                  const img = c.closest('div.cell_output')?.querySelector('img');
+                  return [...(c.checkVisibility() ? ['its drawing shows'] : []),
+                          ...(img && img.checkVisibility() ? [] : ['its static figure does not show'])]
+                    .map(p => `explorer ${c.dataset.explorer} without scripts: ${p}`);
+                })"""):
+                report.add(path.name, problem)
+    finally:
+        browser.close()
 
 
 @dataclass
@@ -441,6 +675,7 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
             page.on("request", lambda req: events.append(f"request outside the site folder: {req.url}")
                     if req.url.startswith("file:") and _inside(req.url, site) is None else None)
 
+            with_explorers: list[Path] = []
             for path in pages:
                 name = path.name
                 events.clear()
@@ -476,9 +711,10 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 solutions = page.evaluate(SOLUTIONS_JS)
                 for problem in solutions["problems"]:
                     report.add(name, problem)
+                explorers = check_explorers(page, name, report)
                 page.emulate_media(media="print")
                 page.evaluate(NEXT_FRAME_JS)
-                for problem in page.evaluate(PRINT_JS):
+                for problem in page.evaluate(PRINT_JS) + page.evaluate(PRINT_EXPLORERS_JS):
                     report.add(name, problem)
                 page.emulate_media(media="screen")
                 page.evaluate(NEXT_FRAME_JS)
@@ -490,11 +726,16 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 for event in dict.fromkeys(events):
                     report.add(name, event)
                 report.pages[name] = {"formulas": facts["math"], "images": len(facts["images"]),
-                                      "links": len(set(facts["links"])), "solutions": solutions["count"]}
+                                      "links": len(set(facts["links"])), "solutions": solutions["count"],
+                                      "explorers": explorers}
+                if explorers:
+                    with_explorers.append(path)
 
             if check_search:
                 _check_search(page, site, searches or default_searches(site), shots, report, events)
             context.close()
+            if with_explorers:
+                check_explorers_without_scripts(pw, with_explorers, site, report)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     report.seconds = time.perf_counter() - start

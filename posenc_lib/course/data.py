@@ -17,6 +17,8 @@ Contents::
     load_digits  - the UCI 8x8 handwritten digits (shipped file), with a fixed train/test split
     RelativeDirection - two marked cells on a grid, label = direction of one from the other:
                    a bag of patches is at chance, with an exact bag-of-patches ceiling (notebook 04)
+    WhenAndWhere - two marked patches in a tiny video, label = when and where one is seen from the
+                   other; exact ceilings of what an offset tells (notebook 08)
     char_corpus  - the shipped Shakespeare corpus as character ids, with a fixed train/validation
                    split (notebook 06); lm_batch / lm_eval_windows cut it into LM windows
 """
@@ -38,7 +40,7 @@ from ..checks import is_int
 
 __all__ = [
     "PAD", "DATA_DIR", "Vocab", "WhoDidWhat", "sorting_task", "lag_task", "shipped_file",
-    "DIGITS_FILE", "DIGITS_SHA256", "load_digits", "RelativeDirection",
+    "DIGITS_FILE", "DIGITS_SHA256", "load_digits", "RelativeDirection", "WhenAndWhere",
     "CORPUS_FILE", "CORPUS_SHA256", "CORPUS_VALID_START", "CharCorpus", "char_corpus", "lm_batch", "lm_eval_windows",
 ]
 
@@ -454,6 +456,98 @@ class RelativeDirection:
         for bag, label in zip(patches.tolist(), labels.tolist(), strict=True):
             by_bag[tuple(sorted(map(tuple, bag)))][label] += 1
         return sum(max(c.values()) for c in by_bag.values()) / len(labels)
+@dataclass(frozen=True)
+class WhenAndWhere:
+    """A tiny video with two marked patches, A and B; the label says when and where B is, seen from A.
+
+    The video is ``frames`` frames of ``height x width`` patches, one token each, frame after frame and
+    row-major within a frame: token ``f * height * width + r * width + c`` is patch (r, c) of frame f.
+    Token 1 marks A, token 2 marks B, every other patch is 0. The label (:attr:`CLASSES`) is
+    ``2 * [B is in a later frame than A] + [B is in a column right of A's]``: it needs time *and* space.
+    A and B never share a frame or a column (so both questions have an answer); their rows are free.
+    Every video is the same bag of tokens, so only where the two tokens sit tells the label.
+
+    Sampling is uniform over the allowed placements (:meth:`placements`); :meth:`ceiling` gives the best
+    accuracy any classifier can reach from a given view of B's offset from A, exactly.
+    """
+
+    frames: int = 4
+    height: int = 3
+    width: int = 3
+
+    CLASSES = ("earlier, left", "earlier, right", "later, left", "later, right")
+    #: tokens: 0 an empty patch, 1 = A, 2 = B
+    VOCAB_SIZE = 3
+
+    def __post_init__(self) -> None:
+        for name in ("frames", "height", "width"):
+            value = getattr(self, name)
+            if not is_int(value) or value < (1 if name == "height" else 2):
+                raise ValueError(f"{name} must be an int >= {1 if name == 'height' else 2}, got {value!r}")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.CLASSES)
+
+    @property
+    def seq_len(self) -> int:
+        return self.frames * self.height * self.width
+
+    def coordinates(self, token: Tensor) -> Tensor:
+        """(frame, row, column) of token indices (...,) int64: (..., 3) int64."""
+        per_frame = self.height * self.width
+        return torch.stack([token // per_frame, token % per_frame // self.width, token % self.width], dim=-1)
+
+    def placements(self) -> tuple[Tensor, Tensor]:
+        """Every allowed (A, B): token indices (n, 2) int64 and labels (n,) int64."""
+        a, b = torch.meshgrid(torch.arange(self.seq_len), torch.arange(self.seq_len), indexing="ij")
+        cells = torch.stack([a.reshape(-1), b.reshape(-1)], dim=1)
+        offset = self.offsets(cells)
+        keep = (offset[:, 0] != 0) & (offset[:, 2] != 0)
+        cells, offset = cells[keep], offset[keep]
+        return cells, 2 * (offset[:, 0] > 0).long() + (offset[:, 2] > 0).long()
+
+    def offsets(self, cells: Tensor) -> Tensor:
+        """B's offset from A, (n, 3) int64 (frames, rows, columns), for (A, B) token pairs (n, 2)."""
+        if not isinstance(cells, Tensor) or cells.dim() != 2 or cells.shape[1] != 2:
+            raise ValueError(f"cells must be an (n, 2) tensor of (A, B) token indices, got {getattr(cells, 'shape', cells)!r}")
+        coords = self.coordinates(cells)
+        return coords[:, 1] - coords[:, 0]
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``n`` random videos: inputs (n, seq_len) int64 tokens and labels (n,) int64."""
+        if not is_int(n) or n <= 0:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        cells, labels = self.placements()
+        pick = torch.randint(len(labels), (n,), generator=generator)
+        videos = torch.zeros(n, self.seq_len, dtype=torch.long)
+        rows = torch.arange(n)
+        videos[rows, cells[pick, 0]] = 1
+        videos[rows, cells[pick, 1]] = 2
+        return videos, labels[pick]
+
+    def ceiling(self, view: Callable[[Tensor], Tensor]) -> float:
+        """Best expected accuracy (exact) of ANY classifier that sees only ``view(offset)`` of B's offset from A.
+
+        view: maps the offsets (n, 3) (frames, rows, columns) to what is seen, (n,) or (n, k) integers,
+        e.g. ``lambda o: o`` (everything), ``lambda o: o[:, 1:]`` (rows and columns only, no time),
+        ``lambda o: o @ torch.tensor([height * width, width, 1])`` (the offset in the flattened sequence).
+        Placements are grouped by what is seen; within a group the best guess is the most frequent
+        label, so the ceiling is the sum over groups of that label's share.
+        """
+        cells, labels = self.placements()
+        seen = view(self.offsets(cells))
+        if not isinstance(seen, Tensor) or seen.shape[0] != len(labels) or seen.dim() > 2:
+            raise ValueError(f"view must return an (n,) or (n, k) tensor for n = {len(labels)} offsets, "
+                             f"got {getattr(seen, 'shape', type(seen).__name__)}")
+        groups: dict[tuple, Counter] = defaultdict(Counter)
+        for key, label in zip(seen.reshape(len(labels), -1).tolist(), labels.tolist(), strict=True):
+            groups[tuple(key)][label] += 1
+        return sum(max(c.values()) for c in groups.values()) / len(labels)
+
+
 # ----------------------------------------------------------------- character corpus (notebook 06)
 #: The shipped corpus, six Shakespeare tragedies, public domain (see data/README.md and tools/prepare_corpus.py).
 CORPUS_FILE = "shakespeare_tragedies.txt"

@@ -31,7 +31,7 @@ from torch import Tensor
 from ..checks import check_int, is_int
 from ..scheme import PositionScheme
 from .data import CharCorpus, lm_batch
-from ..models import TinyTransformer
+from ..models import LayerSpec, TinyTransformer
 from .training import seed_everything, train
 
 __all__ = [
@@ -57,6 +57,7 @@ def train_char_lm(
     n_heads: int = 4,
     n_layers: int = 2,
     desc: str | None = None,
+    layer_specs: Callable[[], Sequence[LayerSpec]] | None = None,
 ) -> TinyTransformer:
     """A causal character LM (pool="none", token embeddings N(0, 1), not rescaled) trained with :func:`train`.
 
@@ -67,6 +68,9 @@ def train_char_lm(
     scheme: the position scheme, or a function that builds it. Pass the function for a scheme with
     parameters of its own (T5 bias, a learnable table): it is called after the seeding, so those
     parameters come from ``seed`` too; a scheme built by the caller was drawn before it.
+    layer_specs: a function that builds one :class:`~posenc_lib.models.LayerSpec` per layer (called
+    after the seeding, like ``scheme``): each layer's own scheme and window; ``scheme`` then only
+    adds to the embeddings (pass :class:`~posenc_lib.scheme.NoPosition` for nothing).
     """
     check_int("seq_len", seq_len)
     check_int("steps", steps)
@@ -75,8 +79,10 @@ def train_char_lm(
         if not callable(scheme):
             raise TypeError(f"scheme must be a PositionScheme or a function that builds one, got {type(scheme).__name__}")
         scheme = scheme()
+    if layer_specs is not None and not callable(layer_specs):
+        raise TypeError(f"layer_specs must be a function that builds the LayerSpec list, got {type(layer_specs).__name__}")
     model = TinyTransformer(len(corpus.vocab), len(corpus.vocab), d_model, n_heads, n_layers, scheme=scheme,
-                            causal=True, pool="none")
+                            causal=True, pool="none", layer_specs=None if layer_specs is None else layer_specs())
     train(model, lambda _: lm_batch(corpus.train, seq_len, batch_size, gen), steps, lr=lr, desc=desc)
     return model
 
@@ -104,12 +110,10 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
         raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
     if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
-    old = model.scheme
-    model.set_scheme(PositionScheme())  # keep the old scheme (and its caches) out of the copy
-    try:
-        twin = copy.deepcopy(model)
-    finally:
-        model.set_scheme(old)
+    # the copy shares the old schemes (model-wide and per layer) instead of copying them with their caches;
+    # set_scheme then replaces every one of them in the copy, and the original keeps its own
+    old = [model.scheme, *(block.attn.scheme for block in model.blocks)]
+    twin = copy.deepcopy(model, memo={id(s): s for s in old})
     twin.set_scheme(scheme)
     return twin
 

@@ -23,6 +23,7 @@ __all__ = [
     "NOTEBOOK_THREADS",
     "setup_notebook",
     "seed_everything",
+    "live_widgets",
     "progress",
     "run_each",
     "train",
@@ -89,6 +90,14 @@ def _in_jupyter_kernel() -> bool:
     return ipython is not None and type(ipython.get_ipython()).__name__ == "ZMQInteractiveShell"
 
 
+def live_widgets() -> bool:
+    """True where output goes to a live Jupyter frontend that can draw widgets: a Jupyter kernel, with
+    ``ipywidgets`` installed and ``POSENC_DETERMINISTIC`` unset (``make execute`` and nbval set it, so
+    that an executed notebook holds plain, repeatable output; ``make lab`` does not)."""
+    return (not os.environ.get("POSENC_DETERMINISTIC") and _in_jupyter_kernel()
+            and importlib.util.find_spec("ipywidgets") is not None)
+
+
 def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> tqdm:
     """A progress bar over ``iterable``, one per experiment (``train(..., desc=None)`` runs silently inside).
 
@@ -104,11 +113,11 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
             iterable, total=total, desc=desc, file=sys.stdout, mininterval=float("inf"), delay=float("inf"),
             ascii=True, bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
         )
-    if _in_jupyter_kernel():
-        if importlib.util.find_spec("ipywidgets") is not None:
-            from tqdm.notebook import tqdm as widget_bar
+    if live_widgets():
+        from tqdm.notebook import tqdm as widget_bar
 
-            return widget_bar(iterable, total=total, desc=desc)
+        return widget_bar(iterable, total=total, desc=desc)
+    if _in_jupyter_kernel():
         return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True)
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)
 

@@ -5,12 +5,14 @@
     build_scheme("transformer-xl", d_model=64, n_heads=4)            # TransformerXLRelative(64, 4)
     build_scheme("learnable", d_model=64, n_heads=4, max_len=128)    # LearnablePE(64, 128)
     build_scheme("axial-rope-2d", d_model=64, n_heads=4, grid=(4, 4), n_prefix=1)
+    build_scheme("mrope", d_model=64, n_heads=4, grid=(4, 4), n_prefix=2, frames=3)  # 2 text tokens, a 3x4x4 video
 
 The sizes say what each constructor needs from the model: ``d_model`` (tables, PEG, Transformer-XL's ``r``),
 ``head_dim = d_model // n_heads`` (rotary), ``n_heads`` (score biases, mixed 2-D RoPE),
 ``max_len`` (the tables; with a grid, ``n_prefix + H*W`` by default), ``grid`` (the 2-D schemes, PEG, Swin's
-window). Any other keyword goes to the constructor as it is (``layout=``, ``base=``,
-``scaling=``, ``causal=``, ...). One entry of :data:`SCHEMES` per scheme.
+window; M-RoPE's video frames, after ``n_prefix`` text tokens). Any other keyword goes to the constructor as it
+is (``layout=``, ``base=``, ``scaling=``, ``causal=``, ...), except M-RoPE's ``frames`` and ``n_text_after``
+(its layout) and decoupled RoPE's ``rope_dim``. One entry of :data:`SCHEMES` per scheme.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from ..scheme import NoPosition, PositionScheme
 from .absolute.learnable import LearnablePE
 from .absolute.sinusoidal import SinusoidalPE
 from .conditional.peg import PEG
+from .rotary.decoupled import DecoupledRoPE
+from .rotary.mrope import MRoPE, mrope_positions
 from .rotary.rope import RotaryPE
+from .rotary.temperature import QueryTemperature
 from .score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
 from .vision.rope_2d import AxialRoPE2D, MixedRoPE2D
 from .vision.tables_2d import Learnable2DPE, SinCos2DPE
@@ -63,12 +68,29 @@ class Sizes:
 
 Builder = Callable[[Sizes, dict[str, Any]], PositionScheme]
 
+
+def _mrope(s: Sizes, kw: dict[str, Any]) -> MRoPE:
+    """M-RoPE over ``n_prefix`` text tokens then a video of ``frames`` (option, default 1: an image) x the grid."""
+    frames, after = kw.pop("frames", 1), kw.pop("n_text_after", 0)
+    coordinates = mrope_positions(frames, *s.grid_hw("mrope"), n_text_before=s.n_prefix, n_text_after=after)
+    return MRoPE(s.head_dim, coordinates, **kw)
+
+
+def _decoupled(s: Sizes, kw: dict[str, Any]) -> DecoupledRoPE:
+    """Decoupled RoPE: the head's last ``rope_dim`` dims rotate (option, default half the head), the rest do not."""
+    rope_dim = kw.pop("rope_dim", s.head_dim // 2)
+    return DecoupledRoPE(s.head_dim - rope_dim, rope_dim, **kw)
+
+
 #: name -> how to build that scheme from the sizes and the constructor's other keywords.
 SCHEMES: dict[str, Builder] = {
     "none": lambda s, kw: NoPosition(**kw),
     "sinusoidal": lambda s, kw: SinusoidalPE(s.d_model, s.table_len("sinusoidal"), **kw),
     "learnable": lambda s, kw: LearnablePE(s.d_model, s.table_len("learnable"), **kw),
     "rope": lambda s, kw: RotaryPE(s.head_dim, **kw),
+    "mrope": _mrope,
+    "decoupled-rope": _decoupled,
+    "query-temperature": lambda s, kw: QueryTemperature(**kw),
     "t5": lambda s, kw: T5RelativeBias(s.n_heads, **kw),
     "alibi": lambda s, kw: ALiBi(s.n_heads, **kw),
     "transformer-xl": lambda s, kw: TransformerXLRelative(s.d_model, s.n_heads, **kw),
@@ -95,12 +117,12 @@ def build_scheme(
     """A fresh scheme ``name`` (one of :data:`SCHEMES`) for a model of width d_model with n_heads heads.
 
     Args:
-        name: "none", "sinusoidal", "learnable", "rope", "t5", "alibi", "transformer-xl", "swin", "peg",
-            "sincos-2d", "learnable-2d", "axial-rope-2d" or "mixed-rope-2d".
+        name: "none", "sinusoidal", "learnable", "rope", "mrope", "decoupled-rope", "query-temperature", "t5",
+            "alibi", "transformer-xl", "swin", "peg", "sincos-2d", "learnable-2d", "axial-rope-2d" or "mixed-rope-2d".
         d_model, n_heads: the model's width and heads (d_model divisible by n_heads).
         max_len: rows of a position table (a sinusoidal one still grows on demand past it).
-        grid: (grid_h, grid_w) of the patch grid, for the 2-D schemes, PEG and Swin.
-        n_prefix: class-like tokens before the patches (with ``grid``).
+        grid: (grid_h, grid_w) of the patch grid, for the 2-D schemes, PEG, Swin and M-RoPE.
+        n_prefix: class-like tokens before the patches (with ``grid``); M-RoPE: text tokens before the video.
         options: passed on to the scheme's constructor.
     """
     if name not in SCHEMES:

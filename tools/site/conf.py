@@ -29,7 +29,7 @@ html_use_index = False  # the reference's own table lists the modules; the theme
 # Offline, so no intersphinx: references to the standard library's and other packages' types stay
 # plain text. References into posenc_lib must resolve (posenc_site.resolve_short_name helps).
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|collections|numpy|pandas|matplotlib|pathlib|tqdm|typing|nbformat|abc)(\..*)?"),
+    (r"py:.*", r"(torch|collections|numpy|pandas|matplotlib|pathlib|tqdm|typing|nbformat|abc|transformers)(\..*)?"),
     (r"py:class", r"(Tensor|Module|T|P|R|posenc_lib\..*\.[TPR])"),  # TypeVars
     (r"py:.*", r"(.*\.)?_\w+"),  # private names (a base class, a helper) are not documented
 ]

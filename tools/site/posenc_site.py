@@ -24,6 +24,11 @@ notebook:
   publishes under ``files/``.
 - Search: every page's prose, by section, in one script the search page loads, so that results
   show the text around the word and a glossary or section hit is labelled with its term or title.
+- Explorers (``posenc_lib.course.explorers``): after the static figure of a cell that calls one
+  (``sinusoidal_explorer()``), an empty ``<div class="posenc-explorer">`` that ``posenc_explorer.js``
+  fills with controls and an SVG drawing; the page loads that script and
+  ``_static/posenc_explorer_NAME.js``, the library's values on the explorer's whole control grid,
+  written by this extension when the build ends (see ``explorer_calls``, ``write_explorer_data``).
 
 The build stages its sources with ``_site.json`` beside them (written by ``tools/build_site.py``):
 for every notebook page, its label and download paths.
@@ -268,9 +273,102 @@ def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         for output in cell.get("outputs", []):
             if "text/html" in output.get("data", {}):
                 output.data["text/html"] = tidy_table(output.data["text/html"])
-        if any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", [])):
+        figures = any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", []))
+        for name in explorer_calls(cell.source) if figures else []:
+            cell.outputs.append(nbformat.v4.new_output("display_data", data={"text/html": explorer_container(name)}))
+            mystnb.setdefault("image", {}).setdefault("alt", explorer_alt(name))
+        if figures:
             mystnb.setdefault("image", {}).setdefault("alt", figure_alt(cell.source, heading))
     return nb
+
+
+# --- explorers -------------------------------------------------------------------------------------
+
+EXPLORER_CONTAINER = re.compile(r'<div class="posenc-explorer" data-explorer="(\w+)"')
+EXPLORER_SCRIPT = "posenc_explorer.js"
+
+
+def explorer_calls(source: str) -> list[str]:
+    """The explorers a code cell shows: the names (``"rope"``) of the ``posenc_lib.course.explorers``
+    functions it calls (``rope_explorer()``), in source order."""
+    if "_explorer(" not in source:  # most cells: no need to import the library (and torch) to say so
+        return []
+    from posenc_lib.course.explorers import EXPLORERS
+
+    by_call = {explorer.call: name for name, explorer in EXPLORERS.items()}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = [(node.lineno, node.col_offset, by_call[node.func.id]) for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_call]
+    return [name for *_, name in sorted(calls)]
+
+
+def explorer_container(name: str) -> str:
+    """Where the explorer ``name`` is drawn on the page: hidden until posenc_explorer.js fills it, so
+    that without scripts (and in print) the notebook's static figure is what shows."""
+    return f'<div class="posenc-explorer" data-explorer="{name}" hidden></div>'
+
+
+def explorer_alt(name: str) -> str:
+    """Alt text of an explorer's static figure: its title at the default setting."""
+    from posenc_lib.course.explorers import EXPLORERS
+
+    explorer = EXPLORERS[name]
+    return "Figure: " + _plain(explorer.caption(explorer.default_state))
+
+
+def explorer_data_file(name: str) -> str:
+    """The data script of explorer ``name``, under ``_static/``."""
+    return f"posenc_explorer_{name}.js"
+
+
+def explorer_data_script(name: str, data: dict[str, Any]) -> str:
+    """The script that hands an explorer's exported data to posenc_explorer.js (a page opened from
+    ``file://`` may load scripts but not fetch JSON)."""
+    return ("window.POSENC_EXPLORERS = window.POSENC_EXPLORERS || {};\n"
+            f"window.POSENC_EXPLORERS[{json.dumps(name)}] = "
+            f"{json.dumps(data, ensure_ascii=False, separators=(',', ':'))};\n")
+
+
+def collect_explorers(app: Sphinx, doctree: nodes.document) -> None:
+    """The explorers each page shows (from the containers ``prepare`` added to its outputs)."""
+    found = [m[1] for raw in doctree.findall(nodes.raw) for m in EXPLORER_CONTAINER.finditer(raw.astext())]
+    store = app.env.posenc_explorers = getattr(app.env, "posenc_explorers", {})  # type: ignore[attr-defined]
+    store[app.env.current_document.docname] = list(dict.fromkeys(found))
+
+
+def explorer_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """A page with explorers loads their data and the script that draws them (that page only)."""
+    names = getattr(app.env, "posenc_explorers", {}).get(pagename, [])
+    for name in names:
+        app.add_js_file(explorer_data_file(name), priority=400)
+    if names:
+        app.add_js_file(EXPLORER_SCRIPT, priority=410)
+
+
+def write_explorer_data(app: Sphinx, exception: Exception | None) -> None:
+    """``_static/posenc_explorer_NAME.js`` for every explorer a page shows: ``export_explorer(NAME)``, the
+    library's values at every setting of its controls, as ``window.POSENC_EXPLORERS[NAME]``.
+
+    Computed with one intra-op thread, as the notebooks run: the values are thousands of tiny tensor
+    operations, which a second thread only slows down (and the numbers are the same)."""
+    import torch
+
+    from posenc_lib.course.explorers import EXPLORERS, export_explorer
+
+    names = sorted({name for found in getattr(app.env, "posenc_explorers", {}).values() for name in found})
+    if exception is not None or app.builder.format != "html" or not names:
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for name in names:
+            (Path(app.outdir) / "_static" / explorer_data_file(name)).write_text(
+                explorer_data_script(name, export_explorer(EXPLORERS[name])), encoding="utf-8")
+    finally:
+        torch.set_num_threads(threads)
 
 
 def read_notebook(text: str) -> nbformat.NotebookNode:
@@ -530,12 +628,28 @@ def library_target(domain: Any, text: str) -> tuple[str, str, str] | None:
     else:  # a bare name is a function or class (`head_dim` in prose is a variable, not Sizes.head_dim)
         kinds = ("function", "class", "exception") if "." not in name else ("function", "class", "exception",
                                                                             "method", "attribute", "property")
-        found = [full for full, entry in domain.objects.items() if full.startswith("posenc_lib.")
-                 and full.endswith("." + name) and entry.objtype in kinds]
+        found = [full for full, objtype in _short_names(domain).get(name, []) if objtype in kinds]
     if len(found) != 1:
         return None
     entry = domain.modules.get(found[0]) or domain.objects[found[0]]
     return found[0], entry.docname, entry.node_id
+
+
+def _short_names(domain: Any) -> dict[str, list[tuple[str, str]]]:
+    """Every dotted tail of a documented ``posenc_lib`` object's name ("apply_rope", "RotaryPE.forward")
+    -> the (full name, object type) of the objects it ends. Built once per build: library_target is
+    asked about every mention of every page, and a scan of all the objects each time grows with
+    both (it cost more than a second of the render)."""
+    cached = getattr(domain, "_posenc_short_names", None)
+    if cached is None or cached[0] != len(domain.objects):
+        table: dict[str, list[tuple[str, str]]] = {}
+        for full, entry in domain.objects.items():
+            if full.startswith("posenc_lib."):
+                parts = full.split(".")
+                for i in range(1, len(parts)):
+                    table.setdefault(".".join(parts[i:]), []).append((full, entry.objtype))
+        cached = domain._posenc_short_names = (len(domain.objects), table)
+    return cached[1]
 
 
 def _prose_literals(doctree: nodes.document) -> list[nodes.literal]:
@@ -671,6 +785,9 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-resolved", link_glossary_terms)
     app.connect("doctree-resolved", link_library_mentions)
     app.connect("doctree-resolved", collect_page_text)
+    app.connect("doctree-read", collect_explorers)
     app.connect("html-page-context", search_page_scripts)
+    app.connect("html-page-context", explorer_scripts)
     app.connect("build-finished", write_page_text)
+    app.connect("build-finished", write_explorer_data)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": False}

@@ -22,7 +22,8 @@ The module follows the idea: the frequencies theta_i (:func:`rope_inv_freq`), th
 their cos/sin (:func:`rope_cos_sin`), the rotation formula (:func:`rotate_half_reference`,
 :func:`apply_rope_complex`), the rotation as called by models (:func:`apply_rope`,
 :func:`apply_rope_qk`), the position scheme (:class:`RotaryPE`), then the layouts and checkpoint
-conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling) change theta_i: :mod:`.scaling`.
+conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling, LongRoPE) and truncated frequencies
+(proportional RoPE) change theta_i: :mod:`.scaling`.
 
 Speed. :func:`apply_rope` and :func:`apply_rope_qk` validate their inputs here and hand the
 rotation to :mod:`posenc_lib.kernels.rope` (one call), which does the same arithmetic arranged for speed
@@ -287,7 +288,9 @@ class RotaryPE(PositionScheme):
         base: rope_theta, the base of the frequencies (10000 in most models).
         layout: "half" or "interleaved" (see the module docstring).
         rotary_fraction: fraction of each head that is rotated (GPT-NeoX style partial rotary);
-            the rotated width ``int(head_dim * rotary_fraction)`` must be even.
+            the rotated width ``int(head_dim * rotary_fraction)`` must be even. With
+            ``scaling={"rope_type": "proportional"}`` it is p-RoPE's p instead: the whole head
+            keeps its frequencies and the slowest pairs beyond ``int(p * head_dim / 2)`` stay unrotated.
         scaling: a Hugging Face style rope-parameter dict for longer contexts, e.g.
             ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
             (see :func:`posenc_lib.encodings.rotary.scaling.rope_frequencies`).
@@ -303,6 +306,12 @@ class RotaryPE(PositionScheme):
     and lower precisions share the float32 angles (cast last); float64 q and k get tables
     computed in float64, frequencies included (unscaled RoPE), so a float64 model is exact to
     float64 rounding at any position.
+
+    "longrope" keeps two sets of frequencies and picks one per call, as Hugging Face does: the
+    long factors when the call's largest position + 1 exceeds L0
+    (``original_max_position_embeddings``), the short ones otherwise, for the whole batch. So a
+    KV-cache decode step past L0 rotates its token with the long set while the cached keys
+    were rotated with the short one (Hugging Face's Phi-3 behaves the same way).
     """
 
     kind = "rotary"
@@ -329,38 +338,52 @@ class RotaryPE(PositionScheme):
             raise TypeError(f"compiled must be a bool, got {type(compiled).__name__}")
         self.head_dim, self.layout, self.config, self.compiled = head_dim, layout, config, compiled
         self.dynamic = config.get("rope_type") == "dynamic"
-        # validates the config; for "dynamic" this is the unscaled set (lengths <= L0)
+        # validates the config; for "dynamic" this is the unscaled set (lengths <= L0), for "longrope" the short one
         length = config.get("original_max_position_embeddings") if self.dynamic else None
         inv_freq, self.attention_factor = rope_scaling.rope_frequencies(head_dim, config, seq_len=length)
         self.inv_freq = inv_freq  # plain attribute: a table of constants, not model state
         self.rotary_dim = 2 * inv_freq.numel()
+        # LongRoPE: the long set, used for calls whose largest position + 1 exceeds this L0
+        self.long_after = config["original_max_position_embeddings"] if config.get("rope_type") == "longrope" else None
+        self.inv_freq_long = (
+            None if self.long_after is None
+            else rope_scaling.rope_frequencies(head_dim, config, seq_len=self.long_after + 1)[0]
+        )
         # float64 frequencies for a model moved to float64 (default RoPE: base^(-2i/rotary_dim)
         # computed in float64; a scaled variant keeps its float32 frequencies, angles in float64)
         plain = config.get("rope_type", "default") == "default"
         exponent = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
         self.inv_freq64 = 1.0 / float(config["rope_theta"]) ** exponent if plain else inv_freq.double()
-        self._tables: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
+        self._tables: dict[tuple[torch.device, torch.dtype, bool], tuple[Tensor, Tensor]] = {}
 
     def extra_repr(self) -> str:
         compiled = ", compiled=True" if self.compiled else ""
         return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}{compiled}"
 
-    def _table(self, length: int, device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device."""
-        cached = self._tables.get((device, dtype))
+    def _table(self, length: int, device: torch.device, dtype: torch.dtype, long: bool = False) -> tuple[Tensor, Tensor]:
+        """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device.
+
+        ``long``: LongRoPE's long set of frequencies (a table of its own).
+        """
+        cached = self._tables.get((device, dtype, long))
         if cached is not None and cached[0].shape[0] >= length:
             return cached
         if dtype in (torch.float32, torch.float64):
             n = max(256, 1 << (length - 1).bit_length())
             positions = torch.arange(n, device=device)
-            table = rope_cos_sin(positions, self._frequencies(dtype), self.attention_factor, dtype)
+            table = rope_cos_sin(positions, self._frequencies(dtype, long), self.attention_factor, dtype)
         else:
-            table = tuple(t.to(dtype) for t in self._table(length, device, torch.float32))
-        self._tables[(device, dtype)] = table
+            table = tuple(t.to(dtype) for t in self._table(length, device, torch.float32, long))
+        self._tables[(device, dtype, long)] = table
         return table
 
-    def _frequencies(self, dtype: torch.dtype) -> Tensor:
-        """The frequencies the angles are computed with: float64 ones for float64 tables, else float32."""
+    def _frequencies(self, dtype: torch.dtype, long: bool = False) -> Tensor:
+        """The frequencies the angles are computed with: float64 ones for float64 tables, else float32.
+
+        ``long``: LongRoPE's long set instead of the short one.
+        """
+        if long:
+            return self.inv_freq_long.double() if dtype == torch.float64 else self.inv_freq_long
         return self.inv_freq64 if dtype == torch.float64 else self.inv_freq
 
     def cos_sin(self, positions: Tensor, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
@@ -371,11 +394,16 @@ class RotaryPE(PositionScheme):
             inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=seq_len)
             return rope_cos_sin(positions, inv_freq, factor, dtype)
         if torch.compiler.is_compiling():
-            return rope_cos_sin(positions, self._frequencies(dtype), self.attention_factor, dtype)
+            inv_freq = self._frequencies(dtype).to(positions.device)
+            if self.long_after is not None:  # LongRoPE's choice as a tensor op, traceable (as Hugging Face makes it)
+                long = self._frequencies(dtype, long=True).to(positions.device)
+                inv_freq = torch.where(positions.max() + 1 > self.long_after, long, inv_freq)
+            return rope_cos_sin(positions, inv_freq, self.attention_factor, dtype)
         low, high = torch.aminmax(positions)
+        long = self.long_after is not None and int(high) + 1 > self.long_after
         if int(low) < 0:
-            return rope_cos_sin(positions, self._frequencies(dtype), self.attention_factor, dtype)
-        cos, sin = self._table(int(high) + 1, positions.device, dtype)
+            return rope_cos_sin(positions, self._frequencies(dtype, long), self.attention_factor, dtype)
+        cos, sin = self._table(int(high) + 1, positions.device, dtype, long)
         return cos[positions], sin[positions]
 
     def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
