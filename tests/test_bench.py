@@ -268,7 +268,11 @@ def test_full_biases_grow_as_l_squared_and_tables_as_l():
 
 
 def test_make_bench_quick_writes_every_result(tmp_path, capsys):
-    assert main(["--quick", "--rounds", "1", "--scheme-rounds", "1", "--threads", "1", "--out", str(tmp_path)]) == 0
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--quick", "--rounds", "1", "--scheme-rounds", "1", "--threads", "1", "--out", str(tmp_path)]) == 0
+    finally:  # main sets the process's thread count (a command's job); later tests in this process keep theirs
+        torch.set_num_threads(threads)
     rope_md = (tmp_path / "rope.md").read_text()
     for name in rope_bench.method_names():
         assert f"| {name} |" in rope_md
