@@ -21,7 +21,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 83 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 57 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import itertools

@@ -32,7 +32,7 @@
 # [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb)
 # and [03 · RoPE](03_rope.ipynb) (the schemes compared here).
 #
-# **Run time:** about 61 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 43 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 21 small training runs of 150 steps (7 schemes × 3 seeds).
 
 # %%

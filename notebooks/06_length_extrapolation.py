@@ -30,7 +30,7 @@
 # [03 · RoPE](03_rope.ipynb) (rotations, the sliding-window control of its section 9) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
-# **Run time:** about 112 s on a laptop CPU (measured with `make execute`, one thread), almost all
+# **Run time:** about 78 s on a laptop CPU (measured with `make execute`, one thread), almost all
 # of it in 21 training runs of 100 steps (7 encodings × 3 seeds) and 12 short fine-tunes.
 
 # %%

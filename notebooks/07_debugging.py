@@ -27,7 +27,7 @@
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
 #
-# **Run time:** about 41 s on a laptop CPU (measured with `make execute`, one thread), half of it
+# **Run time:** about 25 s on a laptop CPU (measured with `make execute`, one thread), half of it
 # in 72 probe runs of 100 steps each.
 
 # %%
