@@ -45,8 +45,6 @@ import numpy as np
 import pandas as pd
 import torch
 import transformers
-from torch.testing import assert_close
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
 from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
@@ -74,7 +72,6 @@ from posenc_lib.course.training import accuracy, run_each, seed_everything, setu
 from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
 from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
 from posenc_lib.encodings.rotary.rope import RotaryPE, rope_cos_sin, rope_inv_freq
-from posenc_lib.encodings.rotary.scaling import rope_frequencies
 from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature
 from posenc_lib.models import LayerSpec, TinyTransformer
 from posenc_lib.scheme import NoPosition
