@@ -10,8 +10,8 @@ STAMP  := $(VENV)/.installed
 KERNEL := $(VENV)/.kernel
 
 # The reference numerics (posenc_lib/course/numerics.py): one intra-op thread, and on x86-64 with AVX2 the
-# kernel settings under which every such CPU, Intel or AMD, rounds alike (ATEN_CPU_CAPABILITY=avx2,
-# ONEDNN_MAX_CPU_ISA=AVX2, MKL_CBWR=COMPATIBLE). tools/numerics_env.py reads them from
+# kernel settings that make most of the course's operations round alike on Intel and AMD CPUs
+# (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2, MKL_CBWR=COMPATIBLE; not all: see the README). tools/numerics_env.py reads them from
 # posenc_lib/course/reference_numerics.json; every target below runs with them, the project's Jupyter
 # kernel starts with them, and `make numerics-matrix` runs the notebooks under other settings.
 # One thread: the course's models are tiny, and a second OpenMP thread only adds synchronisation

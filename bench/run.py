@@ -1,9 +1,9 @@
-"""`make bench`: RoPE speed against the memory floors and its peers, and every position scheme's time and memory vs length.
+"""`make bench`: RoPE speed against the memory floors and its peers, every position scheme's time and memory vs length, and where the series' training time goes.
 
-Writes bench/results/rope.md, bench/results/schemes.md and bench/results/schemes.png, and prints
-the tables. Run from the repository root:
+Writes bench/results/rope.md, bench/results/schemes.md, bench/results/schemes.png and
+bench/results/series.md, and prints the tables. Run from the repository root:
 
-    make bench                                                 # the full benchmark (~1 minute)
+    make bench                                                 # the full benchmark (~2.5 minutes)
     OMP_NUM_THREADS=2 .venv/bin/python bench/run.py --quick    # tiny shapes, a few seconds: a smoke test
 
 The numbers depend on the machine and on what else runs on it: compare ratios measured in the
@@ -32,6 +32,7 @@ from bench.rope_bench import (
     targets_markdown,
 )
 from bench.schemes_bench import LENGTHS, run_schemes_bench, schemes_figure, schemes_markdown
+from bench.series_bench import SERIES_METHOD, run_series_bench, run_times, series_markdown
 
 QUICK_SHAPES = ((2, 4, 64, 32),)
 QUICK_LENGTHS = (64, 128)
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheme-rounds", type=int, default=3, help="interleaved rounds per scheme length (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
-    parser.add_argument("--only", choices=("rope", "schemes"), help="run one of the two parts")
+    parser.add_argument("--only", choices=("rope", "schemes", "series"), help="run one of the three parts")
     parser.add_argument("--eager", action="store_true",
                         help="leave out the library's compiled=True rows (they compile for a few seconds first; the compiled"
                              " rotate_half peer stays)")
@@ -186,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
         schemes_figure(results, d_model, n_heads, figure.with_name(figure.name + ".tmp"))
         os.replace(figure.with_name(figure.name + ".tmp"), figure)
         _write(args.out / "schemes.md", text)
+        print(f"\n{tables}\n")
+
+    if args.only in (None, "series") and not args.quick:  # --quick: the smoke test has no series part
+        t0, load = time.perf_counter(), load_average()
+        tables = series_markdown(run_series_bench(), *run_times())
+        text = (_header("The series: where training time goes, and its run-time target", args, time.perf_counter() - t0,
+                        load) + f"\n## Results\n\n{tables}\n\n" + SERIES_METHOD)
+        _write(args.out / "series.md", text)
         print(f"\n{tables}\n")
 
     print(f"bench: results in {args.out}, total {time.perf_counter() - start:.0f} s")

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from bench import rope_bench
+from bench import rope_bench, series_bench
 from bench.common import (
     allocation_profile,
     format_bytes,
@@ -262,6 +262,48 @@ def test_full_biases_grow_as_l_squared_and_tables_as_l():
     assert resident == n_heads * 4 and peak >= n_heads * 512 * 512 * 4  # the slopes; the float32 bias
     with pytest.raises(ValueError, match="setting must be one of"):
         scheme_memory(found["NoPosition"], 16, "encoder", d_model, n_heads)
+
+
+# ----------------------------------------------------------------------------- the series' training time
+
+
+def test_series_categories_split_a_training_step():
+    assert series_bench.category("aten::addmm") == "matrix products (MKL)"
+    assert series_bench.category("aten::_scaled_dot_product_flash_attention_for_cpu_backward") == "fused attention (SDPA)"
+    assert series_bench.category("aten::_foreach_lerp_") == "AdamW"
+    assert series_bench.category("aten::gelu_backward") == "GELU"
+    assert series_bench.category("aten::softmax") == "other operations"
+
+
+def test_series_measure_profiles_a_step_and_hashes_the_bits():
+    small = series_bench.Model("tiny", 8, 16, 2, 4, 6, rope=True)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = series_bench._measure(small, fused=False, steps=5), series_bench._measure(small, fused=False, steps=5)
+    finally:
+        torch.set_num_threads(threads)
+    assert a["hash"] == b["hash"]  # one setting, one process: the same bits
+    assert set(a["shares"]) == set(series_bench.CATEGORIES) and abs(sum(a["shares"].values()) - 1) < 1e-9
+    assert a["shares"]["matrix products (MKL)"] > 0 and a["shares"]["AdamW"] > 0 and a["step_s"] > 0
+
+
+def _series_results(ref_s: float, native_hash: str) -> dict:
+    shares = dict.fromkeys(series_bench.CATEGORIES, 0.0) | {"matrix products (MKL)": 0.6, "other operations": 0.4}
+    one = {"step_s": ref_s, "shares": shares, "hash": "h", "capability": "AVX2"}
+    return {s: {m.name: dict(one, hash=native_hash if s == "native" else "h", step_s=ref_s / (2 if s == "native" else 1))
+                for m in series_bench.MODELS} for s in series_bench.SETTINGS}
+
+
+def test_series_targets_follow_the_issue_and_say_why():
+    fast = series_bench.series_markdown(_series_results(0.01, "h"), dict.fromkeys(series_bench.SERIES, 20.0), "test")
+    assert fast.count("| met |") == 2 and "NOT MET" not in fast and "160 s" in fast
+    slow_times = dict.fromkeys(series_bench.SERIES, 20.0) | {"06": 80.0}
+    slow = series_bench.series_markdown(_series_results(0.01, "other"), slow_times, "test")
+    assert "| the slowest of 00-07 (06) ≤ 75 s | 80 s | ≤ 75 s | NOT MET |" in slow  # 220 s together: met
+    assert "| notebooks 00-07 together ≤ 240 s | 220 s | ≤ 240 s | met |" in slow
+    assert "60% and 60% of a step" in slow and "native: a step 2.00-2.00× as fast, other bits" in slow
+    assert "2 threads: a step 1.00-1.00× as fast, the same bits" in slow
 
 
 # ----------------------------------------------------------------------------- end to end

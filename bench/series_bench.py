@@ -1,0 +1,256 @@
+"""Where the series' training time goes, and its run-time target (issue #23).
+
+Most of a notebook's run time is training tiny models with :func:`posenc_lib.course.training.train`.
+This part takes the two model sizes the series trains most, 02's sorter (2 layers, width 32, a
+batch of 64 x 12 tokens) and 06's character LM (2 layers, width 64, RoPE, causal, 32 x 32 tokens),
+and measures one training step of each in fresh processes, one thread, under four settings:
+
+* ``reference``: the course's reference numerics (:mod:`posenc_lib.course.numerics`), what the
+  notebooks run; its step is profiled by operation (``torch.profiler``, self time);
+* ``native``: the machine's own kernels (the three variables unset);
+* ``2 threads``: the reference settings with two intra-op threads;
+* ``fused AdamW``: the reference settings with ``AdamW(fused=True)`` instead of ``foreach=True``.
+
+Each setting also trains a fresh model of each size for a fixed number of steps and hashes every
+bit of its parameters: a cut that changes the hash changes the notebooks' results, which the
+issue rules out. The target rows judge the series' run times from ``build/timings.json`` (this
+machine's latest ``make execute``) where it covers notebooks 00-07, else from the catalog (the
+reference machine's record).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMINGS = ROOT / "build" / "timings.json"
+SETTINGS: tuple[str, ...] = ("reference", "native", "2 threads", "fused AdamW")
+SERIES = tuple(f"{i:02d}" for i in range(8))  # notebooks 00-07, the issue's target
+SERIES_LIMIT_S, NOTEBOOK_LIMIT_S = 240.0, 75.0
+HASH_STEPS = 20
+CATEGORIES: tuple[str, ...] = ("matrix products (MKL)", "fused attention (SDPA)", "AdamW", "GELU", "other operations",
+                               "Python and dispatch")
+
+
+@dataclass(frozen=True)
+class Model:
+    """One of the two model sizes: TinyTransformer arguments and the (batch, seq) of a step."""
+
+    name: str
+    vocab: int
+    d_model: int
+    n_heads: int
+    batch: int
+    seq: int
+    rope: bool  # RoPE and a causal mask (06's LM); else a sinusoidal table, bidirectional (02's sorter)
+
+
+MODELS: tuple[Model, ...] = (
+    Model("02: sorter, width 32, 64 x 12 tokens", 16, 32, 2, 64, 12, rope=False),
+    Model("06: char LM, width 64, RoPE, 32 x 32 tokens", 64, 64, 4, 32, 32, rope=True),
+)
+
+
+def category(op: str) -> str:
+    """The row of the profile an operation's self time goes to."""
+    if op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
+        return CATEGORIES[0]
+    if "scaled_dot_product" in op or "flash_attention" in op:
+        return CATEGORIES[1]
+    if op.startswith(("aten::_foreach", "aten::_fused_adam")):
+        return CATEGORIES[2]
+    if op.startswith("aten::gelu"):
+        return CATEGORIES[3]
+    return CATEGORIES[4]
+
+
+# ----------------------------------------------------------------------------- the worker (a fresh process)
+
+
+def _build(model: Model, seed: int = 0) -> tuple[torch.nn.Module, torch.Generator]:
+    from posenc_lib.course.training import seed_everything
+    from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+    from posenc_lib.encodings.rotary.rope import RotaryPE
+    from posenc_lib.models import TinyTransformer
+
+    gen = seed_everything(seed)
+    head_dim = model.d_model // model.n_heads
+    scheme = RotaryPE(head_dim) if model.rope else SinusoidalPE(model.d_model, max_len=2 * model.seq)
+    return TinyTransformer(model.vocab, model.vocab, d_model=model.d_model, n_heads=model.n_heads, n_layers=2,
+                           scheme=scheme, causal=model.rope, pool="none"), gen
+
+
+def _batches(model: Model, gen: torch.Generator):
+    return lambda _: (torch.randint(0, model.vocab, (model.batch, model.seq), generator=gen),) * 2
+
+
+def _optimizer(net: torch.nn.Module, fused: bool) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(net.parameters(), lr=3e-3, **({"fused": True} if fused else {"foreach": True}))
+
+
+def _step(net, opt, x, y) -> None:
+    from posenc_lib.course.training import cross_entropy
+
+    loss = cross_entropy(net(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
+def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
+    """ms per step (median of 5 blocks), the profile's shares, and the parameters' hash after HASH_STEPS."""
+    from torch.profiler import ProfilerActivity, profile
+
+    net, gen = _build(model)
+    opt, batch = _optimizer(net, fused), _batches(model, gen)
+    x, y = batch(0)
+    for _ in range(5):  # warm-up
+        _step(net, opt, x, y)
+    blocks = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(steps // 5):
+            _step(net, opt, x, y)
+        blocks.append((time.perf_counter() - t0) / (steps // 5))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(10):
+            _step(net, opt, x, y)
+        wall = time.perf_counter() - t0
+    shares = dict.fromkeys(CATEGORIES, 0.0)
+    for event in prof.key_averages():
+        shares[category(event.key)] += event.self_cpu_time_total * 1e-6
+    shares["Python and dispatch"] = max(0.0, wall - sum(shares.values()))
+    total = sum(shares.values())
+
+    net, gen = _build(model, seed=1)  # the bits: a fresh model, HASH_STEPS steps on fresh batches
+    opt, batch = _optimizer(net, fused), _batches(model, gen)
+    for step in range(HASH_STEPS):
+        _step(net, opt, *batch(step))
+    digest = hashlib.sha256()
+    for tensor in net.state_dict().values():
+        digest.update(tensor.detach().numpy().tobytes())
+    return {"step_s": sorted(blocks)[2], "shares": {k: v / total for k, v in shares.items()},
+            "hash": digest.hexdigest(), "capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def _worker(setting: str) -> None:
+    torch.set_num_threads(2 if setting == "2 threads" else 1)
+    print(json.dumps({m.name: _measure(m, fused=setting == "fused AdamW") for m in MODELS}))
+
+
+# ----------------------------------------------------------------------------- the parent
+
+
+def _env(setting: str) -> dict[str, str]:
+    """This process's environment with the setting's numerics (the reference's from tools/numerics_env.py)."""
+    from tools.numerics_env import machine_env
+
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")}
+    threads = "2" if setting == "2 threads" else "1"
+    env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    if setting != "native":
+        env.update({k: v for k, v in machine_env().items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                        "POSENC_NUM_THREADS")})
+    return env
+
+
+def run_series_bench() -> dict[str, dict]:
+    """Every setting in a fresh process: {setting: {model name: measurement}}."""
+    results = {}
+    for setting in SETTINGS:
+        out = subprocess.run([sys.executable, "-m", "bench.series_bench", "--worker", setting], cwd=ROOT,
+                             env=_env(setting), capture_output=True, text=True, check=True)
+        results[setting] = json.loads(out.stdout.strip().splitlines()[-1])
+    return results
+
+
+def run_times() -> tuple[dict[str, float], str]:
+    """Run times of notebooks 00-07 in seconds, and where they come from."""
+    from tools.catalog import load_catalog
+
+    if TIMINGS.exists():
+        timings = {stem[:2]: s for stem, s in json.loads(TIMINGS.read_text()).items()}
+        if all(n in timings for n in SERIES):
+            return ({n: timings[n] for n in SERIES},
+                    f"this machine's latest `make execute` (`build/timings.json`, {time.strftime('%Y-%m-%d %H:%M', time.gmtime(TIMINGS.stat().st_mtime))} UTC)")
+    catalog = {e.stem[:2]: e.run_time_s for e in load_catalog()}
+    return {n: float(catalog[n]) for n in SERIES}, "the catalog (`notebooks/catalog.toml`: the reference machine's `make execute`)"
+
+
+def series_markdown(results: dict[str, dict], times: dict[str, float], source: str) -> str:
+    """The step times, the profile and the bits of every setting, then the two targets with their status."""
+    ref = results["reference"]
+    lines = ["| model | setting | ms per step | × reference | parameters after "
+             f"{HASH_STEPS} steps |", "|---|---|---:|---:|---|"]
+    for m in MODELS:
+        for setting in SETTINGS:
+            r = results[setting][m.name]
+            same = "the reference's, bit for bit" if r["hash"] == ref[m.name]["hash"] else "differ from the reference's"
+            lines.append(f"| {m.name} | {setting} ({r['capability']}) | {r['step_s'] * 1e3:.2f} | "
+                         f"{r['step_s'] / ref[m.name]['step_s']:.2f}× | {same} |")
+    profile = ["| where a step's time goes (reference numerics) | " + " | ".join(m.name for m in MODELS) + " |",
+               "|---|" + "---:|" * len(MODELS)]
+    for cat in CATEGORIES:
+        profile.append(f"| {cat} | " + " | ".join(f"{ref[m.name]['shares'][cat]:.0%}" for m in MODELS) + " |")
+
+    total, worst = sum(times.values()), max(times, key=times.get)
+    mm = [f"{ref[m.name]['shares'][CATEGORIES[0]]:.0%}" for m in MODELS]
+    faster = {s: [ref[m.name]["step_s"] / results[s][m.name]["step_s"] for m in MODELS] for s in SETTINGS[1:]}
+    keeps = {s: all(results[s][m.name]["hash"] == ref[m.name]["hash"] for m in MODELS) for s in SETTINGS[1:]}
+    cuts = "; ".join(f"{s}: a step {min(v):.2f}-{max(v):.2f}× as fast, "
+                     f"{'the same bits' if keeps[s] else 'other bits (a changed result)'}" for s, v in faster.items())
+    why = (f"matrix products take {' and '.join(mm)} of a step of the two models under the reference numerics "
+           f"(MKL_CBWR=COMPATIBLE, MKL's SSE2 branch); the settings that would cut that: {cuts}")
+    targets = [("notebooks 00-07 together", total, SERIES_LIMIT_S), (f"the slowest of 00-07 ({worst})", times[worst],
+                                                                     NOTEBOOK_LIMIT_S)]
+    rows = ["| target | measured | limit | status | why not |", "|---|---:|---:|---|---|"]
+    for text, value, limit in targets:
+        met = value <= limit
+        rows.append(f"| {text} ≤ {limit:.0f} s | {value:.0f} s | ≤ {limit:.0f} s | {'met' if met else 'NOT MET'} | "
+                    f"{'' if met else why} |")
+    per_notebook = ", ".join(f"{n} {s:.0f} s" for n, s in times.items())
+    return ("\n".join(lines) + "\n\n" + "\n".join(profile) + "\n\n## Targets\n\n"
+            + f"Run times from {source}: {per_notebook}.\n\n" + "\n".join(rows))
+
+
+SERIES_METHOD = """\
+## How it is measured
+
+- Each setting runs in a fresh Python process (the kernel variables are read when the libraries
+  start): `reference` with the variables of `tools/numerics_env.py` and one thread, as the
+  notebooks; `native` with `ATEN_CPU_CAPABILITY`, `ONEDNN_MAX_CPU_ISA` and `MKL_CBWR` unset;
+  `2 threads` the reference with two intra-op threads; `fused AdamW` the reference with
+  `torch.optim.AdamW(fused=True)` where `train` uses `foreach=True`.
+- A step is `train`'s: forward, cross-entropy, `zero_grad`, backward, AdamW (learning rate
+  3e-3), on one fixed batch. After 5 warm-up steps, 40 steps in 5 blocks; the median block's
+  time per step.
+- Profile: 10 more steps under `torch.profiler` (CPU), self time of every operation grouped by
+  name (matrix products: `aten::mm`, `addmm`, `bmm`, `baddbmm`; attention: the SDPA kernels and
+  their backward; AdamW: the `_foreach_*` operations); `Python and dispatch` is the wall time of
+  those steps outside every recorded operation. The profiler adds a cost to each operation, so
+  small operations weigh a little more here than without it.
+- Bits: a fresh model (seed 1) trained 20 steps on fresh batches in each setting; the SHA-256 of
+  its parameters compared with the reference setting's.
+"""
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--worker" and argv[1] in SETTINGS:
+        _worker(argv[1])
+        return 0
+    raise SystemExit(f"usage: python -m bench.series_bench --worker {{{'|'.join(SETTINGS)}}}, got {' '.join(argv)!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
