@@ -38,6 +38,7 @@ SETTINGS: tuple[str, ...] = ("reference", "native", "2 threads", "fused AdamW")
 SERIES = tuple(f"{i:02d}" for i in range(8))  # notebooks 00-07, the issue's target
 SERIES_LIMIT_S, NOTEBOOK_LIMIT_S = 240.0, 75.0
 HASH_STEPS = 20
+PROFILED_STEPS = 30
 CATEGORIES: tuple[str, ...] = ("matrix products (MKL)", "fused attention (SDPA)", "AdamW", "GELU", "other operations",
                                "Python and dispatch")
 
@@ -62,16 +63,22 @@ MODELS: tuple[Model, ...] = (
 
 
 def category(op: str) -> str:
-    """The row of the profile an operation's self time goes to."""
+    """The row of the profile that a recorded operation, and everything it calls, goes to."""
     if op in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
         return CATEGORIES[0]
     if "scaled_dot_product" in op or "flash_attention" in op:
         return CATEGORIES[1]
-    if op.startswith(("aten::_foreach", "aten::_fused_adam")):
+    if op.startswith(("Optimizer.step", "aten::_foreach", "aten::_fused_adam")):
         return CATEGORIES[2]
     if op.startswith("aten::gelu"):
         return CATEGORIES[3]
     return CATEGORIES[4]
+
+
+def category_in_context(names_outermost_first: Sequence[str]) -> str:
+    """The row of an operation's self time, given its name and its callers' (outermost first): the outermost
+    one with a row of its own decides, so AdamW's element-wise work counts as AdamW, not as other operations."""
+    return next((c for c in map(category, names_outermost_first) if c != CATEGORIES[4]), CATEGORIES[4])
 
 
 # ----------------------------------------------------------------------------- the worker (a fresh process)
@@ -124,12 +131,16 @@ def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
         blocks.append((time.perf_counter() - t0) / (steps // 5))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
-        for _ in range(10):
+        for _ in range(PROFILED_STEPS):
             _step(net, opt, x, y)
         wall = time.perf_counter() - t0
     shares = dict.fromkeys(CATEGORIES, 0.0)
-    for event in prof.key_averages():
-        shares[category(event.key)] += event.self_cpu_time_total * 1e-6
+    for event in prof.events():
+        chain, parent = [event.name], event.cpu_parent
+        while parent is not None:
+            chain.append(parent.name)
+            parent = parent.cpu_parent
+        shares[category_in_context(chain[::-1])] += event.self_cpu_time_total * 1e-6
     shares["Python and dispatch"] = max(0.0, wall - sum(shares.values()))
     total = sum(shares.values())
 
@@ -235,10 +246,11 @@ SERIES_METHOD = """\
 - A step is `train`'s: forward, cross-entropy, `zero_grad`, backward, AdamW (learning rate
   3e-3), on one fixed batch. After 5 warm-up steps, 40 steps in 5 blocks; the median block's
   time per step.
-- Profile: 10 more steps under `torch.profiler` (CPU), self time of every operation grouped by
-  name (matrix products: `aten::mm`, `addmm`, `bmm`, `baddbmm`; attention: the SDPA kernels and
-  their backward; AdamW: the `_foreach_*` operations); `Python and dispatch` is the wall time of
-  those steps outside every recorded operation. The profiler adds a cost to each operation, so
+- Profile: 30 more steps under `torch.profiler` (CPU), the self time of every recorded operation
+  given to the row of its outermost caller that has one (matrix products: `aten::mm`, `addmm`,
+  `bmm`, `baddbmm`; attention: the SDPA kernels and their backward; AdamW: `Optimizer.step` and
+  everything inside it; GELU and its backward), else to other operations; `Python and dispatch`
+  is the wall time of those steps outside every recorded operation. The profiler adds a cost to each operation, so
   small operations weigh a little more here than without it.
 - Bits: a fresh model (seed 1) trained 20 steps on fresh batches in each setting; the SHA-256 of
   its parameters compared with the reference setting's.

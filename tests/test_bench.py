@@ -273,6 +273,10 @@ def test_series_categories_split_a_training_step():
     assert series_bench.category("aten::_foreach_lerp_") == "AdamW"
     assert series_bench.category("aten::gelu_backward") == "GELU"
     assert series_bench.category("aten::softmax") == "other operations"
+    # an operation's callers decide: AdamW's element-wise work is AdamW's, an mm inside is still AdamW's
+    assert series_bench.category_in_context(["Optimizer.step#AdamW.step", "aten::_foreach_mul_", "aten::mul_"]) == "AdamW"
+    assert series_bench.category_in_context(["aten::linear", "aten::addmm"]) == "matrix products (MKL)"
+    assert series_bench.category_in_context(["aten::layer_norm", "aten::native_layer_norm"]) == "other operations"
 
 
 def test_series_measure_profiles_a_step_and_hashes_the_bits():
