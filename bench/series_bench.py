@@ -31,6 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import Tensor, nn
+from torch.profiler import ProfilerActivity, profile
+
+from posenc_lib.course.training import cross_entropy, seed_everything
+from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_lib.models import TinyTransformer
+from tools.catalog import load_catalog
+from tools.numerics_env import machine_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMINGS = ROOT / "build" / "timings.json"
@@ -84,12 +93,8 @@ def category_in_context(names_outermost_first: Sequence[str]) -> str:
 # ----------------------------------------------------------------------------- the worker (a fresh process)
 
 
-def _build(model: Model, seed: int = 0) -> tuple[torch.nn.Module, torch.Generator]:
-    from posenc_lib.course.training import seed_everything
-    from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-    from posenc_lib.encodings.rotary.rope import RotaryPE
-    from posenc_lib.models import TinyTransformer
-
+def _build(model: Model, seed: int = 0) -> tuple[nn.Module, torch.Generator]:
+    """The model of one size, built after seeding (as the notebooks do), and the generator of its batches."""
     gen = seed_everything(seed)
     head_dim = model.d_model // model.n_heads
     scheme = RotaryPE(head_dim) if model.rope else SinusoidalPE(model.d_model, max_len=2 * model.seq)
@@ -97,17 +102,18 @@ def _build(model: Model, seed: int = 0) -> tuple[torch.nn.Module, torch.Generato
                            scheme=scheme, causal=model.rope, pool="none"), gen
 
 
-def _batches(model: Model, gen: torch.Generator):
-    return lambda _: (torch.randint(0, model.vocab, (model.batch, model.seq), generator=gen),) * 2
+def _batch(model: Model, gen: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Random tokens of a step's shape, as inputs and targets (the time of a step does not depend on them)."""
+    tokens = torch.randint(0, model.vocab, (model.batch, model.seq), generator=gen)
+    return tokens, tokens
 
 
-def _optimizer(net: torch.nn.Module, fused: bool) -> torch.optim.Optimizer:
+def _optimizer(net: nn.Module, fused: bool) -> torch.optim.Optimizer:
     return torch.optim.AdamW(net.parameters(), lr=3e-3, **({"fused": True} if fused else {"foreach": True}))
 
 
-def _step(net, opt, x, y) -> None:
-    from posenc_lib.course.training import cross_entropy
-
+def _step(net: nn.Module, opt: torch.optim.Optimizer, x: Tensor, y: Tensor) -> None:
+    """One step of :func:`posenc_lib.course.training.train` (without its learning-rate schedule)."""
     loss = cross_entropy(net(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -116,11 +122,9 @@ def _step(net, opt, x, y) -> None:
 
 def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
     """ms per step (median of 5 blocks), the profile's shares, and the parameters' hash after HASH_STEPS."""
-    from torch.profiler import ProfilerActivity, profile
-
     net, gen = _build(model)
-    opt, batch = _optimizer(net, fused), _batches(model, gen)
-    x, y = batch(0)
+    opt = _optimizer(net, fused)
+    x, y = _batch(model, gen)
     for _ in range(5):  # warm-up
         _step(net, opt, x, y)
     blocks = []
@@ -145,9 +149,9 @@ def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
     total = sum(shares.values())
 
     net, gen = _build(model, seed=1)  # the bits: a fresh model, HASH_STEPS steps on fresh batches
-    opt, batch = _optimizer(net, fused), _batches(model, gen)
-    for step in range(HASH_STEPS):
-        _step(net, opt, *batch(step))
+    opt = _optimizer(net, fused)
+    for _ in range(HASH_STEPS):
+        _step(net, opt, *_batch(model, gen))
     digest = hashlib.sha256()
     for tensor in net.state_dict().values():
         digest.update(tensor.detach().numpy().tobytes())
@@ -165,8 +169,6 @@ def _worker(setting: str) -> None:
 
 def _env(setting: str) -> dict[str, str]:
     """This process's environment with the setting's numerics (the reference's from tools/numerics_env.py)."""
-    from tools.numerics_env import machine_env
-
     env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")}
     threads = "2" if setting == "2 threads" else "1"
     env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
@@ -188,8 +190,6 @@ def run_series_bench() -> dict[str, dict]:
 
 def run_times() -> tuple[dict[str, float], str]:
     """Run times of notebooks 00-07 in seconds, and where they come from."""
-    from tools.catalog import load_catalog
-
     if TIMINGS.exists():
         timings = {stem[:2]: s for stem, s in json.loads(TIMINGS.read_text()).items()}
         if all(n in timings for n in SERIES):
