@@ -26,14 +26,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
 
+from posenc_lib.course.data import lm_batch
 from posenc_lib.course.training import cross_entropy, seed_everything
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.rotary.rope import RotaryPE
@@ -48,8 +49,8 @@ SERIES = tuple(f"{i:02d}" for i in range(8))  # notebooks 00-07, the issue's tar
 SERIES_LIMIT_S, NOTEBOOK_LIMIT_S = 240.0, 75.0
 HASH_STEPS = 20
 PROFILED_STEPS = 30
-CATEGORIES: tuple[str, ...] = ("matrix products (MKL)", "fused attention (SDPA)", "AdamW", "GELU", "other operations",
-                               "Python and dispatch")
+CATEGORIES: tuple[str, ...] = ("matrix products (MKL)", "fused attention (SDPA)", "AdamW", "GELU", "drawing the batch",
+                               "other operations", "Python and dispatch")
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,15 @@ def category(op: str) -> str:
         return CATEGORIES[2]
     if op.startswith("aten::gelu"):
         return CATEGORIES[3]
-    return CATEGORIES[4]
+    if op == "batch":  # the record_function around drawing a step's batch
+        return CATEGORIES[4]
+    return CATEGORIES[5]
 
 
 def category_in_context(names_outermost_first: Sequence[str]) -> str:
     """The row of an operation's self time, given its name and its callers' (outermost first): the outermost
     one with a row of its own decides, so AdamW's element-wise work counts as AdamW, not as other operations."""
-    return next((c for c in map(category, names_outermost_first) if c != CATEGORIES[4]), CATEGORIES[4])
+    return next((c for c in map(category, names_outermost_first) if c != CATEGORIES[5]), CATEGORIES[5])
 
 
 # ----------------------------------------------------------------------------- the worker (a fresh process)
@@ -102,18 +105,31 @@ def _build(model: Model, seed: int = 0) -> tuple[nn.Module, torch.Generator]:
                            scheme=scheme, causal=model.rope, pool="none"), gen
 
 
-def _batch(model: Model, gen: torch.Generator) -> tuple[Tensor, Tensor]:
-    """Random tokens of a step's shape, as inputs and targets (the time of a step does not depend on them)."""
-    tokens = torch.randint(0, model.vocab, (model.batch, model.seq), generator=gen)
-    return tokens, tokens
+def _data(model: Model, gen: torch.Generator) -> Callable[[], tuple[Tensor, Tensor]]:
+    """A step's batch, drawn as the notebooks draw theirs: 02's rows of a fixed data set of 2048 sequences
+    (``train``'s sampling), 06's windows at random offsets of a long text (:func:`lm_batch`); random
+    tokens stand in for the data, whose values do not change the time of a step."""
+    if model.rope:
+        text = torch.randint(0, model.vocab, (200_000,), generator=gen)
+        return lambda: lm_batch(text, model.seq, model.batch, gen)
+    inputs = torch.randint(0, model.vocab, (2048, model.seq), generator=gen)
+    targets = inputs.sort(dim=1).values
+
+    def rows() -> tuple[Tensor, Tensor]:
+        idx = torch.randint(0, inputs.shape[0], (model.batch,), generator=gen)
+        return inputs[idx], targets[idx]
+
+    return rows
 
 
 def _optimizer(net: nn.Module, fused: bool) -> torch.optim.Optimizer:
     return torch.optim.AdamW(net.parameters(), lr=3e-3, **({"fused": True} if fused else {"foreach": True}))
 
 
-def _step(net: nn.Module, opt: torch.optim.Optimizer, x: Tensor, y: Tensor) -> None:
+def _step(net: nn.Module, opt: torch.optim.Optimizer, data: Callable[[], tuple[Tensor, Tensor]]) -> None:
     """One step of :func:`posenc_lib.course.training.train` (without its learning-rate schedule)."""
+    with record_function("batch"):
+        x, y = data()
     loss = cross_entropy(net(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -123,20 +139,19 @@ def _step(net: nn.Module, opt: torch.optim.Optimizer, x: Tensor, y: Tensor) -> N
 def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
     """ms per step (median of 5 blocks), the profile's shares, and the parameters' hash after HASH_STEPS."""
     net, gen = _build(model)
-    opt = _optimizer(net, fused)
-    x, y = _batch(model, gen)
+    opt, data = _optimizer(net, fused), _data(model, gen)
     for _ in range(5):  # warm-up
-        _step(net, opt, x, y)
+        _step(net, opt, data)
     blocks = []
     for _ in range(5):
         t0 = time.perf_counter()
         for _ in range(steps // 5):
-            _step(net, opt, x, y)
+            _step(net, opt, data)
         blocks.append((time.perf_counter() - t0) / (steps // 5))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
         for _ in range(PROFILED_STEPS):
-            _step(net, opt, x, y)
+            _step(net, opt, data)
         wall = time.perf_counter() - t0
     shares = dict.fromkeys(CATEGORIES, 0.0)
     for event in prof.events():
@@ -149,9 +164,9 @@ def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
     total = sum(shares.values())
 
     net, gen = _build(model, seed=1)  # the bits: a fresh model, HASH_STEPS steps on fresh batches
-    opt = _optimizer(net, fused)
+    opt, data = _optimizer(net, fused), _data(model, gen)
     for _ in range(HASH_STEPS):
-        _step(net, opt, *_batch(model, gen))
+        _step(net, opt, data)
     digest = hashlib.sha256()
     for tensor in net.state_dict().values():
         digest.update(tensor.detach().numpy().tobytes())
@@ -243,13 +258,14 @@ SERIES_METHOD = """\
   notebooks; `native` with `ATEN_CPU_CAPABILITY`, `ONEDNN_MAX_CPU_ISA` and `MKL_CBWR` unset;
   `2 threads` the reference with two intra-op threads; `fused AdamW` the reference with
   `torch.optim.AdamW(fused=True)` where `train` uses `foreach=True`.
-- A step is `train`'s: forward, cross-entropy, `zero_grad`, backward, AdamW (learning rate
-  3e-3), on one fixed batch. After 5 warm-up steps, 40 steps in 5 blocks; the median block's
+- A step is `train`'s: drawing the batch (02: 64 rows of a data set of 2048 sequences; 06: 32
+  windows at random offsets of a 200 000-token text), forward, cross-entropy, `zero_grad`,
+  backward, AdamW (learning rate 3e-3). After 5 warm-up steps, 40 steps in 5 blocks; the median block's
   time per step.
 - Profile: 30 more steps under `torch.profiler` (CPU), the self time of every recorded operation
   given to the row of its outermost caller that has one (matrix products: `aten::mm`, `addmm`,
   `bmm`, `baddbmm`; attention: the SDPA kernels and their backward; AdamW: `Optimizer.step` and
-  everything inside it; GELU and its backward), else to other operations; `Python and dispatch`
+  everything inside it; GELU and its backward; drawing the batch), else to other operations; `Python and dispatch`
   is the wall time of those steps outside every recorded operation. The profiler adds a cost to each operation, so
   small operations weigh a little more here than without it.
 - Bits: a fresh model (seed 1) trained 20 steps on fresh batches in each setting; the SHA-256 of

@@ -273,6 +273,7 @@ def test_series_categories_split_a_training_step():
     assert series_bench.category("aten::_foreach_lerp_") == "AdamW"
     assert series_bench.category("aten::gelu_backward") == "GELU"
     assert series_bench.category("aten::softmax") == "other operations"
+    assert series_bench.category("batch") == "drawing the batch"
     # an operation's callers decide: AdamW's element-wise work is AdamW's, an mm inside is still AdamW's
     assert series_bench.category_in_context(["Optimizer.step#AdamW.step", "aten::_foreach_mul_", "aten::mul_"]) == "AdamW"
     assert series_bench.category_in_context(["aten::linear", "aten::addmm"]) == "matrix products (MKL)"
@@ -280,16 +281,18 @@ def test_series_categories_split_a_training_step():
 
 
 def test_series_measure_profiles_a_step_and_hashes_the_bits():
-    small = series_bench.Model("tiny", 8, 16, 2, 4, 6, rope=True)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        a, b = series_bench._measure(small, fused=False, steps=5), series_bench._measure(small, fused=False, steps=5)
+        for rope in (True, False):  # 06's kind of batches and 02's
+            small = series_bench.Model("tiny", 8, 16, 2, 4, 6, rope=rope)
+            a, b = (series_bench._measure(small, fused=False, steps=5) for _ in range(2))
+            assert a["hash"] == b["hash"]  # one setting, one process: the same bits
+            assert set(a["shares"]) == set(series_bench.CATEGORIES) and abs(sum(a["shares"].values()) - 1) < 1e-9
+            assert all(a["shares"][c] > 0 for c in ("matrix products (MKL)", "AdamW", "drawing the batch"))
+            assert a["step_s"] > 0
     finally:
         torch.set_num_threads(threads)
-    assert a["hash"] == b["hash"]  # one setting, one process: the same bits
-    assert set(a["shares"]) == set(series_bench.CATEGORIES) and abs(sum(a["shares"].values()) - 1) < 1e-9
-    assert a["shares"]["matrix products (MKL)"] > 0 and a["shares"]["AdamW"] > 0 and a["step_s"] > 0
 
 
 def _series_results(ref_s: float, native_hash: str) -> dict:
