@@ -3,13 +3,13 @@
 Most of a notebook's run time is training tiny models with :func:`posenc_lib.course.training.train`.
 This part takes the two model sizes the series trains most, 02's sorter (2 layers, width 32, a
 batch of 64 x 12 tokens) and 06's character LM (2 layers, width 64, RoPE, causal, 32 x 32 tokens),
-and measures one training step of each in fresh processes, one thread, under four settings:
+and measures a step of :func:`~posenc_lib.course.training.train` on each, in fresh processes, under three
+settings:
 
 * ``reference``: the course's reference numerics (:mod:`posenc_lib.course.numerics`), what the
   notebooks run; its step is profiled by operation (``torch.profiler``, self time);
 * ``native``: the machine's own kernels (the three variables unset);
-* ``2 threads``: the reference settings with two intra-op threads;
-* ``fused AdamW``: the reference settings with ``AdamW(fused=True)`` instead of ``foreach=True``.
+* ``2 threads``: the reference settings with two intra-op threads.
 
 Each setting also trains a fresh model of each size for a fixed number of steps and hashes every
 bit of its parameters: a cut that changes the hash changes the notebooks' results, which the
@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from posenc_lib.course.data import lm_batch
-from posenc_lib.course.training import cross_entropy, seed_everything
+from posenc_lib.course.training import seed_everything, train
 from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
 from posenc_lib.encodings.rotary.rope import RotaryPE
 from posenc_lib.models import TinyTransformer
@@ -44,7 +44,7 @@ from tools.numerics_env import machine_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMINGS = ROOT / "build" / "timings.json"
-SETTINGS: tuple[str, ...] = ("reference", "native", "2 threads", "fused AdamW")
+SETTINGS: tuple[str, ...] = ("reference", "native", "2 threads")
 SERIES = tuple(f"{i:02d}" for i in range(8))  # notebooks 00-07, the issue's target
 SERIES_LIMIT_S, NOTEBOOK_LIMIT_S = 240.0, 75.0
 HASH_STEPS = 20
@@ -78,7 +78,7 @@ def category(op: str) -> str:
         return CATEGORIES[0]
     if "scaled_dot_product" in op or "flash_attention" in op:
         return CATEGORIES[1]
-    if op.startswith(("Optimizer.step", "aten::_foreach", "aten::_fused_adam")):
+    if op.startswith(("Optimizer.step", "aten::_foreach")):
         return CATEGORIES[2]
     if op.startswith("aten::gelu"):
         return CATEGORIES[3]
@@ -105,53 +105,45 @@ def _build(model: Model, seed: int = 0) -> tuple[nn.Module, torch.Generator]:
                            scheme=scheme, causal=model.rope, pool="none"), gen
 
 
-def _data(model: Model, gen: torch.Generator) -> Callable[[], tuple[Tensor, Tensor]]:
-    """A step's batch, drawn as the notebooks draw theirs: 02's rows of a fixed data set of 2048 sequences
-    (``train``'s sampling), 06's windows at random offsets of a long text (:func:`lm_batch`); random
-    tokens stand in for the data, whose values do not change the time of a step."""
+def _data(model: Model, gen: torch.Generator) -> Callable[[int], tuple[Tensor, Tensor]]:
+    """``train``'s data function: each step's batch drawn as the notebooks draw theirs (02: rows of a fixed
+    data set of 2048 sequences, as ``train`` samples a data set; 06: windows at random offsets of a long
+    text, :func:`lm_batch`), under a profiler label. Random tokens stand in for the data, whose values do
+    not change the time of a step."""
     if model.rope:
         text = torch.randint(0, model.vocab, (200_000,), generator=gen)
-        return lambda: lm_batch(text, model.seq, model.batch, gen)
-    inputs = torch.randint(0, model.vocab, (2048, model.seq), generator=gen)
-    targets = inputs.sort(dim=1).values
 
-    def rows() -> tuple[Tensor, Tensor]:
-        idx = torch.randint(0, inputs.shape[0], (model.batch,), generator=gen)
-        return inputs[idx], targets[idx]
+        def draw() -> tuple[Tensor, Tensor]:
+            return lm_batch(text, model.seq, model.batch, gen)
+    else:
+        inputs = torch.randint(0, model.vocab, (2048, model.seq), generator=gen)
+        targets = inputs.sort(dim=1).values
 
-    return rows
+        def draw() -> tuple[Tensor, Tensor]:
+            idx = torch.randint(0, inputs.shape[0], (model.batch,), generator=gen)
+            return inputs[idx], targets[idx]
 
+    def batch(_: int) -> tuple[Tensor, Tensor]:
+        with record_function("batch"):
+            return draw()
 
-def _optimizer(net: nn.Module, fused: bool) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(net.parameters(), lr=3e-3, **({"fused": True} if fused else {"foreach": True}))
-
-
-def _step(net: nn.Module, opt: torch.optim.Optimizer, data: Callable[[], tuple[Tensor, Tensor]]) -> None:
-    """One step of :func:`posenc_lib.course.training.train` (without its learning-rate schedule)."""
-    with record_function("batch"):
-        x, y = data()
-    loss = cross_entropy(net(x), y)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
+    return batch
 
 
-def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
-    """ms per step (median of 5 blocks), the profile's shares, and the parameters' hash after HASH_STEPS."""
+def _measure(model: Model, steps: int = 40) -> dict:
+    """Seconds per step (median of 5 calls of ``train``), the profile's shares, and the parameters' hash after
+    HASH_STEPS steps from a fresh model."""
     net, gen = _build(model)
-    opt, data = _optimizer(net, fused), _data(model, gen)
-    for _ in range(5):  # warm-up
-        _step(net, opt, data)
+    data = _data(model, gen)
+    train(net, data, 5, desc=None)  # warm-up
     blocks = []
     for _ in range(5):
         t0 = time.perf_counter()
-        for _ in range(steps // 5):
-            _step(net, opt, data)
+        train(net, data, steps // 5, desc=None)
         blocks.append((time.perf_counter() - t0) / (steps // 5))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
-        for _ in range(PROFILED_STEPS):
-            _step(net, opt, data)
+        train(net, data, PROFILED_STEPS, desc=None)
         wall = time.perf_counter() - t0
     shares = dict.fromkeys(CATEGORIES, 0.0)
     for event in prof.events():
@@ -163,10 +155,8 @@ def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
     shares["Python and dispatch"] = max(0.0, wall - sum(shares.values()))
     total = sum(shares.values())
 
-    net, gen = _build(model, seed=1)  # the bits: a fresh model, HASH_STEPS steps on fresh batches
-    opt, data = _optimizer(net, fused), _data(model, gen)
-    for _ in range(HASH_STEPS):
-        _step(net, opt, data)
+    net, gen = _build(model, seed=1)  # the bits: a fresh model trained HASH_STEPS steps
+    train(net, _data(model, gen), HASH_STEPS, desc=None)
     digest = hashlib.sha256()
     for tensor in net.state_dict().values():
         digest.update(tensor.detach().numpy().tobytes())
@@ -176,7 +166,7 @@ def _measure(model: Model, fused: bool, steps: int = 40) -> dict:
 
 def _worker(setting: str) -> None:
     torch.set_num_threads(2 if setting == "2 threads" else 1)
-    print(json.dumps({m.name: _measure(m, fused=setting == "fused AdamW") for m in MODELS}))
+    print(json.dumps({m.name: _measure(m) for m in MODELS}))
 
 
 # ----------------------------------------------------------------------------- the parent
@@ -256,11 +246,12 @@ SERIES_METHOD = """\
 - Each setting runs in a fresh Python process (the kernel variables are read when the libraries
   start): `reference` with the variables of `tools/numerics_env.py` and one thread, as the
   notebooks; `native` with `ATEN_CPU_CAPABILITY`, `ONEDNN_MAX_CPU_ISA` and `MKL_CBWR` unset;
-  `2 threads` the reference with two intra-op threads; `fused AdamW` the reference with
-  `torch.optim.AdamW(fused=True)` where `train` uses `foreach=True`.
-- A step is `train`'s: drawing the batch (02: 64 rows of a data set of 2048 sequences; 06: 32
-  windows at random offsets of a 200 000-token text), forward, cross-entropy, `zero_grad`,
-  backward, AdamW (learning rate 3e-3). After 5 warm-up steps, 40 steps in 5 blocks; the median block's
+  `2 threads` the reference with two intra-op threads.
+- A step is one of `posenc_lib.course.training.train` (the notebooks' loop): drawing the batch
+  (02: 64 rows of a data set of 2048 sequences; 06: 32 windows at random offsets of a 200 000-token
+  text), forward, cross-entropy, `zero_grad`, backward, AdamW (`foreach`, learning rate 3e-3), the
+  learning-rate schedule, reading the loss. After 5 warm-up steps, 5 calls of `train` of 8 steps
+  each (each call starts its own AdamW and schedule, as a notebook's run does); the median call's
   time per step.
 - Profile: 30 more steps under `torch.profiler` (CPU), the self time of every recorded operation
   given to the row of its outermost caller that has one (matrix products: `aten::mm`, `addmm`,
