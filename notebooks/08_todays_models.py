@@ -550,7 +550,7 @@ evaluated = run_each(lambda model: perplexity_at(per_position_loss(model, inputs
 ppl = {name: np.array([p for (n, _), p in zip(setups, evaluated) if n == name]) for name in LAYERS}
 
 # %% tags=["nbval-check-output"]
-table = pd.DataFrame({name: [f"{m:.2f} ± {s:.2f}" for m, s in zip(v.mean(0), v.std(0, ddof=1))] for name, v in ppl.items()},
+table = pd.DataFrame({name: [mean_std(v[:, j], digits=2) for j in range(len(LENGTHS))] for name, v in ppl.items()},
                      index=[f"{n} ({n // L}L)" for n in LENGTHS]).T
 table["ppl(8L) / ppl(L)"] = [f"{v.mean(0)[-1] / v.mean(0)[0]:.3f}" for v in ppl.values()]
 table.index.name = "perplexity (mean ± std, 3 seeds)"
