@@ -9,10 +9,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := $(VENV)/.kernel
 
-# The reference numerics (posenc_lib/course/numerics.py): one intra-op thread, and on x86-64 with AVX2 the
+# The reference numerics (posenc_course/numerics.py): one intra-op thread, and on x86-64 with AVX2 the
 # kernel settings that make most of the course's operations round alike on Intel and AMD CPUs
-# (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2, MKL_CBWR=COMPATIBLE; not all: see the README). tools/numerics_env.py reads them from
-# posenc_lib/course/reference_numerics.json; every target below runs with them, the project's Jupyter
+# (ATEN_CPU_CAPABILITY=avx2, ONEDNN_MAX_CPU_ISA=AVX2, MKL_CBWR=COMPATIBLE; not all: see docs/reproducibility.md). tools/numerics_env.py reads them from
+# posenc_course/reference_numerics.json; every target below runs with them, the project's Jupyter
 # kernel starts with them, and `make numerics-matrix` runs the notebooks under other settings.
 # One thread: the course's models are tiny, and a second OpenMP thread only adds synchronisation
 # (measured here: 200 training steps took 1.7 s on one thread, 17-30 s on two while another
@@ -61,10 +61,12 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# the course package, tools and bench are not installed: the repository goes on the venv's path instead
+	$(PY) -c 'import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "posenc-course.pth").write_text("$(CURDIR)\n")'
 	@touch $@
 
 # The project kernel ("Python 3 (posenc)") starts with the reference numerics (tools/numerics_env.py).
-$(KERNEL): $(STAMP) posenc_lib/course/reference_numerics.json tools/numerics_env.py
+$(KERNEL): $(STAMP) posenc_course/reference_numerics.json tools/numerics_env.py
 	$(PY) tools/numerics_env.py --install-kernel >/dev/null
 	@touch $@
 
@@ -88,7 +90,7 @@ unit: $(STAMP)
 # runs one after the other (POSENC_WORKERS=1; run_each's results do not depend on it).
 nbval: $(STAMP) $(KERNEL)
 	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
-	@if $(PY) -m posenc_lib.course.numerics --check; then \
+	@if $(PY) -m posenc_course.numerics --check; then \
 		echo "make nbval: strict comparison: this machine reproduces the reference numerics (probe digest)"; flags=""; \
 	else \
 		echo "make nbval: lax comparison: the probe digest differs from the reference, so every cell runs with its" \

@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from posenc_lib.encodings.rotary.rope import apply_rope, apply_rope_qk, rope_cos_sin
+from posenc_lib.rotary.rope import apply_rope, apply_rope_qk, rope_cos_sin
 
 from .common import Timing, format_seconds, interleaved_times
 

@@ -33,8 +33,8 @@ from matplotlib.lines import Line2D
 from torch import Tensor
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, use_style
-from posenc_lib.encodings.factory import SCHEMES, build_scheme
+from posenc_course.plotting import COLORS, LINESTYLES, MARKERS, use_style
+from posenc_lib.registry import SCHEMES, build_scheme
 from posenc_lib.scheme import PositionScheme
 
 from .common import Timing, allocation_profile, format_bytes, format_seconds, interleaved_times
@@ -70,7 +70,7 @@ def grid_shape(length: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SchemeSpec:
-    """One benchmarked scheme: a name of :func:`~posenc_lib.encodings.factory.build_scheme` and its options."""
+    """One benchmarked scheme: a name of :func:`~posenc_lib.registry.build_scheme` and its options."""
 
     name: str
     scheme: str  # the factory's name, e.g. "alibi"

@@ -1,12 +1,12 @@
 """Where the series' training time goes, and its run-time target (issue #23).
 
-Most of a notebook's run time is training tiny models with :func:`posenc_lib.course.training.train`.
+Most of a notebook's run time is training tiny models with :func:`posenc_course.training.train`.
 This part takes the two model sizes the series trains most, 02's sorter (2 layers, width 32, a
 batch of 64 x 12 tokens) and 06's character LM (2 layers, width 64, RoPE, causal, 32 x 32 tokens),
-and measures a step of :func:`~posenc_lib.course.training.train` on each, in fresh processes, under three
+and measures a step of :func:`~posenc_course.training.train` on each, in fresh processes, under three
 settings:
 
-* ``reference``: the course's reference numerics (:mod:`posenc_lib.course.numerics`), what the
+* ``reference``: the course's reference numerics (:mod:`posenc_course.numerics`), what the
   notebooks run; its step is profiled by operation (``torch.profiler``, self time);
 * ``native``: the machine's own kernels (the three variables unset);
 * ``2 threads``: the reference settings with two intra-op threads.
@@ -34,10 +34,10 @@ import torch
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from posenc_lib.course.data import lm_batch
-from posenc_lib.course.training import seed_everything, train
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.rotary.rope import RotaryPE
+from posenc_course.data import lm_batch
+from posenc_course.training import seed_everything, train
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.models import TinyTransformer
 from tools.catalog import load_catalog
 from tools.numerics_env import machine_env
@@ -247,7 +247,7 @@ SERIES_METHOD = """\
   start): `reference` with the variables of `tools/numerics_env.py` and one thread, as the
   notebooks; `native` with `ATEN_CPU_CAPABILITY`, `ONEDNN_MAX_CPU_ISA` and `MKL_CBWR` unset;
   `2 threads` the reference with two intra-op threads.
-- A step is one of `posenc_lib.course.training.train` (the notebooks' loop): drawing the batch
+- A step is one of `posenc_course.training.train` (the notebooks' loop): drawing the batch
   (02: 64 rows of a data set of 2048 sequences; 06: 32 windows at random offsets of a 200 000-token
   text), forward, cross-entropy, `zero_grad`, backward, AdamW (`foreach`, learning rate 3e-3), the
   learning-rate schedule, reading the loss. After 5 warm-up steps, 5 calls of `train` of 8 steps

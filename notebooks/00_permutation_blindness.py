@@ -28,14 +28,25 @@ import numpy as np
 import pandas as pd
 import torch
 
+from posenc_course.data import Vocab, WhoDidWhat
+from posenc_course.exercises.nb00 import (
+    EXERCISE_3_TASK,
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.plotting import heatmap, line_plot, moving_average
+from posenc_course.report import formatted, rounding
+from posenc_course.training import (
+    accuracy,
+    progress,
+    seed_everything,
+    setup_notebook,
+    train,
+)
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.course.data import Vocab, WhoDidWhat
-from posenc_lib.course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.plotting import heatmap, line_plot, moving_average
-from posenc_lib.course.report import formatted, rounding
-from posenc_lib.course.training import accuracy, progress, seed_everything, setup_notebook, train
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
 from posenc_lib.models import TinyTransformer, TransformerBlock
 from posenc_lib.scheme import NoPosition, PositionScheme
 
@@ -213,7 +224,7 @@ print(f"'cat' as agent vs as patient: max |diff| {rounding((cat_as_agent - cat_a
 # %% [markdown]
 # ## 3. A task that needs word order: who did what to whom?
 #
-# `posenc_lib.course.data.WhoDidWhat` writes short sentences and asks for the **agent** (the one who
+# `posenc_course.data.WhoDidWhat` writes short sentences and asks for the **agent** (the one who
 # acts). Sentences come in the active voice ("the cat chases the small mouse") and in the
 # passive ("the mouse was chased by the cat"), with optional adjectives, so the agent is not
 # always at the same position. Both entities are always present, and the sentence with agent
@@ -396,11 +407,14 @@ formatted(costs, {"per layer vs add": "{:.2f}x"} | {c: "{:,}" for c in costs.col
 # code: for each scheme class, which hooks it overrides.
 
 # %% tags=["nbval-check-output"]
-from posenc_lib.encodings.conditional.peg import PEG
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
-from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.conditional.peg import PEG
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.swin import SwinRelativeBias
+from posenc_lib.score_bias.t5 import T5RelativeBias
 
 HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias", "qk_bias", "score_scale")
 catalogue = {  # scheme class -> (family, notebook that teaches it)

@@ -31,12 +31,16 @@ import pandas as pd
 import torch
 from torch import nn
 
+from posenc_course.exercises.nb01 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.explorers import sinusoidal_explorer, sinusoidal_values
+from posenc_course.plotting import heatmap, line_plot
+from posenc_course.training import setup_notebook
 from posenc_lib import TinyTransformer
-from posenc_lib.course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.explorers import sinusoidal_explorer, sinusoidal_values
-from posenc_lib.course.plotting import heatmap, line_plot
-from posenc_lib.course.training import setup_notebook
-from posenc_lib.encodings.absolute.sinusoidal import (
+from posenc_lib.embeddings.sinusoidal import (
     SinusoidalPE,
     shift_matrix,
     sinusoidal_frequencies,

@@ -33,13 +33,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from posenc_lib.course.data import sorting_task
-from posenc_lib.course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.plotting import COLORS, heatmap, line_plot, moving_average
-from posenc_lib.course.report import clearly_ahead, mean_std
-from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, sinusoidal_table
+from posenc_course.data import sorting_task
+from posenc_course.exercises.nb02 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.plotting import COLORS, heatmap, line_plot, moving_average
+from posenc_course.report import clearly_ahead, mean_std
+from posenc_course.training import (
+    accuracy,
+    run_each,
+    seed_everything,
+    setup_notebook,
+    train,
+)
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE, sinusoidal_table
 from posenc_lib.models import TinyTransformer
 from posenc_lib.scheme import NoPosition
 
@@ -134,7 +144,7 @@ SEEDS = (0, 1, 2)  # every comparison of trained models below is repeated with t
 # four runs with three seeds (weights and batches).
 #
 # The twelve runs are independent of each other, so `run_each` trains them side by side in
-# worker processes, one per core (`posenc_lib.course.training`; the later notebooks' trained
+# worker processes, one per core (`posenc_course.training`; the later notebooks' trained
 # comparisons use it too). Each run seeds itself, so the results are those of a plain `for` loop, bit for bit,
 # on any number of cores.
 
@@ -184,7 +194,7 @@ init_stats.round(3)
 # larger than **twice the larger of the two standard deviations** (sample std, ddof=1):
 # $\bar a - \bar b > 2\max(s_a, s_b)$. A gap that fails the rule is "within the seed spread",
 # never a ranking, however the means happen to fall. Every ordering the text states is asserted
-# with this rule in a cell (`clearly_ahead` in `posenc_lib.course.report`), and the other
+# with this rule in a cell (`clearly_ahead` in `posenc_course.report`), and the other
 # notebooks refer back here as "the series' rule (02 §3)". It is a cautious rule of thumb, not
 # a significance test: with 3 seeds, a gap of two standard deviations is where a difference
 # stops looking like seed noise.

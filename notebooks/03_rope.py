@@ -44,23 +44,40 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from posenc_lib.course.data import lag_task
-from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.course.explorers import ROPE_KEY, ROPE_QUERY, rope_explorer, rope_values
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, run_each, setup_notebook, train
-from posenc_lib.encodings.absolute.sinusoidal import shift_matrix
-from posenc_lib.encodings.rotary.rope import (
+from posenc_course.data import lag_task
+from posenc_course.exercises.nb03 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+    check_exercise_4,
+)
+from posenc_course.explorers import (
+    ROPE_KEY,
+    ROPE_QUERY,
+    rope_explorer,
+    rope_values,
+)
+from posenc_course.plotting import (
+    COLORS,
+    LINESTYLES,
+    MARKERS,
+    heatmap,
+    line_plot,
+)
+from posenc_course.report import clearly_ahead
+from posenc_course.training import accuracy, run_each, setup_notebook, train
+from posenc_lib.embeddings.sinusoidal import shift_matrix
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.rotary.rope import (
     RotaryPE,
     apply_rope,
     apply_rope_complex,
+    convert_rope_checkpoint,
     rope_cos_sin,
     rope_inv_freq,
     rope_layout_permutation,
     rotate_half_reference,
 )
-from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
 
 gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
 pd.set_option("display.width", 120)
@@ -559,18 +576,18 @@ assert acc_as_is < 0.5
 # $(i, i + d/2)$. $W_v$ and $W_o$ are left alone: values are not rotated, and the scores
 # $\langle R_m P q, R_n P k\rangle$ are the same as before. `convert_qk_weight(weight, n_heads,
 # to="half")` does this on a (n_heads·head_dim, d_in) weight. In this library q, k and v share one
-# fused `qkv` projection, so `convert_rope_checkpoint(state, n_heads, to)` converts its first two
+# fused `qkv` projection, so `convert_rope_checkpoint(state, head_dim, to)` converts its first two
 # thirds (the q and k rows) in every layer of a state_dict.
 
 # %% tags=["nbval-check-output"]
 converted = rope_decoder("half")
-converted.load_state_dict(convert_rope_checkpoint(model.state_dict(), n_heads=2, to="half"))
+converted.load_state_dict(convert_rope_checkpoint(model.state_dict(), head_dim=16, to="half"))
 with torch.no_grad():
     assert_close(converted.blocks[0].attn(h, causal=True), model.blocks[0].attn(h, causal=True))
     assert_close(converted(test_data[0]), model(test_data[0]))
 acc_converted = accuracy(converted, *test_data)
 assert acc_converted == test_acc
-back = convert_rope_checkpoint(convert_rope_checkpoint(model.state_dict(), 2, "half"), 2, "interleaved")
+back = convert_rope_checkpoint(convert_rope_checkpoint(model.state_dict(), 16, "half"), 16, "interleaved")
 assert all(torch.equal(back[name], t) for name, t in model.state_dict().items())
 print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.3f}; "
       "converting back restores the checkpoint exactly")
@@ -1079,8 +1096,8 @@ check_exercise_4(safe_cos_sin)
 # - Hugging Face transformers, [`models/llama/modeling_llama.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py): `LlamaRotaryEmbedding`,
 #   `rotate_half`, `apply_rotary_pos_emb` (half-split layout, float32 tables), and
 #   [`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py) (the q/k permutation of section 6).
-# - This library: `posenc_lib/encodings/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
-#   `convert_qk_weight`) and `posenc_lib/encodings/rotary/scaling.py` (used in
+# - This library: `posenc_lib/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
+#   `convert_qk_weight`) and `posenc_lib/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

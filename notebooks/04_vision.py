@@ -43,17 +43,39 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 from torch.utils.flop_counter import FlopCounterMode
 
-from posenc_lib.course.data import DIGITS_FILE, DIGITS_SHA256, RelativeDirection, load_digits, shipped_file
-from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.course.plotting import COLORS, MARKERS, heatmap
-from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
-from posenc_lib.course.vit import VIT_SCHEMES, grid_similarity, regrid_scheme, vit_scheme
-from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_table
-from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, grid_coordinates
-from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.encodings.vision.tables_2d import learnable_2d_table, sincos_2d_table
+from posenc_course.data import (
+    DIGITS_FILE,
+    DIGITS_SHA256,
+    RelativeDirection,
+    load_digits,
+    shipped_file,
+)
+from posenc_course.exercises.nb04 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+    check_exercise_4,
+)
+from posenc_course.nb04_vision import (
+    VIT_SCHEMES,
+    grid_similarity,
+    regrid_scheme,
+    vit_scheme,
+)
+from posenc_course.plotting import COLORS, MARKERS, heatmap
+from posenc_course.report import clearly_ahead
+from posenc_course.training import (
+    accuracy,
+    run_each,
+    seed_everything,
+    setup_notebook,
+    train,
+)
+from posenc_lib.embeddings.sinusoidal import sinusoidal_table
+from posenc_lib.embeddings.tables_2d import learnable_2d_table, sincos_2d_table
+from posenc_lib.grid import PatchEmbed, coordinate_scale, grid_coordinates
 from posenc_lib.models import TinyTransformer
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)

@@ -46,29 +46,48 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.course.cost import allocated_bytes, best_time, loglog_slope, position_part
-from posenc_lib.course.data import lag_task
-from posenc_lib.course.diagnostics import position_probe_accuracy
-from posenc_lib.course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.explorers import relative_explorer, relative_values
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, heatmap, line_plot
-from posenc_lib.course.report import clearly_ahead
-from posenc_lib.course.training import accuracy, progress, run_each, seed_everything, setup_notebook, train
-from posenc_lib.encodings.conditional.peg import PEG
-from posenc_lib.encodings.factory import build_scheme
-from posenc_lib.encodings.score_bias.relative import (
-    ALiBi,
-    SwinRelativeBias,
-    T5RelativeBias,
-    TransformerXLRelative,
-    alibi_bias,
-    alibi_slopes,
-    swin_relative_position_index,
-    t5_relative_bucket,
+from posenc_course.data import lag_task
+from posenc_course.exercises.nb05 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
 )
+from posenc_course.explorers import relative_explorer, relative_values
+from posenc_course.plotting import (
+    COLORS,
+    LINESTYLES,
+    MARKERS,
+    heatmap,
+    line_plot,
+)
+from posenc_course.report import clearly_ahead
+from posenc_course.training import (
+    accuracy,
+    progress,
+    run_each,
+    seed_everything,
+    setup_notebook,
+    train,
+)
+from posenc_lib.analysis.cost import (
+    allocated_bytes,
+    best_time,
+    loglog_slope,
+    position_part,
+)
+from posenc_lib.analysis.probes import position_probe_accuracy
+from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.conditional.peg import PEG
 from posenc_lib.models import TinyTransformer
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.registry import build_scheme
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi, alibi_bias, alibi_slopes
+from posenc_lib.score_bias.swin import (
+    SwinRelativeBias,
+    swin_relative_position_index,
+)
+from posenc_lib.score_bias.t5 import T5RelativeBias, t5_relative_bucket
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -162,7 +181,7 @@ plt.show()
 # (clamped) offset. The result is the same table entries, bit for bit (the conformance tests in
 # `tests/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
-# `posenc_lib.course.cost.allocated_bytes`, temporaries included).
+# `posenc_lib.analysis.cost.allocated_bytes`, temporaries included).
 
 # %% tags=["deep-dive", "nbval-check-output"]
 t5 = T5RelativeBias(4, bidirectional=False)
@@ -491,7 +510,7 @@ peg_probe = {}
 for padding, depth in progress([("zeros", 1), ("zeros", 3), ("circular", 3)], desc="probes of 3 PEG stacks"):
     pegs = peg_stack(padding, depth)
     peg_probe[f"{depth} PEG, {padding}"] = position_probe_accuracy(
-        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2), desc=None)
+        peg_features(pegs, 1024, 0.1, 1), peg_features(pegs, 512, 0.1, 2))
 distinct_one = len(torch.unique(peg_features(peg_stack("zeros", 1), 1, 0.0, 0)[0], dim=0))
 print(pd.Series(peg_probe, name="probe accuracy").round(3).to_string())
 print(f"chance {chance_peg:.3f}; one zero-padded PEG gives {distinct_one} distinct vectors "
@@ -562,7 +581,7 @@ for causal in progress((True, False), desc="probes of the NoPE decoder, with and
     with torch.no_grad():
         states = [nope.features(t) for t in probe_x]
     nope_probe["decoder (causal mask)" if causal else "same weights, no mask (encoder)"] = position_probe_accuracy(
-        *states, desc=None)
+        *states)
 nope.causal = True
 chance = 1 / SEQ
 print(pd.Series(nope_probe, name="probe accuracy").round(3).to_string())
@@ -744,7 +763,7 @@ assert (peak_d == -LAG).any()
 #
 # **Question.** How do time and memory of the position part grow with the sequence length $L$?
 #
-# The position part is the one hook each scheme uses (`posenc_lib.course.cost.position_part`): the
+# The position part is the one hook each scheme uses (`posenc_lib.analysis.cost.position_part`): the
 # added table, the rotation of q and k, or the bias. Bytes are counted exactly (every tensor the
 # hook creates); times are the fastest of 5 calls, so they vary from run to run. Model size:
 # d_model 128, 4 heads, one sequence, lengths 128 to 1024 (the deep dive at the end of this

@@ -43,28 +43,36 @@ import pandas as pd
 import torch
 from torch.testing import assert_close
 
-from posenc_lib.course.data import char_corpus, lm_eval_windows
-from posenc_lib.course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.explorers import CONTEXT_METHODS, context_explorer, context_values
-from posenc_lib.course.extrapolation import (
+from posenc_course.data import char_corpus, lm_eval_windows
+from posenc_course.exercises.nb06 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.explorers import (
+    CONTEXT_METHODS,
+    context_explorer,
+    context_values,
+)
+from posenc_course.nb06_extrapolation import finetune_char_lm, train_char_lm
+from posenc_course.plotting import COLORS, LINESTYLES, MARKERS, moving_average
+from posenc_course.report import clearly_ahead, rule_margin
+from posenc_course.training import run_each, setup_notebook
+from posenc_lib.analysis.lm_metrics import (
     attention_entropy,
-    finetune_char_lm,
     per_position_loss,
     perplexity_at,
-    train_char_lm,
-    with_scheme,
-    window_mask,
 )
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS, moving_average
-from posenc_lib.course.report import clearly_ahead, rule_margin
-from posenc_lib.course.training import run_each, setup_notebook
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.rotary.rope import RotaryPE, rope_inv_freq
-from posenc_lib.encodings.rotary.scaling import rope_frequencies
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias, TransformerXLRelative
-from posenc_lib.models import TinyTransformer
+from posenc_lib.attention import allowed_keys
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.models import TinyTransformer, with_scheme
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.rotary.rope import RotaryPE, rope_inv_freq
+from posenc_lib.rotary.scaling import rope_frequencies
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.t5 import T5RelativeBias
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -516,7 +524,10 @@ assert onsets["T5 bias"] is None or onsets["T5 bias"] > first
 # keeping the first tokens is the "attention sink" of StreamingLLM, Xiao et al. 2023.)
 
 # %% tags=["nbval-check-output"]
-MASKS = {"window L/2": window_mask(8 * L, L // 2), "window L/2 + first L/2": window_mask(8 * L, L // 2, sink=L // 2)}
+MASKS = {
+    "window L/2": allowed_keys(8 * L, window=L // 2)[None, None],
+    "window L/2 + first L/2": allowed_keys(8 * L, window=L // 2, sink=L // 2)[None, None],
+}
 CONTROLS = ["sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE"]
 
 
@@ -801,7 +812,7 @@ assert mean["RoPE + fine-tune"][-1] < mean["RoPE + PI ×8 + fine-tune"][-1]  # o
 # Does T5 bias then fail like RoPE, at unseen distances?
 #
 # ```python
-# from posenc_lib.encodings.score_bias.relative import t5_relative_bucket
+# from posenc_lib.score_bias.relative import t5_relative_bucket
 # far = run_each(lambda s: train_char_lm(lambda: T5RelativeBias(4, num_buckets=32, max_distance=8 * L,
 #                                                                bidirectional=False), corpus, L, STEPS, s, lr=LR), SEEDS)
 # evaluate({"T5 bias, max_distance 8L": far})
@@ -850,7 +861,7 @@ check_exercise_2(ntk_inv_freq)
 # Write `sink_window_mask(seq_len, window, sink)`: a (seq_len, seq_len) bool tensor, True where
 # query $i$ may attend to key $j$: causal ($j \le i$), and either among the last `window` keys
 # ($i - j <$ `window`) or among the first `sink` tokens ($j <$ `sink`). The checker compares with
-# `window_mask` and runs it in a trained model.
+# `allowed_keys` and runs it in a trained model.
 
 # %% tags=["exercise", "nbval-check-output"]
 def sink_window_mask(seq_len: int, window: int, sink: int) -> torch.Tensor:
@@ -880,8 +891,8 @@ check_exercise_3(sink_window_mask)
 #   Encoding on Length Generalization in Transformers](https://arxiv.org/abs/2305.19466)* (NeurIPS 2023): NoPE.
 # - G. Xiao, Y. Tian, B. Chen, S. Han, M. Lewis: *[Efficient Streaming Language Models with
 #   Attention Sinks](https://arxiv.org/abs/2309.17453)* (2023): the window plus first tokens of section 6.
-# - This library: `posenc_lib/encodings/rotary/scaling.py` (`rope_frequencies`), `posenc_lib/course/extrapolation.py`
-#   (the measurements), `posenc_lib/course/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
+# - This library: `posenc_lib/rotary/scaling.py` (`rope_frequencies`), `posenc_course/nb06_extrapolation.py`
+#   (the measurements), `posenc_course/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

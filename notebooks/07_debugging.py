@@ -5,7 +5,7 @@
 # accuracy is a little worse than it should be, or fine in training and wrong in batched
 # generation. This last notebook turns the series into habits: checks that tell whether position
 # reaches a model and arrives right, and a zoo of the bugs that break it, each reproduced,
-# measured, and caught. The checks live in `posenc_lib.course.diagnostics`, so you can run them on your
+# measured, and caught. The checks live in `posenc_lib.analysis.probes`, so you can run them on your
 # own models.
 #
 # **What you will learn**
@@ -42,23 +42,35 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.course.data import lag_task
-from posenc_lib.course.diagnostics import (
+from posenc_course.data import lag_task
+from posenc_course.exercises.nb07 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.plotting import COLORS, heatmap
+from posenc_course.report import clearly_ahead, mean_std
+from posenc_course.training import (
+    accuracy,
+    cross_entropy,
+    progress,
+    run_each,
+    seed_everything,
+    setup_notebook,
+    train,
+)
+from posenc_lib.analysis.probes import (
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.plotting import COLORS, heatmap
-from posenc_lib.course.report import clearly_ahead, mean_std
-from posenc_lib.course.training import accuracy, cross_entropy, progress, run_each, seed_everything, setup_notebook, train
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.factory import build_scheme
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.models import TinyTransformer, convert_rope_checkpoint, last_token_logits_two_ways
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.registry import build_scheme
+from posenc_lib.rotary.rope import RotaryPE, convert_rope_checkpoint
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -116,7 +128,7 @@ PROBE_LEN, SEEDS = 16, (0, 1, 2)
 def probe_run(setup: tuple) -> float:
     """The probe's accuracy for one scheme, encoder or decoder, with or without a start token, one seed."""
     name, causal, start_token, seed = setup
-    return position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token, desc=None)
+    return position_probe(build(name, causal, seed), PROBE_LEN, start_token=start_token)
 
 
 probe_setups = list(itertools.product(SCHEMES, (False, True), (False, True), SEEDS))
@@ -271,7 +283,7 @@ detached_runs, moved = [], 0.0
 for seed in progress(SEEDS, desc="detached table, seeds"):
     buggy = make(DetachedPE(D_MODEL, 128), causal=False, seed=seed)
     before = buggy.scheme.weight.detach().clone()
-    detached_runs.append(position_probe(buggy, PROBE_LEN, desc=None))
+    detached_runs.append(position_probe(buggy, PROBE_LEN))
     moved = max(moved, (buggy.scheme.weight.detach() - before).abs().max().item())
 detached_runs = pd.Series(detached_runs)
 print(f"probe accuracy {mean_std(detached_runs, digits=2)} over {len(SEEDS)} seeds (chance {1 / PROBE_LEN:.3f}); "
@@ -611,7 +623,7 @@ except AssertionError as err:
     print("golden-output test:", str(err).splitlines()[0])
     assert "not close" in str(err)
 
-half_model.load_state_dict(convert_rope_checkpoint(rope_model.state_dict(), N_HEADS, to="half"))  # q, k rows per head
+half_model.load_state_dict(convert_rope_checkpoint(rope_model.state_dict(), HEAD_DIM, to="half"))  # q, k rows per head
 with torch.no_grad():
     assert_close(half_model(golden_batch), golden)
 print("after convert_qk_weight: golden-output test passes")
@@ -672,7 +684,7 @@ def handwritten_sinusoidal(max_len: int, d: int) -> torch.Tensor:
 odd_widths = [  # (what is built, the error it must raise, a fragment of its message)
     (lambda: handwritten_sinusoidal(8, 15), RuntimeError, "must match the existing size"),
     (lambda: SinusoidalPE(15), ValueError, "d_model must be even (sin/cos come in pairs), got 15"),
-    (lambda: RotaryPE(head_dim=15), ValueError, "head_dim must be an even int >= 2, got 15"),
+    (lambda: RotaryPE(head_dim=15), ValueError, "head_dim must be even (sin/cos come in pairs), got 15"),
 ]
 for build_it, expected, fragment in odd_widths:
     try:
@@ -956,8 +968,8 @@ check_exercise_3(rows_with_gradient)
 #   (2023): NoPE, relative and absolute schemes compared.
 # - Su et al., *[RoFormer](https://arxiv.org/abs/2104.09864)* (2021); Raffel et al., *[T5](https://arxiv.org/abs/1910.10683)* (2020); Press et al., *[ALiBi](https://arxiv.org/abs/2108.12409)* (2022); Vaswani
 #   et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
-# - This library: `posenc_lib/course/diagnostics.py` (every check of this notebook), `posenc_lib/encodings/rotary/rope.py`
-#   (`rope_cos_sin` computes angles in float32), `posenc_lib/encodings/absolute/learnable.py` (the `max_len` error).
+# - This library: `posenc_lib/analysis/probes.py` (every check of this notebook), `posenc_lib/rotary/rope.py`
+#   (`rope_cos_sin` computes angles in float32), `posenc_lib/embeddings/learnable.py` (the `max_len` error).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

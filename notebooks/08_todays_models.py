@@ -46,34 +46,66 @@ import pandas as pd
 import torch
 import transformers
 from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
-from transformers.models.gemma4.modeling_gemma4 import Gemma4TextRotaryEmbedding
-from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+from transformers.models.gemma4.modeling_gemma4 import (
+    Gemma4TextRotaryEmbedding,
+)
+from transformers.models.llama.modeling_llama import (
+    LlamaAttention,
+    LlamaRotaryEmbedding,
+)
 from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
-from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
-from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+from transformers.models.qwen2_vl.modeling_qwen2_vl import (
+    Qwen2VLRotaryEmbedding,
+)
+from transformers.models.qwen3_vl.modeling_qwen3_vl import (
+    Qwen3VLTextRotaryEmbedding,
+)
 
-from posenc_lib.course.data import WhenAndWhere, char_corpus, lm_eval_windows
-from posenc_lib.course.exercises.nb08 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.course.extrapolation import per_position_loss, perplexity_at, train_char_lm, with_scheme
-from posenc_lib.course.families import (
+from posenc_course.data import WhenAndWhere, char_corpus, lm_eval_windows
+from posenc_course.exercises.nb08 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+)
+from posenc_course.nb06_extrapolation import train_char_lm
+from posenc_course.nb08_families import (
     FAMILIES,
     family_table,
     layer_pattern,
     legacy_rope_theta,
+)
+from posenc_course.plotting import COLORS, LINESTYLES, MARKERS
+from posenc_course.report import clearly_ahead, mean_std, rounding
+from posenc_course.training import (
+    accuracy,
+    run_each,
+    seed_everything,
+    setup_notebook,
+    train,
+)
+from posenc_lib.analysis.lm_metrics import per_position_loss, perplexity_at
+from posenc_lib.analysis.pair_usage import WithoutPairs, pair_usage
+from posenc_lib.interop.hf import additive_causal_mask, attention_from_hf
+from posenc_lib.interop.hf_config import (
     rope_theta,
     rotary_scheme,
     rotating_layers,
 )
-from posenc_lib.course.frequencies import WithoutPairs, pair_usage
-from posenc_lib.course.hf import attention_from_hf, causal_mask, convert_hf_rope_layout
-from posenc_lib.course.plotting import COLORS, LINESTYLES, MARKERS
-from posenc_lib.course.report import clearly_ahead, mean_std, rounding
-from posenc_lib.course.training import accuracy, run_each, seed_everything, setup_notebook, train
-from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
-from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
-from posenc_lib.encodings.rotary.rope import RotaryPE, rope_cos_sin, rope_inv_freq
-from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature
-from posenc_lib.models import LayerSpec, TinyTransformer
+from posenc_lib.models import LayerSpec, TinyTransformer, with_scheme
+from posenc_lib.rotary.decoupled import DecoupledRoPE
+from posenc_lib.rotary.mrope import (
+    MRoPE,
+    mrope_axes,
+    mrope_cos_sin,
+    mrope_positions,
+)
+from posenc_lib.rotary.rope import (
+    RotaryPE,
+    convert_rope_checkpoint,
+    rope_cos_sin,
+    rope_inv_freq,
+)
+from posenc_lib.rotary.temperature import QueryTemperature, query_temperature
 from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
@@ -90,7 +122,7 @@ print("transformers", transformers.__version__)
 # `family_table` builds each family's configuration from its `transformers` config class, offline
 # (no download): the class defaults where they are a published model's, and otherwise the values
 # of a named published checkpoint, passed to the class (the table's column "values from" names it,
-# and `posenc_lib/course/families.py` the `config.json` each value comes from). Every other column is
+# and `posenc_course/nb08_families.py` the `config.json` each value comes from). Every other column is
 # read from the config object the way `transformers` 5.x stores it. The first table says what each
 # family does and which notebook teaches the idea; the second gives the numbers.
 
@@ -271,7 +303,7 @@ torch.manual_seed(3)
 hf = LlamaAttention(config, layer_idx=0).eval()
 with torch.no_grad():
     agree("Llama 3 scaling: attention output", attention_from_hf(hf, rotary_scheme(config))(x, causal=True),
-          hf(x, LlamaRotaryEmbedding(config)(x, positions), causal_mask(40))[0])
+          hf(x, LlamaRotaryEmbedding(config)(x, positions), additive_causal_mask(40))[0])
 
 # ### M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three coordinates, one per pair
 #
@@ -349,8 +381,8 @@ assert not hf.use_rope and hf.attn_temperature_tuning
 with torch.no_grad():
     agree("Llama 4 NoPE layer + temperature: attention output",
           attention_from_hf(hf, QueryTemperature(floor_scale=4, attn_scale=0.1))(x, causal=True),
-          hf(x, None, causal_mask(40))[0])
-    wrong = (attention_from_hf(hf, NoPosition())(x, causal=True) - hf(x, None, causal_mask(40))[0]).abs().max().item()
+          hf(x, None, additive_causal_mask(40))[0])
+    wrong = (attention_from_hf(hf, NoPosition())(x, causal=True) - hf(x, None, additive_causal_mask(40))[0]).abs().max().item()
 print(f"without the temperature the output differs by up to {wrong:.3f}")
 assert wrong > 0.01
 m = torch.tensor([0, 8190, 8191, 65535, 1_048_575])
@@ -411,7 +443,7 @@ cohere2 = transformers.models.cohere2.modeling_cohere2
 position_embeddings = cohere2.Cohere2RotaryEmbedding(config)(x, positions)
 torch.manual_seed(8)
 assert rotary_scheme(config).layout == "interleaved"  # read from the model type: Cohere pairs neighbours
-for layer, scheme, mask in ((0, rotary_scheme(config), causal_mask(40, window=6)), (1, NoPosition(), causal_mask(40))):
+for layer, scheme, mask in ((0, rotary_scheme(config), additive_causal_mask(40, window=6)), (1, NoPosition(), additive_causal_mask(40))):
     hf = cohere2.Cohere2Attention(config, layer_idx=layer).eval()
     with torch.no_grad():
         agree(f"Cohere2 {config.layer_types[layer]} layer: attention output", attention_from_hf(hf, scheme)(x, causal=True),
@@ -441,7 +473,7 @@ display(pd.Series(errors, name="ours against Hugging Face").to_frame())
 # in the other class, and what happens if the conversion is skipped?
 #
 # Notebook 03 derived the recipe: permute the rows of $W_q$ and $W_k$ within each head (never $W_v$,
-# $W_o$), `convert_qk_weight(W, n_heads, to="interleaved")`; `convert_hf_rope_layout` does it to every
+# $W_o$), `convert_qk_weight(W, n_heads, to="interleaved")`; `convert_rope_checkpoint` does it to every
 # `q_proj` and `k_proj` of a Hugging Face state dict. Here on two real classes: a tiny
 # randomly initialised `LlamaForCausalLM`, and a `Llama4ForCausalLM` configured as the same dense
 # network (every layer rotates, no query-key norm, no mixture of experts, one chunk of attention),
@@ -464,7 +496,7 @@ def llama_pair(init_std: float) -> tuple[torch.nn.Module, torch.nn.Module]:
 def converted(state: dict, permute: bool) -> dict:
     """Llama's state_dict under Llama 4's names (mlp -> feed_forward), W_q and W_k permuted per head if asked."""
     if permute:
-        state = convert_hf_rope_layout(state, head_dim=16, to="interleaved")  # convert_qk_weight on each q_proj, k_proj
+        state = convert_rope_checkpoint(state, head_dim=16, to="interleaved")  # convert_qk_weight on each q_proj, k_proj
     return {name.replace(".mlp.", ".feed_forward."): weight for name, weight in state.items()}
 
 
@@ -925,8 +957,8 @@ check_exercise_3(no_rope_layers)
 # - B. Yang, B. Venkitesh, D. Talupuru, H. Lin, D. Cairuz, P. Blunsom, A. Locatelli: *[Rope to Nope and
 #   Back Again: A New Hybrid Attention Strategy](https://arxiv.org/abs/2501.18795)* (2025): RoPE on local
 #   layers, NoPE on global ones, as in Cohere's Command models.
-# - This library: `posenc_lib/encodings/rotary/mrope.py`, `posenc_lib/encodings/rotary/scaling.py`,
-#   `posenc_lib/course/families.py`, `posenc_lib/course/frequencies.py`.
+# - This library: `posenc_lib/rotary/mrope.py`, `posenc_lib/rotary/scaling.py`,
+#   `posenc_course/nb08_families.py`, `posenc_lib/analysis/pair_usage.py`.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -24,10 +24,47 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_attn_mask, check_float_tensor, check_int, check_positions
-from .scheme import NoPosition, PositionScheme, default_positions
+from posenc_lib.checks import check_attn_mask, check_float_tensor, check_int, check_positions
+from posenc_lib.scheme import NoPosition, PositionScheme, default_positions
 
 __all__ = ["KVCache", "MultiHeadAttention", "fold_key_bias"]
+
+
+def allowed_keys(
+    q_len: int,
+    k_len: int | None = None,
+    *,
+    causal: bool = True,
+    window: int | None = None,
+    sink: int = 0,
+    past: int = 0,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Which keys each query may see: (q_len, k_len) bool, True = may attend. The one mask rule of the library.
+
+    Query ``i`` sits at position ``past + i`` (the cache holds ``past`` earlier tokens), key ``j`` at ``j``::
+
+        causal:   j <= i                          (a decoder sees only the past)
+        window:   |i - j| < window, or j < sink   (a local layer; causal too: the last ``window`` keys)
+
+    ``sink`` > 0 keeps the first ``sink`` keys visible through the window (the "attention sink" of
+    StreamingLLM, Xiao et al. 2023). k_len defaults to ``past + q_len``. Pass ``mask[None, None]`` as
+    a model's ``attn_mask`` (batch, heads broadcast).
+    """
+    q_len = check_int("q_len", q_len)
+    past = check_int("past", past, minimum=0)
+    k_len = past + q_len if k_len is None else check_int("k_len", k_len)
+    sink = check_int("sink", sink, minimum=0)
+    if window is not None:
+        window = check_int("window", window)
+    i = torch.arange(q_len, device=device)[:, None] + past
+    j = torch.arange(k_len, device=device)[None, :]
+    allowed = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
+    if causal:
+        allowed = allowed & (j <= i)
+    if window is not None:
+        allowed = allowed & (((i - j).abs() < window) | (j < sink))
+    return allowed
 
 
 @dataclass
@@ -266,10 +303,8 @@ class MultiHeadAttention(nn.Module):
         allowed = None
         if attn_mask is not None:
             allowed = attn_mask[:, None, None, :] if attn_mask.dim() == 2 else attn_mask
-        i = torch.arange(q_len, device=x.device)[:, None] + past  # query and key indices in the sequence
-        j = torch.arange(k_len, device=x.device)[None, :]
-        rules = ([j <= i] if causal else []) + ([(i - j).abs() < self.window] if self.window is not None else [])
-        for rule in rules:
+        if causal or self.window is not None:
+            rule = allowed_keys(q_len, k_len, causal=causal, window=self.window, past=past, device=x.device)
             allowed = rule if allowed is None else allowed & rule
         if bias is None and allowed is None:
             return None

@@ -54,7 +54,10 @@ def is_number(value: object) -> bool:
 
 
 def check_int(name: str, value: object, minimum: int = 1, even: bool = False) -> int:
-    """Return ``value`` if it is an int >= ``minimum`` (and even when asked); raise naming ``name`` otherwise."""
+    """Return ``value`` if it is an int >= ``minimum`` (and even when asked); raise naming ``name`` otherwise.
+
+    TypeError for a value that is not an int (bool excluded), ValueError for an int out of range or odd.
+    """
     if not is_int(value):
         raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
     if value < minimum:
@@ -65,10 +68,8 @@ def check_int(name: str, value: object, minimum: int = 1, even: bool = False) ->
 
 
 def check_even_int(name: str, value: object) -> int:
-    """Return ``value`` if it is an even int >= 2 (a head of rotary pairs); raise ValueError naming ``name``."""
-    if not is_int(value) or value < 2 or value % 2:
-        raise ValueError(f"{name} must be an even int >= 2, got {value!r}")
-    return int(value)
+    """:func:`check_int` for a width of rotary or sin/cos pairs: an even int >= 2."""
+    return check_int(name, value, minimum=2, even=True)
 
 
 def check_number(name: str, value: object, above: float, finite: bool = False) -> float:

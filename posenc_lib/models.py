@@ -10,6 +10,7 @@ with RoPE beside global ones without (Cohere2), or two RoPE bases by layer type 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -17,12 +18,11 @@ from typing import Literal, TypeVar
 import torch
 from torch import Tensor, nn
 
-from .attention import KVCache, MultiHeadAttention
-from .checks import check_positions
-from .encodings.rotary.rope import Layout, convert_qk_weight
-from .scheme import NoPosition, PositionScheme, default_positions
+from posenc_lib.attention import KVCache, MultiHeadAttention
+from posenc_lib.checks import check_positions
+from posenc_lib.scheme import NoPosition, PositionScheme, default_positions
 
-__all__ = ["LayerSpec", "TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "convert_rope_checkpoint"]
+__all__ = ["LayerSpec", "TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "with_scheme"]
 
 Pool = Literal["none", "mean", "first", "last"]
 T = TypeVar("T")
@@ -261,18 +261,22 @@ def last_token_logits_two_ways(model: TinyTransformer, tokens: Tensor) -> tuple[
     return full, cached
 
 
-def convert_rope_checkpoint(state: dict[str, Tensor], n_heads: int, to: Layout) -> dict[str, Tensor]:
-    """A copy of a model's state_dict for the other RoPE layout (same attention scores, same outputs).
+def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransformer:
+    """A copy of ``model`` whose every layer uses ``scheme``; ``model`` itself is left as it is.
 
-    In every fused ``attn.qkv`` projection, weight (3 * d_model, d_model) and bias (3 * d_model,),
-    the rows of q and of k are reordered within each of the ``n_heads`` heads by
-    :func:`~posenc_lib.encodings.rotary.rope.convert_qk_weight` (``to="half"`` for an interleaved
-    checkpoint, ``to="interleaved"`` back); the v rows and every other tensor are copied unchanged.
+    Meant for schemes without parameters, such as a :class:`~posenc_lib.rotary.rope.RotaryPE` with
+    another ``scaling`` dict: the trained weights are kept, only the frequencies change. The copy
+    can be evaluated at once (zero-shot) or fine-tuned without touching the original.
     """
-    state = {name: t.clone() for name, t in state.items()}
-    for name, t in state.items():
-        if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
-            q_rows, k_rows, _ = t.chunk(3, dim=0)  # views into the copy; the v rows stay
-            q_rows.copy_(convert_qk_weight(q_rows, n_heads, to=to))
-            k_rows.copy_(convert_qk_weight(k_rows, n_heads, to=to))
-    return state
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    if not isinstance(scheme, PositionScheme):
+        raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
+    if next(scheme.parameters(), None) is not None:
+        raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
+    # the copy shares the old schemes (model-wide and per layer) instead of copying them with their caches;
+    # set_scheme then replaces every one of them in the copy, and the original keeps its own
+    old = [model.scheme, *(block.attn.scheme for block in model.blocks)]
+    twin = copy.deepcopy(model, memo={id(s): s for s in old})
+    twin.set_scheme(scheme)
+    return twin

@@ -14,7 +14,7 @@ import torch
 from hypothesis import settings
 from torch import Tensor, nn
 
-from posenc_lib.course.exercises import strict
+from posenc_course.exercises import strict
 from posenc_lib.scheme import NoPosition, PositionScheme
 
 # Same examples on every run and machine; no per-example deadline (2 shared CPU cores are slow and noisy).

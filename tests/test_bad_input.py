@@ -17,21 +17,33 @@ import pytest
 import torch
 import transformers
 
-from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.course.data import RelativeDirection, Vocab, WhoDidWhat, load_digits, sorting_task
-from posenc_lib.course.data import char_corpus, lm_batch, lm_eval_windows
-from posenc_lib.course.families import rope_parameters
-from posenc_lib.course.hf import attention_from_hf
-from posenc_lib.course.extrapolation import perplexity_at, per_position_loss, window_mask, with_scheme
-from posenc_lib.course.explorers import context_values, relative_values, rope_values, sinusoidal_values
-from posenc_lib.course.training import accuracy, train
-from posenc_lib.course.vit import grid_similarity, regrid_scheme, vit_scheme
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
-from posenc_lib.encodings.conditional.peg import PEG, peg
-from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
-from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
-from posenc_lib.encodings.rotary.rope import (
+from posenc_course.data import (
+    RelativeDirection,
+    Vocab,
+    WhoDidWhat,
+    char_corpus,
+    lm_batch,
+    lm_eval_windows,
+    load_digits,
+    sorting_task,
+)
+from posenc_course.explorers import context_values, relative_values, rope_values, sinusoidal_values
+from posenc_course.nb04_vision import grid_similarity, regrid_scheme, vit_scheme
+from posenc_course.training import accuracy, train
+from posenc_lib.analysis.lm_metrics import per_position_loss, perplexity_at
+from posenc_lib.attention import MultiHeadAttention, allowed_keys
+from posenc_lib.conditional.peg import PEG, peg
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
+from posenc_lib.grid import PatchEmbed, coordinate_scale, resample_grid
+from posenc_lib.interop.hf import attention_from_hf
+from posenc_lib.interop.hf_config import rope_parameters
+from posenc_lib.models import LayerSpec, TinyTransformer, with_scheme
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative, relative_shift
+from posenc_lib.rotary.decoupled import DecoupledRoPE
+from posenc_lib.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions
+from posenc_lib.rotary.rope import (
     RotaryPE,
     apply_rope,
     apply_rope_qk,
@@ -39,24 +51,13 @@ from posenc_lib.encodings.rotary.rope import (
     rope_cos_sin,
     rope_inv_freq,
 )
-from posenc_lib.encodings.rotary.scaling import rope_frequencies
-from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature
-from posenc_lib.encodings.score_bias.relative import (
-    ALiBi,
-    SwinRelativeBias,
-    T5RelativeBias,
-    TransformerXLRelative,
-    alibi_bias,
-    alibi_slopes,
-    relative_shift,
-    swin_relative_position_index,
-    t5_relative_bucket,
-)
-from posenc_lib.encodings.vision.grid import PatchEmbed, coordinate_scale, resample_grid
-from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
-from posenc_lib.models import LayerSpec, TinyTransformer
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.rotary.scaling import rope_frequencies
+from posenc_lib.rotary.temperature import QueryTemperature, query_temperature
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi, alibi_bias, alibi_slopes
+from posenc_lib.score_bias.swin import SwinRelativeBias, swin_relative_position_index
+from posenc_lib.score_bias.t5 import T5RelativeBias, t5_relative_bucket
 
 
 def x4(batch=1, heads=2, seq=5, head_dim=8, dtype=torch.float32):
@@ -138,8 +139,8 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("learnable float positions", lambda: LearnablePE(8, 4)(pos(3, dtype=torch.float32)), TypeError,
      r"positions must be an integer tensor.*float32"),
     # ------------------------------------------------------------------ rope, rope_scaling
-    ("rope odd head_dim", lambda: RotaryPE(7), ValueError, r"head_dim must be an even int >= 2, got 7"),
-    ("rope_inv_freq odd head_dim", lambda: rope_inv_freq(7), ValueError, r"head_dim must be an even int >= 2, got 7"),
+    ("rope odd head_dim", lambda: RotaryPE(7), ValueError, r"head_dim must be even \(sin/cos come in pairs\), got 7"),
+    ("rope_inv_freq odd head_dim", lambda: rope_inv_freq(7), ValueError, r"head_dim must be even \(sin/cos come in pairs\), got 7"),
     ("rope unknown layout", lambda: RotaryPE(8, layout="llama"), ValueError, r"layout must be one of .*'llama'"),
     ("rope unknown rope_type", lambda: RotaryPE(8, scaling={"rope_type": "ntk-by-parts", "factor": 2.0}), ValueError,
      r"config\['rope_type'\] must be one of .*'ntk-by-parts'"),
@@ -217,7 +218,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"n_text_before must be an int >= 0, got -1"),
     ("decoupled rope q of another width", lambda: DecoupledRoPE(4, 4).rotate_qk(x4(head_dim=6), x4(head_dim=6), pos(5)),
      ValueError, r"q must have shape \(batch, heads, seq, nope_dim \+ rope_dim = 4 \+ 4\), got \(1, 2, 5, 6\)"),
-    ("decoupled rope odd rope_dim", lambda: DecoupledRoPE(4, 3), ValueError, r"rope_dim must be an even int >= 2, got 3"),
+    ("decoupled rope odd rope_dim", lambda: DecoupledRoPE(4, 3), ValueError, r"rope_dim must be even \(sin/cos come in pairs\), got 3"),
     ("query temperature floor_scale 0", lambda: QueryTemperature(floor_scale=0), ValueError,
      r"floor_scale must be an int >= 1, got 0"),
     ("query temperature float positions", lambda: query_temperature(pos(5, dtype=torch.float32)), TypeError,
@@ -371,8 +372,8 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("perplexity_at length too long", lambda: perplexity_at(torch.zeros(8), [4, 9]), ValueError,
      r"lengths must be ints in \[1, 8\], got 9"),
     ("perplexity_at 2-D losses", lambda: perplexity_at(torch.zeros(2, 8), [4]), ValueError, r"losses must be a 1-D tensor.*\(2, 8\)"),
-    ("window_mask window 0", lambda: window_mask(8, 0), ValueError, r"window must be an int >= 1, got 0"),
-    ("window_mask negative sink", lambda: window_mask(8, 2, sink=-1), ValueError, r"sink must be an int >= 0, got -1"),
+    ("window_mask window 0", lambda: allowed_keys(8, window=0)[None, None], ValueError, r"window must be an int >= 1, got 0"),
+    ("window_mask negative sink", lambda: allowed_keys(8, window=2, sink=-1)[None, None], ValueError, r"sink must be an int >= 0, got -1"),
     ("with_scheme learned scheme", lambda: with_scheme(tiny, T5RelativeBias(2)), ValueError,
      r"scheme must have no parameters.*T5RelativeBias"),
     ("with_scheme not a scheme", lambda: with_scheme(tiny, "rope"), TypeError, r"scheme must be a PositionScheme, got str"),

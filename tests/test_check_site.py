@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posenc_lib.course.explorers import EXPLORERS, export_explorer
+from posenc_course.explorers import EXPLORERS, export_explorer
 from tools import check_site as check
 from tools.site import posenc_site as glue
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from posenc_lib.encodings.conditional.peg import PEG, peg
+from posenc_lib.conditional.peg import PEG, peg
 from posenc_lib.models import TinyTransformer
 
 

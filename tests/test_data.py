@@ -1,4 +1,4 @@
-"""posenc_lib.course.data: the Vocab and the WhoDidWhat word-order task."""
+"""posenc_course.data: the Vocab and the WhoDidWhat word-order task."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from posenc_lib.course.data import PAD, Vocab, WhenAndWhere, WhoDidWhat, lag_task
+from posenc_course.data import PAD, Vocab, WhenAndWhere, WhoDidWhat, lag_task
 
 
 # ----------------------------------------------------------------------------- Vocab
@@ -181,7 +181,7 @@ def test_lag_task_rejects_bad_arguments(kwargs, match):
 def test_shipped_file_verifies_the_checksum(tmp_path):
     import hashlib
 
-    from posenc_lib.course.data import shipped_file
+    from posenc_course.data import shipped_file
 
     (tmp_path / "x.txt").write_bytes(b"hello")
     good = hashlib.sha256(b"hello").hexdigest()
@@ -196,7 +196,7 @@ def test_shipped_file_verifies_the_checksum(tmp_path):
 def test_shipped_digits_match_the_recorded_checksum_and_readme():
     import hashlib
 
-    from posenc_lib.course.data import DATA_DIR, DIGITS_FILE, DIGITS_SHA256
+    from posenc_course.data import DATA_DIR, DIGITS_FILE, DIGITS_SHA256
 
     data = (DATA_DIR / DIGITS_FILE).read_bytes()
     assert hashlib.sha256(data).hexdigest() == DIGITS_SHA256
@@ -205,7 +205,7 @@ def test_shipped_digits_match_the_recorded_checksum_and_readme():
 
 
 def test_load_digits_shapes_range_and_fixed_split():
-    from posenc_lib.course.data import load_digits
+    from posenc_course.data import load_digits
 
     images, labels = load_digits()
     assert images.shape == (1797, 8, 8) and images.dtype == torch.float32 and labels.dtype == torch.long
@@ -222,7 +222,7 @@ def test_load_digits_shapes_range_and_fixed_split():
 
 
 def test_load_digits_refuses_a_changed_file(tmp_path):
-    from posenc_lib.course.data import DATA_DIR, DIGITS_FILE, load_digits
+    from posenc_course.data import DATA_DIR, DIGITS_FILE, load_digits
 
     data = bytearray((DATA_DIR / DIGITS_FILE).read_bytes())
     data[500] ^= 1
@@ -236,7 +236,7 @@ def test_load_digits_refuses_a_changed_file(tmp_path):
 @pytest.mark.parametrize("grid", [(2, 2), (3, 3), (4, 4), (6, 6), (3, 6), (5, 2)])
 def test_relative_direction_ceiling_equals_the_largest_class_share(grid):
     """Every image is the same bag, so the exact ceiling is the commonest label's share (1/4 on a square)."""
-    from posenc_lib.course.data import RelativeDirection
+    from posenc_course.data import RelativeDirection
 
     task = RelativeDirection(*grid)
     _, labels = task.pairs()
@@ -247,7 +247,7 @@ def test_relative_direction_ceiling_equals_the_largest_class_share(grid):
 
 
 def test_relative_direction_labels_and_images():
-    from posenc_lib.course.data import RelativeDirection
+    from posenc_course.data import RelativeDirection
 
     task = RelativeDirection(4, 5)
     cells, labels = task.pairs()
@@ -268,7 +268,7 @@ def test_relative_direction_labels_and_images():
 
 
 def test_relative_direction_split_by_offset_holds_out_every_placement_of_an_offset():
-    from posenc_lib.course.data import RelativeDirection
+    from posenc_course.data import RelativeDirection
 
     task = RelativeDirection(4, 4)
     held = [(0, 2), (2, 0), (1, 3)]
@@ -284,7 +284,7 @@ def test_relative_direction_split_by_offset_holds_out_every_placement_of_an_offs
 def test_char_corpus_loads_the_shipped_file_with_a_fixed_split():
     import hashlib
 
-    from posenc_lib.course.data import CORPUS_FILE, CORPUS_SHA256, CORPUS_VALID_START, DATA_DIR, char_corpus
+    from posenc_course.data import CORPUS_FILE, CORPUS_SHA256, CORPUS_VALID_START, DATA_DIR, char_corpus
 
     raw = (DATA_DIR / CORPUS_FILE).read_bytes()
     assert hashlib.sha256(raw).hexdigest() == CORPUS_SHA256
@@ -301,7 +301,7 @@ def test_char_corpus_loads_the_shipped_file_with_a_fixed_split():
 def test_char_corpus_names_a_missing_or_corrupt_file(tmp_path):
     import hashlib
 
-    from posenc_lib.course.data import char_corpus
+    from posenc_course.data import char_corpus
 
     text = b"PLAY ONE\nto be or not\n\nPLAY TWO\nthat is it\n"
     (tmp_path / "tiny.txt").write_bytes(text)
@@ -319,7 +319,7 @@ def test_char_corpus_names_a_missing_or_corrupt_file(tmp_path):
 
 
 def test_lm_batch_targets_are_the_next_token_and_windows_are_seeded():
-    from posenc_lib.course.data import lm_batch
+    from posenc_course.data import lm_batch
 
     ids = torch.arange(1000)
     x, y = lm_batch(ids, 16, 8, torch.Generator().manual_seed(1))
@@ -331,7 +331,7 @@ def test_lm_batch_targets_are_the_next_token_and_windows_are_seeded():
 
 
 def test_lm_eval_windows_are_fixed_and_do_not_overlap():
-    from posenc_lib.course.data import lm_eval_windows
+    from posenc_course.data import lm_eval_windows
 
     x, y = lm_eval_windows(torch.arange(100), 10, 9)
     assert x.shape == (9, 10) and torch.equal(x.flatten(), torch.arange(90)) and torch.equal(y, x + 1)

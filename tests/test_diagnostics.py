@@ -1,4 +1,4 @@
-"""posenc_lib.course.diagnostics: position ids from a mask, row gradients, the position probe, shift/permutation checks, maps."""
+"""posenc_lib.analysis.probes: position ids from a mask, row gradients, the position probe, shift/permutation checks, maps."""
 
 from __future__ import annotations
 
@@ -8,20 +8,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.course.diagnostics import (
+from posenc_course.training import cross_entropy
+from posenc_lib.analysis.probes import (
     permutation_sensitivity,
     position_ids_from_mask,
     position_probe,
     row_gradient_norms,
     shift_sensitivity,
 )
-from posenc_lib.course.training import cross_entropy
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi, T5RelativeBias
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
 from posenc_lib.models import TinyTransformer
+from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.t5 import T5RelativeBias
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -136,16 +137,16 @@ def test_row_gradient_norms_rejects_bad_input(weight, error, match):
 
 
 def test_probe_separates_absolute_from_relative_and_none():
-    assert position_probe(model(SinusoidalPE(16)), 8, steps=60, desc=None) == 1.0
+    assert position_probe(model(SinusoidalPE(16)), 8, steps=60) == 1.0
     for scheme, causal in [(None, False), (None, True), (RotaryPE(8), False), (ALiBi(2), True),
                            (T5RelativeBias(2), False)]:
         # identical tokens -> identical outputs: chance exactly, however long it trains
-        assert position_probe(model(scheme, causal), 8, steps=5, desc=None) == pytest.approx(1 / 8)
+        assert position_probe(model(scheme, causal), 8, steps=5) == pytest.approx(1 / 8)
 
 
 def test_probe_with_a_start_token_scores_the_other_tokens_only():
-    assert position_probe(model(None, causal=False), 8, steps=5, start_token=True, desc=None) == pytest.approx(1 / 7)
-    assert position_probe(model(None, causal=True), 8, steps=150, start_token=True, desc=None) > 0.5
+    assert position_probe(model(None, causal=False), 8, steps=5, start_token=True) == pytest.approx(1 / 7)
+    assert position_probe(model(None, causal=True), 8, steps=150, start_token=True) > 0.5
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
@@ -155,7 +156,7 @@ def test_probe_with_a_start_token_scores_the_other_tokens_only():
     ({"model": model(vocab=1), "start_token": True}, ValueError, "at least 2 tokens"),
 ])
 def test_probe_rejects_bad_input(kwargs, error, match):
-    args = {"model": model(), "seq_len": 8, "steps": 1, "desc": None} | kwargs
+    args = {"model": model(), "seq_len": 8, "steps": 1} | kwargs
     with pytest.raises(error, match=match):
         position_probe(**args)
 

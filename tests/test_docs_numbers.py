@@ -21,9 +21,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown  # tests/ is on sys.path
 
 from tools import build_site
-from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("errata", "instructor-guide")}

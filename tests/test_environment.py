@@ -35,8 +35,8 @@ def direct_dependencies() -> list[str]:
 
 
 # The project's own packages, and the folders whose Python files are scanned for imports.
-LOCAL = {"posenc_lib", "bench", "tools"}
-CODE = ("posenc_lib", "bench", "tools", "tests", "notebooks")
+LOCAL = {"posenc_lib", "posenc_course", "bench", "tools"}
+CODE = ("posenc_lib", "posenc_course", "bench", "tools", "tests", "notebooks")
 # Direct dependencies that are run (as a program, pytest plugin or Sphinx extension) rather than
 # imported: the file and the text that uses each one.
 RUN_NOT_IMPORTED = {

@@ -9,8 +9,16 @@ import pkgutil
 
 import pytest
 
-import posenc_lib.course.exercises as exercises_package
-from posenc_lib.course.exercises import NOT_YET_MARK, PASSED_MARK, TODO_MARK, Exercise, ExerciseFailure, checker, strict
+import posenc_course.exercises as exercises_package
+from posenc_course.exercises import (
+    NOT_YET_MARK,
+    PASSED_MARK,
+    TODO_MARK,
+    Exercise,
+    ExerciseFailure,
+    checker,
+    strict,
+)
 
 
 @checker("Exercise 9 (demo)")
@@ -85,7 +93,7 @@ def test_the_signature_is_the_learners(capsys):
 def test_setup_notebook_fixes_threads_and_seeds():
     import torch
 
-    from posenc_lib.course.training import NOTEBOOK_THREADS, setup_notebook
+    from posenc_course.training import NOTEBOOK_THREADS, setup_notebook
 
     before = torch.get_num_threads()
     try:
@@ -98,7 +106,7 @@ def test_setup_notebook_fixes_threads_and_seeds():
 
 # ----------------------------------------------------------------- every checker of every notebook
 def _checkers() -> list:
-    """Every check_exercise_* of every notebook's checker module (posenc_lib.course.exercises.nbNN)."""
+    """Every check_exercise_* of every notebook's checker module (posenc_course.exercises.nbNN)."""
     found = []
     for info in sorted(pkgutil.iter_modules(exercises_package.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{exercises_package.__name__}.{info.name}")

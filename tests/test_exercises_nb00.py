@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb00 import EXERCISE_3_TASK, check_exercise_1, check_exercise_2, check_exercise_3
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

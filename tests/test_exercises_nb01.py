@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.encodings.absolute.sinusoidal import shift_matrix, sinusoidal_layout_permutation, sinusoidal_table
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.embeddings.sinusoidal import shift_matrix, sinusoidal_layout_permutation, sinusoidal_table
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb02 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.embeddings.learnable import LearnablePE
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

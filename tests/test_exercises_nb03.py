@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb03 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
-from posenc_lib.encodings.rotary.rope import convert_qk_weight
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb03 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+    check_exercise_4,
+)
+from posenc_lib.rotary.rope import convert_qk_weight
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

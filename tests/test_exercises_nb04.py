@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb04 import check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb04 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+    check_exercise_4,
+)
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 
@@ -60,7 +65,7 @@ def test_ex2_rejects_wrong_answers(wrong, hint):
 
 # ----------------------------------------------------------------- exercise 3
 def test_ex3_accepts_the_count(capsys):
-    from posenc_lib.course.data import RelativeDirection
+    from posenc_course.data import RelativeDirection
 
     labels = RelativeDirection(3, 6).pairs()[1]
     check_exercise_3(torch.bincount(labels).max().item() / len(labels))

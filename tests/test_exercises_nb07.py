@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
 
 pytestmark = pytest.mark.usefixtures("single_thread", "strict_checkers")  # wrong answers raise ExerciseFailure
 

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from posenc_lib.course.exercises import ExerciseFailure
-from posenc_lib.course.exercises.nb08 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises import ExerciseFailure
+from posenc_course.exercises.nb08 import check_exercise_1, check_exercise_2, check_exercise_3
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 

@@ -1,4 +1,4 @@
-"""The explorers (posenc_lib.course.explorers): their values against the library and the properties the
+"""The explorers (posenc_course.explorers): their values against the library and the properties the
 notebooks state, the static figure, the ipywidgets UI, how a notebook shows them, and the export the
 site's script draws from (tests/test_site.py and tests/test_check_site.py check the site itself)."""
 
@@ -16,13 +16,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.course import explorers as ex
-from posenc_lib.course import training
-from posenc_lib.course.plotting import MAX_WIDTH_IN, use_style
-from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_frequencies, sinusoidal_table
-from posenc_lib.encodings.rotary.rope import apply_rope_complex, rope_inv_freq
-from posenc_lib.encodings.rotary.scaling import rope_frequencies
-from posenc_lib.encodings.score_bias.relative import alibi_bias, alibi_slopes, t5_relative_bucket
+from posenc_course import explorers as ex
+from posenc_course import training
+from posenc_course.plotting import MAX_WIDTH_IN, use_style
+from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_table
+from posenc_lib.rotary.rope import apply_rope_complex, rope_inv_freq
+from posenc_lib.rotary.scaling import rope_frequencies
+from posenc_lib.score_bias.alibi import alibi_bias, alibi_slopes
+from posenc_lib.score_bias.t5 import t5_relative_bucket
 
 BASES = st.sampled_from([10.0, 100.0, 1000.0, 10000.0, 1e5, 1e6])
 

@@ -1,4 +1,4 @@
-"""posenc_lib.course.extrapolation: the measurements of notebook 06."""
+"""posenc_course.nb06_extrapolation: the measurements of notebook 06."""
 
 from __future__ import annotations
 
@@ -10,22 +10,16 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.course.data import char_corpus
-from posenc_lib.course.extrapolation import (
-    attention_entropy,
-    finetune_char_lm,
-    per_position_loss,
-    perplexity_at,
-    train_char_lm,
-    window_mask,
-    with_scheme,
-)
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.score_bias.relative import ALiBi
-from posenc_lib.models import LayerSpec, TinyTransformer
+from posenc_course.data import char_corpus
+from posenc_course.nb06_extrapolation import finetune_char_lm, train_char_lm
+from posenc_lib.analysis.lm_metrics import attention_entropy, per_position_loss, perplexity_at
+from posenc_lib.attention import allowed_keys
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.models import LayerSpec, TinyTransformer, with_scheme
+from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi
 
 
 def lm(scheme, seed=0):
@@ -68,7 +62,7 @@ def test_perplexity_at_is_exp_of_the_prefix_mean(values):
 
 
 def test_window_mask_keeps_the_last_keys_and_the_sink():
-    m = window_mask(6, 2, sink=1)[0, 0]
+    m = allowed_keys(6, window=2, sink=1)[None, None][0, 0]
     assert m.shape == (6, 6) and m.dtype == torch.bool
     assert m.tolist() == [
         [True, False, False, False, False, False],
@@ -78,15 +72,15 @@ def test_window_mask_keeps_the_last_keys_and_the_sink():
         [True, False, False, True, True, False],
         [True, False, False, False, True, True],
     ]
-    assert torch.equal(window_mask(6, 6)[0, 0], torch.ones(6, 6, dtype=torch.bool).tril())  # a full window is causal
+    assert torch.equal(allowed_keys(6, window=6)[None, None][0, 0], torch.ones(6, 6, dtype=torch.bool).tril())  # a full window is causal
 
 
 def test_a_window_of_the_full_length_changes_nothing_and_a_short_one_changes_late_positions_only():
     model = lm(RotaryPE(8))
     x, y = tokens(seq=16), tokens(seq=16, seed=3)
     full = per_position_loss(model, x, y)
-    torch.testing.assert_close(per_position_loss(model, x, y, attn_mask=window_mask(16, 16)), full)
-    short = per_position_loss(model, x, y, attn_mask=window_mask(16, 4))
+    torch.testing.assert_close(per_position_loss(model, x, y, attn_mask=allowed_keys(16, window=16)[None, None]), full)
+    short = per_position_loss(model, x, y, attn_mask=allowed_keys(16, window=4)[None, None])
     torch.testing.assert_close(short[:4], full[:4])
     assert not torch.allclose(short[4:], full[4:])
 
@@ -125,7 +119,7 @@ def test_attention_weights_of_a_causal_lm_with_a_window_mask():
             _, w = model.blocks[0].attn(model.blocks[0].ln1(h), torch.arange(12)[None].expand(3, 12), None, True,
                                         return_weights=True)
         torch.testing.assert_close(maps[0], w)
-        masked = model.attention_weights(x, attn_mask=window_mask(12, 3))
+        masked = model.attention_weights(x, attn_mask=allowed_keys(12, window=3)[None, None])
         assert torch.all(masked[0][..., 5, :3] == 0) and torch.all(masked[0][..., 5, 3:6] > 0)
 
 

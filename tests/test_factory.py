@@ -1,22 +1,25 @@
-"""posenc_lib.encodings.factory: every scheme by name, built as its constructor builds it."""
+"""posenc_lib.registry: every scheme by name, built as its constructor builds it."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.conditional.peg import PEG
-from posenc_lib.encodings.factory import SCHEMES, build_scheme
-from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
-from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_positions
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.rotary.temperature import QueryTemperature
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
-from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.conditional.peg import PEG
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.registry import SCHEMES, build_scheme
+from posenc_lib.rotary.decoupled import DecoupledRoPE
+from posenc_lib.rotary.mrope import MRoPE, mrope_positions
+from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.rotary.temperature import QueryTemperature
 from posenc_lib.scheme import NoPosition
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.swin import SwinRelativeBias
+from posenc_lib.score_bias.t5 import T5RelativeBias
 
 D, H, L, GRID = 32, 4, 16, (3, 4)
 DIRECT = {

@@ -1,4 +1,4 @@
-"""posenc_lib.course.families: the table of model families, the v5 rope readers, and which layers rotate.
+"""posenc_course.nb08_families: the table of model families, the v5 rope readers, and which layers rotate.
 
 Which layers rotate is checked against the Hugging Face attention modules themselves, on tiny
 configs: each module is run twice with the rotary tables of two different position ranges, and its
@@ -13,22 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+import transformers  # the reference; pinned in requirements.txt, so a missing package fails
 from transformers.models.cohere2 import modeling_cohere2 as cohere2  # noqa: E402
 from transformers.models.gemma3 import modeling_gemma3 as gemma3  # noqa: E402
 from transformers.models.llama4 import modeling_llama4 as llama4  # noqa: E402
 from transformers.models.smollm3 import modeling_smollm3 as smollm3  # noqa: E402
 
-from posenc_lib.course.families import (  # noqa: E402
-    FAMILIES,
-    family_table,
-    layer_pattern,
-    legacy_rope_theta,
-    rope_parameters,
-    rope_theta,
-    rotary_scheme,
-    rotating_layers,
-)
+from posenc_course.nb08_families import FAMILIES, family_table, layer_pattern, legacy_rope_theta
+from posenc_lib.interop.hf_config import rope_parameters, rope_theta, rotary_scheme, rotating_layers
 
 COLUMNS = ["family", "config class", "scheme", "base", "scaling type", "factor", "rotary fraction", "context length",
            "layers that rotate", "notebook", "values from"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from posenc_lib.course.plotting import MAX_WIDTH_IN
+from posenc_course.plotting import MAX_WIDTH_IN
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -1,4 +1,4 @@
-"""posenc_lib.course.frequencies: each pair's part of the scores, its usage, and switching pairs off."""
+"""posenc_lib.analysis.pair_usage: each pair's part of the scores, its usage, and switching pairs off."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_lib.course.extrapolation import with_scheme
-from posenc_lib.course.frequencies import WithoutPairs, pair_dims, pair_scores, pair_usage
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.models import TinyTransformer
+from posenc_lib.analysis.pair_usage import WithoutPairs, pair_dims, pair_scores, pair_usage
+from posenc_lib.models import TinyTransformer, with_scheme
+from posenc_lib.rotary.rope import RotaryPE
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -1,5 +1,5 @@
 """JupyterLab as a student meets it, driven in headless Chromium: open notebook 00, Run All, answer an
-exercise wrongly, save; then run an explorer (posenc_lib.course.explorers) and move one of its sliders.
+exercise wrongly, save; then run an explorer (posenc_course.explorers) and move one of its sliders.
 
 The server is started as `make lab` starts it (tools/lab.py: rooted at the notebooks' folder, the
 project's settings overrides, POSENC_DETERMINISTIC unset), on a free localhost port, on a temporary
@@ -70,8 +70,8 @@ RUN_CELL = """async ([index, source]) => {
   await app.commands.execute('notebook:run-cell');
 }"""
 EXPLORER_NOTEBOOK = "explorer.ipynb"  # a scratch notebook: the setup call and one explorer, as in 05
-EXPLORER_CELLS = ["from posenc_lib.course.explorers import relative_explorer\n"
-                  "from posenc_lib.course.training import setup_notebook\n\ngen = setup_notebook(0)",
+EXPLORER_CELLS = ["from posenc_course.explorers import relative_explorer\n"
+                  "from posenc_course.training import setup_notebook\n\ngen = setup_notebook(0)",
                   "relative_explorer()"]
 # The explorer's output as drawn: sliders with their readouts, and the figure image inside the widget.
 EXPLORER_VIEW = """() => {

@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.course.data import sorting_task
-from posenc_lib.encodings.absolute.learnable import LearnablePE
+from posenc_course.data import sorting_task
+from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 from posenc_lib.scheme import PositionScheme
 

@@ -195,8 +195,9 @@ def test_bad_positions_reach_the_caller():
 
 
 def test_convert_rope_checkpoint_gives_the_same_model_in_the_other_layout():
-    from posenc_lib.encodings.rotary.rope import RotaryPE
-    from posenc_lib.models import convert_rope_checkpoint
+    from posenc_lib.rotary.rope import RotaryPE, convert_rope_checkpoint
+
+    HD = 16  # d_model 32 over 2 heads
 
     def decoder(layout: str) -> TinyTransformer:
         torch.manual_seed(0)
@@ -205,14 +206,14 @@ def test_convert_rope_checkpoint_gives_the_same_model_in_the_other_layout():
 
     interleaved, half = decoder("interleaved"), decoder("half")
     state = interleaved.state_dict()
-    half.load_state_dict(convert_rope_checkpoint(state, n_heads=2, to="half"))
+    half.load_state_dict(convert_rope_checkpoint(state, head_dim=HD, to="half"))
     tokens = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         torch.testing.assert_close(half(tokens), interleaved(tokens))
-    back = convert_rope_checkpoint(half.state_dict(), n_heads=2, to="interleaved")
+    back = convert_rope_checkpoint(half.state_dict(), head_dim=HD, to="interleaved")
     assert all(torch.equal(back[name], t) for name, t in state.items())
     assert all(torch.equal(interleaved.state_dict()[name], t) for name, t in state.items())  # input left as it was
-    changed = {name for name, t in convert_rope_checkpoint(state, 2, "half").items() if not torch.equal(t, state[name])}
+    changed = {name for name, t in convert_rope_checkpoint(state, HD, "half").items() if not torch.equal(t, state[name])}
     assert changed == {f"blocks.{i}.attn.qkv.{p}" for i in range(2) for p in ("weight", "bias")}
 
 

@@ -117,7 +117,7 @@ def test_setup_cell_calls_setup_notebook(nb):
     """The first code cell fixes threads, style and seeds inside the notebook (JupyterLab runs it too)."""
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert re.search(r"^gen = setup_notebook\(\d+\)", first.source, flags=re.MULTILINE), (
-        "the setup cell must call `gen = setup_notebook(0)` (posenc_lib.course.training)"
+        "the setup cell must call `gen = setup_notebook(0)` (posenc_course.training)"
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from posenc_lib.course import numerics
+from posenc_course import numerics
 from tools import numerics_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def test_the_makefile_exports_the_machine_env():
 
 
 def test_setup_notebook_prints_one_line_and_honours_the_thread_variable(monkeypatch, capsys):
-    from posenc_lib.course.training import setup_notebook
+    from posenc_course.training import setup_notebook
 
     before = torch.get_num_threads()
     try:

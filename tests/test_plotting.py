@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posenc_lib.course.plotting import moving_average
+from posenc_course.plotting import moving_average
 
 
 def test_moving_average_is_the_mean_of_each_window():
@@ -25,7 +25,7 @@ def test_style_is_sharp_and_no_text_is_smaller_than_the_axis_labels():
     import matplotlib as mpl
     from matplotlib.font_manager import FontProperties
 
-    from posenc_lib.course.plotting import use_style
+    from posenc_course.plotting import use_style
 
     with mpl.rc_context():
         use_style()

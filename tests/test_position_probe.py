@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from posenc_lib.course.diagnostics import position_probe_accuracy
+from posenc_lib.analysis.probes import position_probe_accuracy
 
 
 def _states(n: int, seq: int, d: int, with_position: bool, seed: int) -> torch.Tensor:
@@ -21,9 +21,9 @@ def _states(n: int, seq: int, d: int, with_position: bool, seed: int) -> torch.T
 def test_probe_reads_position_when_present_and_is_at_chance_when_absent(hidden):
     seq = 8
     present = position_probe_accuracy(_states(256, seq, 12, True, 0), _states(128, seq, 12, True, 1),
-                                      hidden=hidden, steps=150, desc=None)
+                                      hidden=hidden, steps=150)
     absent = position_probe_accuracy(_states(256, seq, 12, False, 0), _states(128, seq, 12, False, 1),
-                                     hidden=hidden, steps=150, desc=None)
+                                     hidden=hidden, steps=150)
     assert present > 0.95
     assert absent < 2.0 / seq
 

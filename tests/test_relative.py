@@ -14,17 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.encodings.score_bias.relative import (
-    ALiBi,
-    SwinRelativeBias,
-    T5RelativeBias,
-    alibi_bias,
-    alibi_slopes,
-    swin_relative_position_index,
-    t5_relative_bucket,
-)
-from posenc_lib.models import TinyTransformer
-from posenc_lib.models import last_token_logits_two_ways
+from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.score_bias.alibi import ALiBi, alibi_bias, alibi_slopes
+from posenc_lib.score_bias.swin import SwinRelativeBias, swin_relative_position_index
+from posenc_lib.score_bias.t5 import T5RelativeBias, t5_relative_bucket
 
 T5_CONFIGS = [(32, 128), (8, 20), (16, 64), (64, 1000), (4, 3), (6, 7), (33, 50)]
 

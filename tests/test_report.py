@@ -1,4 +1,4 @@
-"""posenc_lib.course.report: rounding noise shown as a bound, table columns formatted."""
+"""posenc_course.report: rounding noise shown as a bound, table columns formatted."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_lib.course.report import clearly_ahead, formatted, mean_std, rounding, rule_margin
+from posenc_course.report import clearly_ahead, formatted, mean_std, rounding, rule_margin
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
@@ -67,3 +67,58 @@ def test_rule_margin_gives_the_gap_and_threshold_the_rule_compares():
     assert gap == pytest.approx(-2.5) and threshold == pytest.approx(2.0)
     with pytest.raises(ValueError, match="a must hold at least 3"):
         rule_margin([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+# --- the comparison rule (compare) -------------------------------------------------------------
+
+from posenc_course.report import Verdict, checked, compare  # noqa: E402
+
+
+def test_compare_needs_the_gap_to_clear_the_spread_and_the_floor():
+    ceiling, near = [1.0, 1.0, 1.0], [0.99, 0.99, 0.99]  # seeds agree, the gap is negligible
+    verdict = compare(ceiling, near)
+    assert not verdict.separated and verdict.bar == 0.02 and verdict.margin < 0
+    assert compare([0.9, 0.91, 0.92], [0.5, 0.52, 0.48]).a_ahead
+    assert compare([0.5, 0.52, 0.48], [0.9, 0.91, 0.92]).b_ahead
+
+
+def test_compare_a_wide_spread_is_not_separated_and_says_so():
+    verdict = compare([0.9, 0.5, 0.7], [0.6, 0.55, 0.5])
+    assert not verdict.separated and str(verdict).startswith("not separated")
+
+
+def test_compare_lower_is_better_flips_the_sign_and_a_relative_floor_scales_with_b():
+    verdict = compare([10.0, 10.1, 9.9], [12.0, 12.1, 11.9], higher_is_better=False, relative=True)
+    assert verdict.a_ahead and verdict.gap == pytest.approx(2.0) and verdict.floor == pytest.approx(0.24)
+    assert not compare([10.0, 10.01, 9.99], [10.1, 10.11, 10.09], higher_is_better=False, relative=True).separated
+
+
+def test_compare_paired_reads_per_seed_differences():
+    a, b = [0.60, 0.80, 0.70], [0.55, 0.75, 0.65]  # a leads by 0.05 on every seed
+    assert not compare(a, b).separated  # the seeds' own spread hides it
+    verdict = compare(a, b, paired=True)
+    assert verdict.a_ahead and verdict.paired and verdict.spread == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, error, pattern", [
+    (dict(a=[1, 2], b=[1, 2, 3]), ValueError, "a must hold at least 3"),
+    (dict(a=[1, 2, 3], b=[1, 2, 3, 4], paired=True), ValueError, "paired comparison needs"),
+    (dict(a=[1, 2, 3], b=[1, 2, 3], floor=-1), ValueError, "floor must be a number >= 0, got -1"),
+    (dict(a=[1, 2, 3], b=[1, 2, 3], paired=1), TypeError, "paired must be True or False, got 1"),
+])
+def test_compare_rejects_bad_input(kwargs, error, pattern):
+    a, b = kwargs.pop("a"), kwargs.pop("b")
+    with pytest.raises(error, match=pattern):
+        compare(a, b, **kwargs)
+
+
+def test_verdict_str_names_the_outcome_and_its_numbers():
+    assert str(Verdict(gap=0.1, spread=0.04, floor=0.02, paired=True)) == (
+        "A ahead (gap +0.1; paired, spread 0.04, floor 0.02)")
+
+
+def test_checked_prints_one_line_and_returns_none(capsys):
+    assert checked("3 orderings hold by the rule") is None
+    assert capsys.readouterr().out == "checked: 3 orderings hold by the rule\n"
+    with pytest.raises(ValueError, match="what must be a non-empty"):
+        checked(" ")

@@ -1,4 +1,4 @@
-"""posenc_lib.encodings.rotary.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
+"""posenc_lib.rotary.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import MultiHeadAttention
-from posenc_lib.encodings.rotary.rope import (
+from posenc_lib.rotary.rope import (
     LAYOUTS,
     RotaryPE,
     apply_rope,

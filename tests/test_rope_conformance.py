@@ -1,4 +1,4 @@
-"""posenc_lib.encodings.rotary.rope and rope_scaling against Hugging Face transformers (built from config objects, no downloads).
+"""posenc_lib.rotary.rope and rope_scaling against Hugging Face transformers (built from config objects, no downloads).
 
 Every comparison records its largest absolute difference in ``MAX_ERRORS``; run with
 ``pytest tests/test_rope_conformance.py -s`` to print the table at the end.
@@ -11,15 +11,15 @@ import math
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
+import transformers  # the reference; pinned in requirements.txt, so a missing package fails
 from transformers import GPTNeoXConfig, LlamaConfig  # noqa: E402
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
 from transformers.models.gpt_neox import modeling_gpt_neox as neox  # noqa: E402
 from transformers.models.gptj import modeling_gptj as gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as llama  # noqa: E402
 
-from posenc_lib.encodings.rotary.rope import RotaryPE, apply_rope, apply_rope_qk, rope_cos_sin, rope_inv_freq  # noqa: E402
-from posenc_lib.encodings.rotary.scaling import rope_frequencies  # noqa: E402
+from posenc_lib.rotary.rope import RotaryPE, apply_rope, apply_rope_qk, rope_cos_sin, rope_inv_freq  # noqa: E402
+from posenc_lib.rotary.scaling import rope_frequencies  # noqa: E402
 
 from conformance import MaxErrors  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""posenc_lib.encodings.rotary.scaling: each rope_type does what its paper says (conformance with transformers is in
+"""posenc_lib.rotary.scaling: each rope_type does what its paper says (conformance with transformers is in
 test_rope_conformance.py), and bad configs are refused with a clear message."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from posenc_lib.encodings.rotary.rope import rope_inv_freq
-from posenc_lib.encodings.rotary.scaling import ROPE_TYPES, rope_frequencies
+from posenc_lib.rotary.rope import rope_inv_freq
+from posenc_lib.rotary.scaling import ROPE_TYPES, rope_frequencies
 
 D = 64
 DEFAULT = rope_inv_freq(D)

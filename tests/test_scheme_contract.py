@@ -17,25 +17,33 @@ schemes is 1 class token + a 3x3 patch grid.
 from __future__ import annotations
 
 import copy
+import importlib
 import io
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 import torch
 
-from posenc_lib.encodings.absolute.learnable import LearnablePE
-from posenc_lib.encodings.absolute.sinusoidal import SinusoidalPE
-from posenc_lib.encodings.conditional.peg import PEG
-from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE
-from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_positions
-from posenc_lib.encodings.rotary.rope import RotaryPE
-from posenc_lib.encodings.rotary.temperature import QueryTemperature
-from posenc_lib.encodings.score_bias.relative import ALiBi, SwinRelativeBias, T5RelativeBias, TransformerXLRelative
-from posenc_lib.encodings.vision.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.encodings.vision.tables_2d import Learnable2DPE, SinCos2DPE
+import posenc_lib
+from posenc_lib.analysis.pair_usage import WithoutPairs
+from posenc_lib.conditional.peg import PEG
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.registry import SCHEMES, build_scheme
+from posenc_lib.rotary.decoupled import DecoupledRoPE
+from posenc_lib.rotary.mrope import MRoPE, mrope_positions
+from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.rotary.temperature import QueryTemperature
 from posenc_lib.scheme import NoPosition, PositionScheme
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.swin import SwinRelativeBias
+from posenc_lib.score_bias.t5 import T5RelativeBias
 
 D_MODEL, N_HEADS, VOCAB, SEQ = 32, 4, 13, 10
 HEAD_DIM = D_MODEL // N_HEADS
@@ -110,6 +118,26 @@ CASES = [
     Case("peg", lambda: PEG(D_MODEL, **GRID), grid=True),
 ]
 
+# The registry's every entry, at its defaults: a scheme added to SCHEMES is checked without editing this file.
+# (A wrapper around another scheme, such as analysis.pair_usage.WithoutPairs, is not a scheme of its own.)
+WRAPPERS = {WithoutPairs, PositionScheme}  # and the interface itself
+
+
+def _registered(name: str) -> Case:
+    try:
+        build_scheme(name, D_MODEL, N_HEADS, max_len=16)
+    except ValueError as err:  # a 2-D scheme asks for its grid
+        if "grid" not in str(err):
+            raise
+        return Case(f"registry:{name}", lambda: build_scheme(name, D_MODEL, N_HEADS, grid=(3, 3), n_prefix=1),
+                    grid=True)
+    return Case(f"registry:{name}", lambda: build_scheme(name, D_MODEL, N_HEADS, max_len=16), causal=True)
+
+
+REGISTERED = [_registered(name) for name in SCHEMES]
+CASES = CASES + REGISTERED
+
+
 def _model(case: Case, seed: int = 0, causal: bool | None = None) -> TinyTransformer:
     torch.manual_seed(seed)
     causal = case.causal if causal is None else causal
@@ -132,29 +160,17 @@ def case(request) -> Case:
     return request.param
 
 
-def test_every_scheme_class_is_covered():
-    """A new scheme added to the library must be added to CASES too."""
-    import posenc_lib.encodings.conditional.peg
-    import posenc_lib.encodings.absolute.learnable
-    import posenc_lib.encodings.score_bias.relative
-    import posenc_lib.encodings.rotary.decoupled
-    import posenc_lib.encodings.rotary.mrope
-    import posenc_lib.encodings.rotary.rope
-    import posenc_lib.encodings.rotary.temperature
-    import posenc_lib.encodings.absolute.sinusoidal
-    import posenc_lib.encodings.vision.rope_2d
-    import posenc_lib.encodings.vision.tables_2d
-
-    modules = [posenc_lib.encodings.conditional.peg, posenc_lib.encodings.absolute.learnable, posenc_lib.encodings.score_bias.relative, posenc_lib.encodings.rotary.rope,
-               posenc_lib.encodings.absolute.sinusoidal, posenc_lib.encodings.vision.rope_2d,
-               posenc_lib.encodings.vision.tables_2d, posenc_lib.encodings.rotary.mrope,
-               posenc_lib.encodings.rotary.decoupled, posenc_lib.encodings.rotary.temperature]
-    public = {
-        obj for m in modules for name in m.__all__
-        if isinstance(obj := getattr(m, name), type) and issubclass(obj, PositionScheme)
-    } | {NoPosition}
-    covered = {type(c.make()) for c in CASES}
-    assert public == covered, f"not covered: {public - covered}"
+def test_every_public_scheme_class_is_registered_and_every_registered_scheme_is_checked():
+    """A new scheme class anywhere in the library must be in the registry; the registry's entries are all cases."""
+    public = set()
+    for info in pkgutil.walk_packages(posenc_lib.__path__, "posenc_lib."):
+        module = importlib.import_module(info.name)
+        public |= {obj for name in getattr(module, "__all__", [])
+                   if isinstance(obj := getattr(module, name), type) and issubclass(obj, PositionScheme)}
+    public -= WRAPPERS
+    registered = {type(case.make()) for case in REGISTERED}
+    assert public == registered, f"not in posenc_lib.registry.SCHEMES: {public - registered}"
+    assert {type(case.make()) for case in CASES} >= registered
 
 
 HOOK_OF_KIND = {"none": set(), "embedding": {"add_to_embeddings"}, "rotary": {"rotate_qk"}, "bias": {"score_bias"},

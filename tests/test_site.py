@@ -462,30 +462,30 @@ def test_real_site_renders_in_under_30_s(real_site):
 def test_real_site_has_a_library_reference_with_sources(real_site):
     site, _ = real_site
     modules = build_site.library_modules()
-    assert "posenc_lib.encodings.rotary.rope" in modules and "posenc_lib.attention" in modules
+    assert "posenc_lib.rotary.rope" in modules and "posenc_lib.attention" in modules
     index = page(site, "api/index.html")
     assert {a["href"] for a in index.select("article table a")} >= {f"{m}.html" for m in modules}
-    rope = page(site, "api/posenc_lib.encodings.rotary.rope.html")
-    assert rope.find(id="posenc_lib.encodings.rotary.rope.apply_rope") is not None
+    rope = page(site, "api/posenc_lib.rotary.rope.html")
+    assert rope.find(id="posenc_lib.rotary.rope.apply_rope") is not None
     source = rope.select_one('a[href$="rope.py"]')
-    assert source is not None and "posenc_lib/encodings/rotary/rope.py" in source.get_text()
+    assert source is not None and "posenc_lib/rotary/rope.py" in source.get_text()
     assert (site / "api" / source["href"]).resolve().read_text(encoding="utf-8") == \
-        (ROOT / "posenc_lib/encodings/rotary/rope.py").read_text(encoding="utf-8")
+        (ROOT / "posenc_lib/rotary/rope.py").read_text(encoding="utf-8")
     # a docstring's short reference (:func:`train` in another module) resolves to its definition
-    probe = page(site, "api/posenc_lib.course.diagnostics.html")
-    assert probe.select_one('a[href$="posenc_lib.course.training.html#posenc_lib.course.training.train"]') is not None
+    probe = page(site, "api/posenc_lib.analysis.probes.html")
+    assert probe.select_one('a[href$="posenc_lib.training.html#posenc_lib.training.train"]') is not None
 
 
 def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_site):
     site, _ = real_site
     rope = page(site, "03_rope.html")
     links = {a.get_text(): a["href"] for a in rope.select("article a.posenc-api")}
-    assert links["apply_rope"] == "api/posenc_lib.encodings.rotary.rope.html#posenc_lib.encodings.rotary.rope.apply_rope"
-    assert links["posenc_lib/encodings/rotary/rope.py"].startswith("api/posenc_lib.encodings.rotary.rope.html#")
+    assert links["apply_rope"] == "api/posenc_lib.rotary.rope.html#posenc_lib.rotary.rope.apply_rope"
+    assert links["posenc_lib/rotary/rope.py"].startswith("api/posenc_lib.rotary.rope.html#")
     assert "head_dim" not in links  # a variable in prose, not the attribute Sizes.head_dim
     readme = page(site, "06_length_extrapolation.html").find("a", class_="posenc-file", string="data/README.md")
     assert readme is not None and (site / readme["href"]).read_bytes() == (ROOT / "data" / "README.md").read_bytes()
-    back = page(site, "api/posenc_lib.encodings.rotary.rope.html").find(id="where-the-notebooks-use-it")
+    back = page(site, "api/posenc_lib.rotary.rope.html").find(id="where-the-notebooks-use-it")
     assert back is not None
     hrefs = [a["href"] for a in back.find_all("a") if not a["href"].startswith("#")]  # not the permalink
     assert any(h.startswith("../03_rope.html#") for h in hrefs) and all((site / "api" / h.split("#")[0]).is_file()
@@ -530,7 +530,7 @@ EXPLORER_PAGES = {"01_sinusoidal": "sinusoidal", "03_rope": "rope", "05_relative
 def test_explorer_pages_load_the_library_values_and_the_script_that_draws_them(real_site):
     import json
 
-    from posenc_lib.course.explorers import EXPLORERS, export_explorer
+    from posenc_course.explorers import EXPLORERS, export_explorer
 
     site, _ = real_site
     for stem, name in EXPLORER_PAGES.items():

@@ -30,7 +30,7 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     setup = (
-        "from posenc_lib.course.exercises import checker\n\n"
+        "from posenc_course.exercises import checker\n\n"
         "@checker('Exercise 1 (double)')\n"
         "def check_exercise_1(ex, double):\n"
         "    ex.expect(ex.call(double, 2) == 4, 'double(2) should be 4')\n"

@@ -17,10 +17,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-transformers = pytest.importorskip("transformers")
+import transformers  # the reference; pinned in requirements.txt, so a missing package fails
+from conformance import MaxErrors  # noqa: E402
 from transformers import (  # noqa: E402
-    CohereConfig,
     Cohere2Config,
+    CohereConfig,
     DeepseekV3Config,
     Gemma3TextConfig,
     Gemma4TextConfig,
@@ -46,23 +47,22 @@ from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5_vl  # 
 from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl  # noqa: E402
 from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3_vl  # noqa: E402
 
+from posenc_lib.interop.hf_config import rotary_scheme  # noqa: E402
 from posenc_lib.attention import MultiHeadAttention  # noqa: E402
-from posenc_lib.course.families import rotary_scheme  # noqa: E402
-from posenc_lib.course.hf import attention_from_hf, causal_mask, convert_hf_rope_layout  # noqa: E402
-from posenc_lib.encodings.rotary.decoupled import DecoupledRoPE  # noqa: E402
-from posenc_lib.encodings.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
-from posenc_lib.encodings.rotary.rope import (  # noqa: E402
+from posenc_lib.interop.hf import additive_causal_mask, attention_from_hf
+from posenc_lib.rotary.decoupled import DecoupledRoPE  # noqa: E402
+from posenc_lib.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
+from posenc_lib.rotary.rope import convert_rope_checkpoint  # noqa: E402
+from posenc_lib.rotary.rope import (
     RotaryPE,
     apply_rope_qk,
     rope_cos_sin,
     rope_inv_freq,
     rope_layout_permutation,
 )
-from posenc_lib.encodings.rotary.scaling import rope_frequencies  # noqa: E402
-from posenc_lib.encodings.rotary.temperature import QueryTemperature, query_temperature  # noqa: E402
+from posenc_lib.rotary.scaling import rope_frequencies  # noqa: E402
+from posenc_lib.rotary.temperature import QueryTemperature, query_temperature  # noqa: E402
 from posenc_lib.scheme import NoPosition  # noqa: E402
-
-from conformance import MaxErrors  # noqa: E402
 
 MAX_ERRORS = MaxErrors()
 record = MAX_ERRORS.record
@@ -371,7 +371,7 @@ def test_query_temperature_matches_llama4_nope_attention(floor_scale, attn_scale
     seq = 24
     x = torch.randn(2, seq, HIDDEN, generator=torch.Generator().manual_seed(6))
     with torch.no_grad():
-        expected, _ = hf(x, None, causal_mask(seq))
+        expected, _ = hf(x, None, additive_causal_mask(seq))
         got = ours(x, causal=True)
     record(f"attention output Llama4TextAttention NoPE (floor_scale {floor_scale})", got, expected, tol=OUTPUT)
     if floor_scale == 4:  # the temperature really varies along this sequence
@@ -456,7 +456,7 @@ def mla_attention(module: deepseek.DeepseekV3Attention, scheme: DecoupledRoPE, x
     k_nope, v = kv.split([NOPE, V_DIM], dim=-1)
     k = torch.cat((k_nope, k_rope[:, None].expand(b, N_HEADS, s, ROPE_DIM)), dim=-1)
     q, k = scheme.rotate_qk(q, k, torch.arange(s)[None])
-    scores = q @ k.transpose(-1, -2) * scheme.score_scale(NOPE + ROPE_DIM) + causal_mask(s)
+    scores = q @ k.transpose(-1, -2) * scheme.score_scale(NOPE + ROPE_DIM) + additive_causal_mask(s)
     y = scores.softmax(-1) @ v
     return module.o_proj(y.transpose(1, 2).reshape(b, s, N_HEADS * V_DIM))
 
@@ -472,7 +472,7 @@ def test_decoupled_rope_gives_deepseek_v3_attention_output(yarn, interleave):
     x = torch.randn(2, seq, HIDDEN, generator=torch.Generator().manual_seed(10))
     positions = torch.arange(seq)[None]
     with torch.no_grad():
-        expected, _ = hf(x, rotary(x, positions), causal_mask(seq))
+        expected, _ = hf(x, rotary(x, positions), additive_causal_mask(seq))
         got = mla_attention(hf, decoupled(yarn, interleave), x)
     record(f"attention output DeepseekV3Attention (MLA, {yarn})", got, expected, tol=OUTPUT)
 
@@ -501,8 +501,8 @@ def test_cohere2_rotates_only_its_sliding_window_layers():
     x = torch.randn(2, seq, HIDDEN, generator=torch.Generator().manual_seed(12))
     position_embeddings = rotary(x, torch.arange(seq)[None])
     torch.manual_seed(13)
-    for layer, scheme, mask in ((0, RotaryPE(HEAD_DIM, base=50000.0, layout="interleaved"), causal_mask(seq, window)),
-                                (1, NoPosition(), causal_mask(seq))):
+    for layer, scheme, mask in ((0, RotaryPE(HEAD_DIM, base=50000.0, layout="interleaved"), additive_causal_mask(seq, window)),
+                                (1, NoPosition(), additive_causal_mask(seq))):
         hf = cohere2.Cohere2Attention(config, layer_idx=layer).eval()
         ours = attention_from_hf(hf, scheme)
         assert ours.window == (window if layer == 0 else None)
@@ -551,7 +551,7 @@ def test_attention_from_hf_llama_with_rope(rope):
     seq = 18
     x = torch.randn(2, seq, HIDDEN, generator=torch.Generator().manual_seed(16))
     with torch.no_grad():
-        expected, _ = hf(x, llama.LlamaRotaryEmbedding(config)(x, torch.arange(seq)[None]), causal_mask(seq))
+        expected, _ = hf(x, llama.LlamaRotaryEmbedding(config)(x, torch.arange(seq)[None]), additive_causal_mask(seq))
         got = ours(x, causal=True)
     record(f"attention output LlamaAttention (bias, {rope})", got, expected, tol=OUTPUT)
 
@@ -573,7 +573,7 @@ def llama_and_llama4(init_std: float = 0.3):
 
 
 def test_a_llama_checkpoint_runs_in_llama4_once_its_qk_rows_are_permuted():
-    """Llama pairs halves, Llama 4 (Meta's complex code) neighbours: convert_hf_rope_layout makes the logits equal
+    """Llama pairs halves, Llama 4 (Meta's complex code) neighbours: convert_rope_checkpoint makes the logits equal
     (grouped-query keys included); without it the checkpoint loads silently and predicts something else."""
     llama_model, llama4_model = llama_and_llama4()
     tokens = torch.randint(0, 64, (2, 40), generator=torch.Generator().manual_seed(18))
@@ -583,12 +583,12 @@ def test_a_llama_checkpoint_runs_in_llama4_once_its_qk_rows_are_permuted():
 
     with torch.no_grad():
         expected = llama_model(tokens).logits
-        llama4_model.load_state_dict(rename(convert_hf_rope_layout(llama_model.state_dict(), HEAD_DIM, "interleaved")))
+        llama4_model.load_state_dict(rename(convert_rope_checkpoint(llama_model.state_dict(), HEAD_DIM, "interleaved")))
         record("logits Llama -> Llama 4 (converted)", llama4_model(tokens).logits, expected, tol=1e-3)
         llama4_model.load_state_dict(rename(llama_model.state_dict()))  # no error: the silent mistake
         skipped = llama4_model(tokens).logits
     assert (skipped.argmax(-1) == expected.argmax(-1)).float().mean() < 0.5
-    back = convert_hf_rope_layout(convert_hf_rope_layout(llama_model.state_dict(), HEAD_DIM, "interleaved"), HEAD_DIM, "half")
+    back = convert_rope_checkpoint(convert_rope_checkpoint(llama_model.state_dict(), HEAD_DIM, "interleaved"), HEAD_DIM, "half")
     assert all(torch.equal(back[name], t) for name, t in llama_model.state_dict().items())
     with pytest.raises(ValueError, match=r"head_dim must divide the rows of .*q_proj.weight \(64\), got head_dim=6"):
-        convert_hf_rope_layout(llama_model.state_dict(), 6, "interleaved")
+        convert_rope_checkpoint(llama_model.state_dict(), 6, "interleaved")

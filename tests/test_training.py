@@ -8,8 +8,8 @@ import re
 import pytest
 import torch
 
-from posenc_lib.course import training
-from posenc_lib.course.training import accuracy, cross_entropy, progress, seed_everything, train
+from posenc_course import training
+from posenc_course.training import accuracy, cross_entropy, progress, seed_everything, train
 from posenc_lib.models import TinyTransformer
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -208,8 +208,8 @@ def test_run_each_rejects_a_bad_worker_count(monkeypatch, value):
 def test_run_each_uses_as_many_workers_as_the_cores_hold_at_the_thread_count(monkeypatch):
     monkeypatch.delenv("POSENC_WORKERS", raising=False)
     monkeypatch.setattr(training.os, "cpu_count", lambda: 8)
-    assert training._workers(10, threads=1) == 4 and training._workers(10, threads=2) == 4
-    assert training._workers(10, threads=4) == 2 and training._workers(10, threads=16) == 1
-    assert training._workers(3, threads=1) == 3  # never more workers than items
+    assert training.worker_count(10, threads=1) == 4 and training.worker_count(10, threads=2) == 4
+    assert training.worker_count(10, threads=4) == 2 and training.worker_count(10, threads=16) == 1
+    assert training.worker_count(3, threads=1) == 3  # never more workers than items
     monkeypatch.setattr(training.os, "cpu_count", lambda: 2)
-    assert training._workers(10, threads=2) == 1  # the numerics matrix's 2-thread run: one at a time
+    assert training.worker_count(10, threads=2) == 1  # the numerics matrix's 2-thread run: one at a time

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from posenc_lib.attention import KVCache, MultiHeadAttention
-from posenc_lib.encodings.factory import build_scheme
-from posenc_lib.encodings.score_bias.relative import TransformerXLRelative, relative_shift
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative, relative_shift
+from posenc_lib.registry import build_scheme
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -119,14 +119,15 @@ def test_attention_layer_equals_the_paper_formula(causal, past, seq, n_heads, se
         if past:
             layer(x[:, :past], causal=causal, cache=cache)
         got = layer(x[:, past:], causal=causal, cache=cache)
-        q, k, v = (layer._split_heads(t) for t in layer.qkv(x).chunk(3, dim=-1))
+        b, n = x.shape[:2]  # (batch, seq, d_model) -> (batch, heads, seq, head_dim), as the layer splits heads
+        q, k, v = (t.view(b, n, n_heads, d_model // n_heads).transpose(1, 2) for t in layer.qkv(x).chunk(3, dim=-1))
         q = q[:, :, past:]
         terms = direct_terms(scheme, q, k, _rows(seq, past), _rows(past + seq))
         scores = sum(terms.values()) / math.sqrt(d_model // n_heads)
         if causal:
             allowed = torch.ones(seq, past + seq, dtype=torch.bool).tril(diagonal=past)
             scores = scores.masked_fill(~allowed, float("-inf"))
-        expected = layer.out(layer._merge_heads(scores.softmax(-1) @ v))
+        expected = layer.out((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, seq, d_model))
     assert_close(got, expected)
 
 

@@ -11,22 +11,17 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_lib.encodings.rotary.rope import rope_inv_freq
-from posenc_lib.encodings.vision.grid import grid_coordinates, resample_grid
-from posenc_lib.encodings.vision.rope_2d import (
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE, learnable_2d_table, sincos_2d_table
+from posenc_lib.grid import grid_coordinates, resample_grid
+from posenc_lib.models import TinyTransformer
+from posenc_lib.rotary.rope import rope_inv_freq
+from posenc_lib.rotary.rope_2d import (
     AxialRoPE2D,
     MixedRoPE2D,
     apply_axial_rope_2d,
     apply_mixed_rope_2d,
     mixed_rope_init,
 )
-from posenc_lib.encodings.vision.tables_2d import (
-    Learnable2DPE,
-    SinCos2DPE,
-    learnable_2d_table,
-    sincos_2d_table,
-)
-from posenc_lib.models import TinyTransformer
 
 
 def _arange(n: int, offset: int = 0) -> torch.Tensor:
@@ -314,7 +309,7 @@ def _heo_rotate_patches(x: torch.Tensor, cis: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("grid_h,grid_w", [(2, 5), (4, 3)])
 def test_axial_rope_matches_heo_reference(grid_h, grid_w):
     """Interleaved layout: equal to the reference; half layout: equal up to the fixed layout permutation."""
-    from posenc_lib.encodings.rotary.rope import rope_layout_permutation
+    from posenc_lib.rotary.rope import rope_layout_permutation
 
     torch.manual_seed(0)
     hd, seq = 16, 1 + grid_h * grid_w
@@ -343,7 +338,7 @@ def test_mixed_rope_init_matches_heo_reference():
 
 @pytest.mark.parametrize("layout", ["interleaved", "half"])
 def test_mixed_rope_matches_heo_reference(layout):
-    from posenc_lib.encodings.rotary.rope import rope_layout_permutation
+    from posenc_lib.rotary.rope import rope_layout_permutation
 
     torch.manual_seed(0)
     hd, heads, grid_h, grid_w = 16, 4, 3, 5
@@ -364,7 +359,7 @@ def test_mixed_rope_matches_heo_reference(layout):
 
 
 def test_patch_embed_is_a_strided_convolution_in_row_major_order():
-    from posenc_lib.encodings.vision.grid import PatchEmbed
+    from posenc_lib.grid import PatchEmbed
 
     torch.manual_seed(0)
     embed = PatchEmbed(patch_size=2, d_model=6, in_channels=3, n_prefix=1)
@@ -381,7 +376,7 @@ def test_patch_embed_is_a_strided_convolution_in_row_major_order():
 
 
 def test_patch_embed_vit_trains_with_every_2d_scheme():
-    from posenc_lib.encodings.vision.grid import PatchEmbed
+    from posenc_lib.grid import PatchEmbed
 
     torch.manual_seed(0)
     for scheme in (SinCos2DPE(16, 2, 2, n_prefix=1), Learnable2DPE(16, 2, 2, n_prefix=1),
@@ -398,8 +393,8 @@ def test_patch_embed_vit_trains_with_every_2d_scheme():
 
 
 def _vit(name: str, grid: int = 3):
-    from posenc_lib.course.vit import vit_scheme
-    from posenc_lib.encodings.vision.grid import PatchEmbed
+    from posenc_course.nb04_vision import vit_scheme
+    from posenc_lib.grid import PatchEmbed
 
     scheme = vit_scheme(name, 16, 2, grid, grid, n_prefix=1)
     return TinyTransformer(None, 4, d_model=16, n_heads=2, n_layers=2, scheme=scheme, pool="first",
@@ -407,7 +402,7 @@ def _vit(name: str, grid: int = 3):
 
 
 def test_vit_schemes_are_the_eight_kinds():
-    from posenc_lib.course.vit import VIT_SCHEMES
+    from posenc_course.nb04_vision import VIT_SCHEMES
 
     kinds = {name: _vit(name).scheme.kind for name in VIT_SCHEMES}
     assert kinds == {"none": "none", "1-D learnable": "embedding", "1-D sinusoidal": "embedding", "2-D learnable": "embedding",
@@ -415,7 +410,7 @@ def test_vit_schemes_are_the_eight_kinds():
 
 
 def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
-    from posenc_lib.course.vit import VIT_SCHEMES, regrid_scheme
+    from posenc_course.nb04_vision import VIT_SCHEMES, regrid_scheme
 
     torch.manual_seed(0)
     images = torch.randn(3, 2, 3, 3)
@@ -429,7 +424,7 @@ def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_la
 
 
 def test_regrid_to_a_larger_grid():
-    from posenc_lib.course.vit import regrid_scheme
+    from posenc_course.nb04_vision import regrid_scheme
 
     torch.manual_seed(0)
     model = _vit("1-D learnable")
@@ -452,7 +447,7 @@ def test_regrid_to_a_larger_grid():
 
 
 def test_grid_similarity_of_a_2d_table():
-    from posenc_lib.course.vit import grid_similarity
+    from posenc_course.nb04_vision import grid_similarity
 
     table = sincos_2d_table(3, 4, 16, n_prefix=1)
     sim = grid_similarity(table, 3, 4, n_prefix=1)
@@ -484,8 +479,8 @@ def test_attention_weights_are_those_of_the_layer():
 @given(h=st.integers(1, 6), w=st.integers(1, 6), seed=st.integers(0, 1000))
 def test_interpolating_to_the_trained_grid_is_the_identity(h, w, seed):
     """At the trained size coordinate_scale is (1, 1), so "interpolate" changes nothing for any computed scheme."""
-    from posenc_lib.course.vit import regrid_scheme
-    from posenc_lib.encodings.vision.grid import coordinate_scale
+    from posenc_course.nb04_vision import regrid_scheme
+    from posenc_lib.grid import coordinate_scale
 
     assert coordinate_scale((h, w), (h, w)) == (1.0, 1.0)
     torch.manual_seed(seed)
@@ -504,7 +499,7 @@ def test_interpolating_to_the_trained_grid_is_the_identity(h, w, seed):
 @given(old=st.integers(2, 5), extra=st.integers(1, 4))
 def test_interpolated_coordinates_span_the_trained_range(old, extra):
     """A grid grown from old to new rows: its first and last rows land on rows 0 and old - 1, the others between."""
-    from posenc_lib.encodings.vision.grid import coordinate_scale
+    from posenc_lib.grid import coordinate_scale
 
     new = old + extra
     row_scale, col_scale = coordinate_scale((old, old), (new, new))
@@ -521,7 +516,7 @@ def test_interpolated_coordinates_span_the_trained_range(old, extra):
 
 def test_interpolated_rope_turns_like_the_fractional_coordinate():
     """A 2-D RoPE regridded with "interpolate" rotates patch (r, c) of the new grid by the angles of (r s, c s)."""
-    from posenc_lib.course.vit import regrid_scheme
+    from posenc_course.nb04_vision import regrid_scheme
 
     torch.manual_seed(0)
     for rope in (AxialRoPE2D(8, 4, 4, n_prefix=1), MixedRoPE2D(8, 2, 4, 4, n_prefix=1)):
@@ -538,8 +533,8 @@ def test_interpolated_rope_turns_like_the_fractional_coordinate():
 
 
 def test_peg_is_carried_to_a_larger_grid_with_its_convolution():
-    from posenc_lib.course.vit import regrid_scheme
-    from posenc_lib.encodings.conditional.peg import PEG
+    from posenc_course.nb04_vision import regrid_scheme
+    from posenc_lib.conditional.peg import PEG
 
     torch.manual_seed(0)
     small = PEG(8, 4, 4, n_prefix=1)

@@ -47,7 +47,7 @@ SITE_TITLE = "Positional encoding in Transformers: a runnable course"
 # The markdown pages of docs/ that become site pages, in sidebar order (after the notebooks). In the
 # repository they link notebooks as ../notebooks/NN_name.ipynb#JupyterLab-anchor; staged, the links
 # are rewritten to the notebook pages and their MyST anchors (see doc_markdown).
-DOC_PAGES = ("errata", "instructor-guide")
+DOC_PAGES = ("errata", "instructor-guide", "comparison")
 DOC_NOTEBOOK_LINK = re.compile(r"\]\(\.\./notebooks/(?P<stem>\d\d_[A-Za-z0-9_]+)\.ipynb(?:#(?P<anchor>[^)\s]+))?\)")
 
 
@@ -89,7 +89,9 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
                            "the notebook section that shows it and the numbers it measured",
                  "instructor-guide": "the [instructor guide](instructor-guide.md): per notebook, learning goals, a "
                                      "lesson plan, the cells to run live, the expected results with their spread "
-                                     "across seeds, common mistakes and discussion questions"}
+                                     "across seeds, common mistakes and discussion questions",
+                 "comparison": "the [comparison rule](comparison.md): when the course calls one trained setting "
+                               "ahead of another, and what \"not separated\" means"}
         items = "\n".join(f"- {pages[d]};" if d in pages else f"- [{d}]({d}.md);" for d in docs)
         teachers = (f"\n## For teachers\n\nBeside the notebooks:\n\n{items.removesuffix(';')}.\n\n"
                     "The student edition of the notebooks (exercises without their solutions) is built with "

@@ -26,7 +26,7 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
 - in print (the print stylesheet): no navigation, every code block wrapped to the page, every fold
   open (solutions and deep dives print expanded), a link to the outside world followed by its URL,
   and an explorer's static figure in place of its drawing;
-- every explorer (``posenc_lib.course.explorers``, drawn by ``posenc_explorer.js``): its drawing
+- every explorer (``posenc_course.explorers``, drawn by ``posenc_explorer.js``): its drawing
   replaces the static figure on screen, with text no smaller than 12 px at 1280 px; moving each
   control changes what is drawn; at three settings (the default, every control at its first option,
   every control at its last) every drawn series equals what ``posenc_lib`` computes for that setting
@@ -314,10 +314,11 @@ def explorer_oracle(name: str, params: dict, state: dict) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from posenc_lib.encodings.absolute.sinusoidal import sinusoidal_frequencies, sinusoidal_table
-    from posenc_lib.encodings.rotary.rope import apply_rope_complex, rope_inv_freq
-    from posenc_lib.encodings.rotary.scaling import rope_frequencies
-    from posenc_lib.encodings.score_bias.relative import ALiBi, alibi_slopes, t5_relative_bucket
+    from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_table
+    from posenc_lib.rotary.rope import apply_rope_complex, rope_inv_freq
+    from posenc_lib.rotary.scaling import rope_frequencies
+    from posenc_lib.score_bias.alibi import ALiBi, alibi_slopes
+    from posenc_lib.score_bias.t5 import t5_relative_bucket
 
     if name == "sinusoidal":
         d, n, p, base = params["d_model"], params["n_positions"], state["position"], state["base"]

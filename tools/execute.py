@@ -11,7 +11,7 @@ wall time and writes them to build/timings.json.
 
 Executed in place, the notebooks' outputs come from this machine's numerics, so the probe digest
 of those numerics is recorded, before the first notebook runs, as the reference
-(posenc_lib/course/reference_numerics.json), which tells `make test` where it can compare outputs
+(posenc_course/reference_numerics.json), which tells `make test` where it can compare outputs
 strictly. It is recorded only when every numbered notebook is executed in the run, so the record
 never mixes two machines.
 """
@@ -108,7 +108,7 @@ def execute_all(paths: list[Path], out_dir: Path | None = None, jobs: int = 1) -
 
 def _record_numerics(paths: list[Path]) -> None:
     """Record this machine's probe digest as the reference, if ``paths`` were all the notebooks."""
-    from posenc_lib.course import numerics
+    from posenc_course import numerics
 
     digest = numerics.probe_digest()
     if digest == numerics.reference()["digest"]:

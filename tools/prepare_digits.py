@@ -11,7 +11,7 @@ original 32x32 bitmap, and the digit 0..9. scikit-learn ships that file as
 this script takes it from the scikit-learn 1.5.2 wheel (``pip download --no-deps``; only pip and
 the package registry are used, scikit-learn is not installed) and copies its bytes unchanged, so
 the checksum below is that of the file inside the wheel. It then parses the copy and checks the
-counts above. The loader is :func:`posenc_lib.course.data.load_digits`, which verifies the same SHA-256.
+counts above. The loader is :func:`posenc_course.data.load_digits`, which verifies the same SHA-256.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The speed machinery behind :func:`posenc_lib.encodings.rotary.rope.apply_rope`: the same rotation, arranged to be fast.
+"""The speed machinery behind :func:`posenc_lib.rotary.rope.apply_rope`: the same rotation, arranged to be fast.
 
 One entry point, :func:`rotate`; every other function here is one of its paths:
 
@@ -9,7 +9,7 @@ One entry point, :func:`rotate`; every other function here is one of its paths:
     _rotate_compiled              runs that loop (compiled once per input signature), in place by blocks
     Rotate                        the autograd node: backward is the inverse rotation
 
-:mod:`posenc_lib.encodings.rotary.rope` holds the idea and the readable formulas; this module rotates with the
+:mod:`posenc_lib.rotary.rope` holds the idea and the readable formulas; this module rotates with the
 same arithmetic (tests compare the two: ``tests/test_rope.py``). Nothing here changes what is
 computed, only how memory is walked. Measured speeds: ``bench/results/rope.md`` (``make bench``).
 

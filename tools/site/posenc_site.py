@@ -18,13 +18,13 @@ notebook:
   prose links to its entry on the glossary page, with its definition as the tooltip; the glossary
   page lists its terms at the top and, under each, the notebook sections that use it.
 - Library links: inline code in a notebook's prose that names a documented module or object of
-  ``posenc_lib`` (``apply_rope``, ``posenc_lib/encodings/rotary/rope.py``) links to the library
+  ``posenc_lib`` (``apply_rope``, ``posenc_lib/rotary/rope.py``) links to the library
   reference, and each reference page ends with the notebook sections that mention its objects;
   a mention of another file of the repository (``data/README.md``) links to the copy the build
   publishes under ``files/``.
 - Search: every page's prose, by section, in one script the search page loads, so that results
   show the text around the word and a glossary or section hit is labelled with its term or title.
-- Explorers (``posenc_lib.course.explorers``): after the static figure of a cell that calls one
+- Explorers (``posenc_course.explorers``): after the static figure of a cell that calls one
   (``sinusoidal_explorer()``), an empty ``<div class="posenc-explorer">`` that ``posenc_explorer.js``
   fills with controls and an SVG drawing; the page loads that script and
   ``_static/posenc_explorer_NAME.js``, the library's values on the explorer's whole control grid,
@@ -289,11 +289,11 @@ EXPLORER_SCRIPT = "posenc_explorer.js"
 
 
 def explorer_calls(source: str) -> list[str]:
-    """The explorers a code cell shows: the names (``"rope"``) of the ``posenc_lib.course.explorers``
+    """The explorers a code cell shows: the names (``"rope"``) of the ``posenc_course.explorers``
     functions it calls (``rope_explorer()``), in source order."""
     if "_explorer(" not in source:  # most cells: no need to import the library (and torch) to say so
         return []
-    from posenc_lib.course.explorers import EXPLORERS
+    from posenc_course.explorers import EXPLORERS
 
     by_call = {explorer.call: name for name, explorer in EXPLORERS.items()}
     try:
@@ -313,7 +313,7 @@ def explorer_container(name: str) -> str:
 
 def explorer_alt(name: str) -> str:
     """Alt text of an explorer's static figure: its title at the default setting."""
-    from posenc_lib.course.explorers import EXPLORERS
+    from posenc_course.explorers import EXPLORERS
 
     explorer = EXPLORERS[name]
     return "Figure: " + _plain(explorer.caption(explorer.default_state))
@@ -356,7 +356,7 @@ def write_explorer_data(app: Sphinx, exception: Exception | None) -> None:
     operations, which a second thread only slows down (and the numbers are the same)."""
     import torch
 
-    from posenc_lib.course.explorers import EXPLORERS, export_explorer
+    from posenc_course.explorers import EXPLORERS, export_explorer
 
     names = sorted({name for found in getattr(app.env, "posenc_explorers", {}).values() for name in found})
     if exception is not None or app.builder.format != "html" or not names:
@@ -611,7 +611,7 @@ def resolve_short_name(app: Sphinx, env: Any, node: nodes.Element, contnode: nod
 # --- the library reference: links from the notebooks' prose, and back ------------------------------
 
 # A mention of the library in prose: `apply_rope`, `apply_rope(x, cos, sin)`, `RotaryPE.forward`,
-# `posenc_lib.course.report` or the file `posenc_lib/encodings/rotary/rope.py`.
+# `posenc_course.report` or the file `posenc_lib/rotary/rope.py`.
 LIBRARY_MENTION = re.compile(r"(?P<name>posenc_lib(?:[./]\w+)*|[A-Za-z_]\w*(?:\.\w+)*)(?:\(.*\))?")
 NOTEBOOK_DOC = re.compile(r"\A\d\d_")
 

@@ -2,7 +2,7 @@
 //
 // tools/site/posenc_site.py puts an empty <div class="posenc-explorer" data-explorer="NAME" hidden>
 // after the static figure of each notebook cell that calls an explorer, and loads this script with
-// _static/posenc_explorer_NAME.js, which holds posenc_lib.course.explorers.export_explorer(NAME):
+// _static/posenc_explorer_NAME.js, which holds posenc_course.explorers.export_explorer(NAME):
 // the controls, the panels to draw, and the library's value arrays for every setting of the controls.
 // This script computes nothing about any encoding: it looks the arrays of the chosen setting up
 // (index arithmetic over the controls' option indices) and draws them. Without scripts, and in
@@ -29,7 +29,7 @@
     return el;
   };
 
-  // A tick label from posenc_lib.course.explorers.axis_ticks: "10^3" is 10 with a superscript 3.
+  // A tick label from posenc_course.explorers.axis_ticks: "10^3" is 10 with a superscript 3.
   const label = (parent, text, attrs) => {
     const el = node("text", { "font-size": FONT.tick, ...attrs }, parent);
     const [base, power] = text.split("^");

@@ -1,0 +1,123 @@
+"""Checkers for notebook 04 (position in vision Transformers).
+
+Each checker and the function it expects::
+
+    check_exercise_1(fn)     fn(index, grid_w) -> (rows, cols) of row-major patch indices
+    check_exercise_2(fn)     fn(rows, cols, inv_freq) -> (seq, 2 * len(inv_freq)) axial 2-D RoPE angles
+                             in the order of Heo et al.'s code (column pairs first, then row pairs)
+    check_exercise_3(value)  the exact bag-of-patches ceiling of RelativeDirection(grid_h=3, grid_w=6)
+    check_exercise_4(fn)     fn(grid_h, grid_w, d_model) -> (grid_h*grid_w, d_model) 2-D sin-cos table in
+                             MAE's channel order (the column's half first), from the formula
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from posenc_course.data import RelativeDirection
+from posenc_course.exercises import Exercise, checker
+from posenc_lib.embeddings.tables_2d import sincos_2d_table
+from posenc_lib.grid import grid_coordinates
+from posenc_lib.rotary.rope_2d import AxialRoPE2D
+
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
+
+
+@checker("Exercise 1 (row and column of a patch)")
+def check_exercise_1(ex: Exercise, fn: Callable[[Tensor, int], tuple[Tensor, Tensor]]) -> None:
+    """fn(index (n,) int64, grid_w) must return (rows, cols), two int tensors like index."""
+    for grid_h, grid_w in [(4, 4), (3, 5), (6, 2), (1, 7)]:
+        index = torch.arange(grid_h * grid_w)
+        got = ex.call(fn, index.clone(), grid_w)
+        ex.expect(isinstance(got, tuple) and len(got) == 2 and all(isinstance(t, Tensor) for t in got),
+                  f"return a pair of tensors (rows, cols), got {type(got).__name__}")
+        rows, cols = grid_coordinates(index[None], grid_h, grid_w)
+        got_rows, got_cols = (t.reshape(-1).long() for t in got)
+        if torch.equal(got_rows, rows[0]) and torch.equal(got_cols, cols[0]):
+            continue
+        ex.expect(not (torch.equal(got_rows, cols[0]) and torch.equal(got_cols, rows[0])),
+                  "rows and columns are swapped: return (rows, cols), rows first")
+        ex.expect(grid_h == grid_w or not torch.equal(got_rows, index // grid_h),
+                  f"on a {grid_h}x{grid_w} grid a row holds grid_w={grid_w} patches: divide by grid_w")
+        bad = (got_rows != rows[0]) | (got_cols != cols[0])
+        i = int(bad.nonzero()[0])
+        ex.fail(f"on a {grid_h}x{grid_w} grid, patch index {i} is at (row {int(rows[0, i])}, col "
+                f"{int(cols[0, i])}), you returned ({int(got_rows[i])}, {int(got_cols[i])})")
+    ex.passed("row-major order on four grids, a non-square one included")
+
+
+def _library_angles(rows: Tensor, cols: Tensor, inv_freq: Tensor) -> Tensor:
+    """Angles read back from the library: rotate unit pairs (1, 0) and take atan2 of the result."""
+    c = inv_freq.numel()
+    head_dim, grid_w = 4 * c, int(cols.max()) + 1
+    grid_h = int(rows.max()) + 1
+    scheme = AxialRoPE2D(head_dim, grid_h, grid_w)
+    scheme.inv_freq.copy_(inv_freq)
+    x = torch.cat([torch.ones(2 * c), torch.zeros(2 * c)]).double().expand(1, 1, len(rows), -1)
+    out = scheme.rotate_qk(x, x, (rows * grid_w + cols)[None])[0][0, 0]
+    return torch.atan2(out[:, 2 * c :], out[:, : 2 * c])
+
+
+@checker("Exercise 2 (axial 2-D RoPE angles)")
+def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, Tensor, Tensor], Tensor]) -> None:
+    """fn(rows, cols, inv_freq) -> (seq, 2c) angles: column pairs first (as Heo et al.'s code), then row pairs."""
+    for grid_h, grid_w, c in [(3, 5, 2), (4, 4, 4), (2, 6, 3)]:
+        rows, cols = (t[0] for t in grid_coordinates(torch.arange(grid_h * grid_w)[None], grid_h, grid_w))
+        inv_freq = 100.0 ** (-torch.arange(c, dtype=torch.float64) / c)
+        got = ex.call(fn, rows.clone(), cols.clone(), inv_freq.clone())
+        ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
+        ex.expect(tuple(got.shape) == (len(rows), 2 * c),
+                  f"for {len(rows)} patches and {c} frequencies expected shape ({len(rows)}, {2 * c}), got {tuple(got.shape)}")
+        got = got.detach().double()
+        want = _library_angles(rows, cols, inv_freq)
+        same = lambda a, b: bool(torch.allclose(a.cos(), b.cos(), atol=1e-6) and torch.allclose(a.sin(), b.sin(), atol=1e-6))  # noqa: E731
+        if same(got, want):
+            continue
+        swapped = torch.cat([want[:, c:], want[:, :c]], dim=1)
+        ex.expect(not same(got, swapped), "the halves are in the other order: Heo et al.'s code turns the "
+                  "first half of the pairs by the column (x) index, the second half by the row (y) index")
+        ex.fail(f"on a {grid_h}x{grid_w} grid, patch (row {int(rows[-1])}, col {int(cols[-1])}) should "
+                f"turn by {[round(v, 4) for v in want[-1].tolist()]}, you gave {[round(v, 4) for v in got[-1].tolist()]}")
+    ex.passed("equal to the angles AxialRoPE2D turns by, on three grids")
+
+
+@checker("Exercise 3 (bag-of-patches ceiling on a wide canvas)")
+def check_exercise_3(ex: Exercise, value: float) -> None:
+    """value must be RelativeDirection(grid_h=3, grid_w=6).bag_of_patches_ceiling(), computed by hand."""
+    ex.expect(isinstance(value, (int, float)) and not isinstance(value, bool),
+              f"give a number (a float between 0 and 1), got {type(value).__name__}")
+    want = RelativeDirection(3, 6).bag_of_patches_ceiling()
+    ex.expect(not math.isclose(value, 0.25, abs_tol=1e-9),
+              "0.25 holds on a square grid; on a 3x6 canvas the four classes are not equally frequent")
+    ex.expect(not math.isclose(value, 0.5, abs_tol=1e-9),
+              "the best constant guess is one class, not the two horizontal classes together")
+    ex.expect(math.isclose(value, want, abs_tol=1e-9),
+              f"got {value!r}; count the allowed (A, B) pairs of each class and divide the largest count by the total")
+    ex.passed(f"{want:.3f}: a bag of patches can still beat 1/4 when the classes are unbalanced")
+
+
+@checker("Exercise 4 (2-D sin-cos table in MAE's order)")
+def check_exercise_4(ex: Exercise, fn: Callable[[int, int, int], Tensor]) -> None:
+    """fn(grid_h, grid_w, d_model) -> (grid_h*grid_w, d_model): [sin(c w) | cos(c w) | sin(r w) | cos(r w)], base 10000."""
+    for grid_h, grid_w, d in [(4, 4, 32), (3, 5, 16), (2, 6, 8)]:
+        got = ex.call(fn, grid_h, grid_w, d)
+        ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
+        ex.expect(tuple(got.shape) == (grid_h * grid_w, d),
+                  f"for a {grid_h}x{grid_w} grid and d_model={d} expected shape ({grid_h * grid_w}, {d}), got {tuple(got.shape)}")
+        got = got.detach().double()
+        rows_first = sincos_2d_table(grid_h, grid_w, d, dtype=torch.float64)
+        want = torch.cat([rows_first[:, d // 2 :], rows_first[:, : d // 2]], dim=1)
+        if torch.allclose(got, want, atol=1e-5):
+            continue
+        ex.expect(not torch.allclose(got, rows_first, atol=1e-5),
+                  "this is the row-first order (Hugging Face's builder); MAE's first half encodes the column")
+        ex.expect(not torch.allclose(got.reshape(grid_h, grid_w, d).transpose(0, 1).reshape(-1, d), want, atol=1e-5),
+                  "the patches are in column-major order: patch (r, c) is row r * grid_w + c")
+        bad = int((got - want).abs().amax(dim=0).argmax())
+        ex.fail(f"on a {grid_h}x{grid_w} grid with d_model={d}, channel {bad} differs; patch (0, 1) should be "
+                f"{[round(v, 4) for v in want[1, :4].tolist()]}... you gave {[round(v, 4) for v in got[1, :4].tolist()]}...")
+    ex.passed("equal to MAE's get_2d_sincos_pos_embed order on three grids")

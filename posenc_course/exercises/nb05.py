@@ -1,0 +1,95 @@
+"""Checkers for notebook 05 (relative biases, conditional encodings, no encoding).
+
+1. ``my_alibi_slopes(n_heads)``: ALiBi's head slopes, including head counts that are not a power of two.
+2. ``my_swin_index(window_h, window_w)``: the row of Swin's bias table used by each (query, key) pair.
+3. ``first_shared_distance``: the smallest distance that T5's default buckets no longer tell apart
+   from its neighbour.
+
+Each checker compares the answer with the library (itself tested against Hugging Face
+``transformers``) and prints a hint when it is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from posenc_course.exercises import Exercise, checker
+from posenc_lib.score_bias.alibi import alibi_slopes
+from posenc_lib.score_bias.swin import swin_relative_position_index
+from posenc_lib.score_bias.t5 import t5_relative_bucket
+
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+
+
+def _as_float64(ex: Exercise, out: Any, n: int) -> Tensor:
+    try:
+        t = torch.as_tensor(out, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as error:
+        ex.fail(f"return a tensor (or list) of {n} slopes, got {type(out).__name__} ({error})")
+    ex.expect(t.shape == (n,), f"for n_heads={n} return {n} slopes, shape ({n},), got shape {tuple(t.shape)}")
+    return t
+
+
+@checker("Exercise 1 (ALiBi slopes)")
+def check_exercise_1(ex: Exercise, my_alibi_slopes: Callable[[int], Any]) -> None:
+    """my_alibi_slopes(n) must equal alibi_slopes(n) for powers of two and for other head counts."""
+    for n in (1, 2, 4, 8, 16, 32):
+        got = _as_float64(ex, ex.call(my_alibi_slopes, n), n)
+        want = alibi_slopes(n).double()
+        ex.expect(torch.allclose(got, want, rtol=1e-5, atol=0),
+                  f"for n_heads={n} (a power of two) the slopes are 2^(-8h/n) for h = 1..n, i.e. {want[:3].tolist()}...; "
+                  f"got {got[:3].tolist()}...")
+    for n in (3, 5, 6, 12, 20, 24, 40):
+        got = _as_float64(ex, ex.call(my_alibi_slopes, n), n)
+        want = alibi_slopes(n).double()
+        if torch.allclose(got, torch.tensor([2.0 ** (-8 * h / n) for h in range(1, n + 1)], dtype=torch.float64)):
+            ex.fail(f"n_heads={n} is not a power of two: 2^(-8h/n) is not the paper's rule; take the "
+                               f"slopes of the power of two below ({2 ** math.floor(math.log2(n))}), then every "
+                               "other slope of the next power of two")
+        ex.expect(torch.allclose(got, want, rtol=1e-5, atol=0),
+                  f"for n_heads={n} expected {[round(v, 5) for v in want.tolist()]}, got {[round(v, 5) for v in got.tolist()]}")
+    ex.passed("the slopes match for 1-32 heads, powers of two or not")
+
+
+@checker("Exercise 2 (Swin relative position index)")
+def check_exercise_2(ex: Exercise, my_swin_index: Callable[[int, int], Any]) -> None:
+    """my_swin_index(h, w) must equal swin_relative_position_index(h, w) for square and rectangular windows."""
+    for h, w in ((2, 2), (3, 3), (7, 7), (2, 4), (4, 3)):
+        out = ex.call(my_swin_index, h, w)
+        want = swin_relative_position_index(h, w)
+        ex.expect(isinstance(out, Tensor) and out.shape == want.shape,
+                  f"for a {h}x{w} window return a ({h * w}, {h * w}) tensor, got "
+                  f"{tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__}")
+        ex.expect(not out.dtype.is_floating_point, f"an index must be an integer tensor, got dtype {out.dtype}")
+        if torch.equal(out, want.t()):
+            ex.fail("you get the transpose: Swin uses the query's coordinates minus the key's, (r_i - r_j, c_i - c_j)")
+        if out.min() < 0:
+            ex.fail("some entries are negative: shift both differences by (window - 1) before combining them")
+        if h != w and torch.equal(out, ((want // (2 * w - 1)) * (2 * h - 1) + want % (2 * w - 1))):
+            ex.fail("the row difference must be multiplied by the number of column offsets, 2*window_w - 1")
+        ex.expect(torch.equal(out, want),
+                  f"for a {h}x{w} window the index differs in {int((out != want).sum())} of {want.numel()} entries; "
+                  "row part (r_i - r_j + h - 1) * (2w - 1) plus column part (c_i - c_j + w - 1)")
+    ex.passed("the index matches for square and rectangular windows")
+
+
+@checker("Exercise 3 (where T5's exact buckets end)")
+def check_exercise_3(ex: Exercise, first_shared_distance: Any) -> None:
+    """The smallest distance d >= 0 whose bucket (bidirectional, 32 buckets, max_distance 128) equals that of d + 1."""
+    d = torch.arange(0, 200)
+    buckets = t5_relative_bucket(-d, bidirectional=True, num_buckets=32, max_distance=128)
+    answer = int(torch.nonzero(buckets[:-1] == buckets[1:])[0])
+    ex.expect(isinstance(first_shared_distance, int) and not isinstance(first_shared_distance, bool),
+              f"give a whole number (an int), got {first_shared_distance!r}")
+    ex.expect(first_shared_distance != 16, "16 is the number of buckets per direction; bidirectional T5 gives "
+                                               "half of those to exact distances")
+    ex.expect(first_shared_distance != 128, "128 (max_distance) is where the log-spaced buckets end, not where they begin")
+    ex.expect(first_shared_distance == answer,
+              f"d = {first_shared_distance} and d + 1 fall in buckets {int(buckets[first_shared_distance])} and "
+              f"{int(buckets[first_shared_distance + 1])}" if 0 <= first_shared_distance < 199 else "look at distances 0-199")
+    ex.passed(f"distances 0-{answer - 1} have their own bucket; from {answer} on, neighbours share (log spacing)")

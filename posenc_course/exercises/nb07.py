@@ -1,0 +1,131 @@
+"""Checkers for notebook 07 (debugging and practice).
+
+Each checker and the function it expects::
+
+    check_exercise_1(fn)  fn(attn_mask) -> (batch, seq) position ids: cumsum(mask) - 1 on real tokens, 0 on pads
+    check_exercise_2(fn)  fn(attn_mask, n_new) -> (batch, n_new) positions of the new tokens of a left-padded,
+                          cached decode step
+    check_exercise_3(fn)  fn(positions, attn_mask, max_len) -> (max_len,) bool: the rows of a learnable table
+                          that receive gradient from the batch
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from posenc_course.exercises import Exercise, checker
+from posenc_course.training import cross_entropy
+from posenc_lib.analysis.probes import position_ids_from_mask, row_gradient_norms
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.models import TinyTransformer
+
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+
+
+def _mask(lengths: list[int], seq: int, side: str) -> Tensor:
+    """(len(lengths), seq) bool mask with each row's real tokens on the right or left."""
+    mask = torch.arange(seq)[None] < torch.tensor(lengths)[:, None]
+    return mask.flip(-1) if side == "left" else mask
+
+
+def _check_int_tensor(ex: Exercise, got: object, shape: tuple[int, ...], what: str) -> Tensor:
+    ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
+    ex.expect(tuple(got.shape) == shape, f"expected shape {shape} ({what}), got {tuple(got.shape)}")
+    ex.expect(not got.dtype.is_floating_point and got.dtype != torch.bool,
+              f"position ids must be integers (torch.long), got dtype {got.dtype}")
+    return got.long()
+
+
+@checker("Exercise 1 (position ids from the mask)")
+def check_exercise_1(ex: Exercise, fn: Callable[[Tensor], Tensor]) -> None:
+    """fn(attn_mask) must equal position_ids_from_mask(attn_mask) on bool and 0/1 integer masks."""
+    masks = [_mask([3, 5, 2], 5, "left"), _mask([3, 5, 2], 5, "right"), _mask([4, 1], 6, "left").long(),
+             torch.ones(2, 4, dtype=torch.bool), torch.tensor([[0, 1, 1, 0, 1, 1]])]
+    for mask in masks:
+        got = _check_int_tensor(ex, ex.call(fn, mask.clone()), tuple(mask.shape), "one position per slot")
+        want = position_ids_from_mask(mask)
+        if torch.equal(got, want):
+            continue
+        real = mask.bool()
+        shown = f"for the mask {mask.long().tolist()} you returned {got.tolist()}, expected {want.tolist()}"
+        ex.expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)),
+                  f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+        ex.expect(not torch.equal(got[real], want[real] + 1),
+                  f"off by one: the first real token has position 0 (cumulative sum minus one); {shown}")
+        ex.expect(torch.equal(got[real], want[real]), f"the real tokens' positions are wrong; {shown}")
+        ex.fail(f"the real tokens are right, but padded slots must get position 0 "
+                f"(a valid row of any table); {shown}")
+    ex.passed(f"equals cumsum(mask) - 1 with pads at 0 on {len(masks)} masks (bool and 0/1 integers)")
+
+
+def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
+    """A random causal decoder with a learnable table as large as its N(0, 1) tokens (position matters)."""
+    torch.manual_seed(7)
+    scheme = LearnablePE(16, max_len, init_std=1.0)
+    return TinyTransformer(12, 12, d_model=16, n_heads=2, n_layers=1, scheme=scheme, causal=True, pool="none").eval()
+
+
+@checker("Exercise 2 (positions of a batched decode step)")
+def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, int], Tensor]) -> None:
+    """fn(mask, n_new) must continue every left-padded row from its number of real tokens."""
+    model, gen = _tiny_decoder(), torch.Generator().manual_seed(3)
+    lengths, prompt_len = [2, 6, 4], 6
+    mask = _mask(lengths, prompt_len, "left")
+    prompt = torch.randint(1, 12, (3, prompt_len), generator=gen).masked_fill(~mask, 0)
+    for n_new in (1, 3):
+        new = torch.randint(1, 12, (3, n_new), generator=gen)
+        got = _check_int_tensor(ex, ex.call(fn, mask.clone(), n_new), (3, n_new), "(batch, n_new)")
+        want = mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
+        shown = f"for prompts of {lengths} real tokens left-padded to {prompt_len}, n_new={n_new}: got {got.tolist()}"
+        ex.expect(not torch.equal(got, torch.arange(prompt_len, prompt_len + n_new).expand(3, -1)),
+                  f"you counted the pad slots: the new tokens follow each row's real tokens, not the padded length; {shown}")
+        ex.expect(not torch.equal(got, want - 1), f"off by one: with n real tokens at positions 0..n-1, the "
+                  f"next one is at position n; {shown}")
+        with torch.no_grad():
+            cache = model.new_cache()
+            model(prompt, positions=position_ids_from_mask(mask), attn_mask=mask, cache=cache)
+            full_mask = torch.cat([mask, torch.ones(3, n_new, dtype=torch.bool)], dim=-1)
+            cached = model(new, positions=got, attn_mask=full_mask, cache=cache)
+            for row, n in enumerate(lengths):
+                alone = model(torch.cat([prompt[row, prompt_len - n:], new[row]])[None])[0, -n_new:]
+                gap = (cached[row] - alone).abs().max().item()
+                ex.expect(gap < 1e-4, f"row {row} ({n} real tokens) differs from its unpadded recomputation by "
+                          f"{gap:.3f} logits; {shown}")
+    ex.passed("every row's new tokens match the unpadded recomputation (n_new = 1 and 3)")
+
+
+@checker("Exercise 3 (which rows will train)")
+def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
+    """fn(positions, mask, max_len) must predict which table rows get non-zero gradient."""
+    max_len, gen = 12, torch.Generator().manual_seed(4)
+    left = _mask([3, 7, 5], 8, "left")
+    right = _mask([2, 5], 8, "right")
+    cases = [
+        ("right padding, default positions", torch.arange(8).expand(2, -1), right),
+        ("left padding, default positions", torch.arange(8).expand(3, -1), left),
+        ("left padding, positions from the mask", position_ids_from_mask(left), left),
+        ("left padding, positions from the mask + 4", position_ids_from_mask(left) + 4, left),
+    ]
+    for label, positions, mask in cases:
+        model = _tiny_decoder(max_len)
+        tokens = torch.randint(1, 12, mask.shape, generator=gen).masked_fill(~mask, 0)
+        targets = torch.randint(0, 12, mask.shape, generator=gen).masked_fill(~mask, -100)
+        cross_entropy(model(tokens, positions=positions.contiguous(), attn_mask=mask), targets).backward()
+        truth = row_gradient_norms(model.scheme.weight) > 0
+        got = ex.call(fn, positions.clone(), mask.clone(), max_len)
+        ex.expect(isinstance(got, Tensor) and got.dtype == torch.bool and tuple(got.shape) == (max_len,),
+                  f"return a ({max_len},) bool tensor, got "
+                  + (f"{tuple(got.shape)} {got.dtype}" if isinstance(got, Tensor) else type(got).__name__))
+        if torch.equal(got, truth):
+            continue
+        shown = (f"{label}: positions {positions.tolist()}, mask {mask.long().tolist()}; you said rows "
+                 f"{got.nonzero().flatten().tolist()}, the gradient reached rows {truth.nonzero().flatten().tolist()}")
+        all_slots = torch.zeros(max_len, dtype=torch.bool)
+        all_slots[positions.flatten()] = True
+        ex.expect(not torch.equal(got, all_slots), f"padded slots train nothing: the mask hides them from the "
+                  f"real tokens and the loss ignores their outputs; {shown}")
+        ex.fail(shown)
+    ex.passed(f"matches the measured gradient in {len(cases)} batches")

@@ -1,0 +1,170 @@
+"""Formatting numbers for the notebooks' printed lines and tables.
+
+Small helpers, so that a notebook prints the same text on every machine: a difference that is
+pure floating-point rounding is shown as a bound (its exact digits depend on the CPU and the
+BLAS library), a table's columns are turned into text with a chosen format, and repeated
+measurements (one per seed) are shown as "mean ± std".
+
+The series' rule for comparing trained models is :func:`compare` (docs/comparison.md): A is ahead
+of B when the gap clears both the seed spread and a floor on the size of the effect; otherwise the
+two are "not separated", which never means "the same". :func:`clearly_ahead` and
+:func:`rule_margin` are the first edition's spread-only rule. :func:`checked` prints the one line a
+hidden check cell shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = ["rounding", "formatted", "mean_std", "Verdict", "compare", "checked", "rule_margin", "clearly_ahead"]
+
+
+def rounding(x: float) -> str:
+    """A difference shown as "< 1e-12" or "< 1e-6" when it is rounding noise, else with 2 significant digits.
+
+    x: a real number or a one-element tensor (``float(x)`` must work).
+    """
+    try:
+        value = abs(float(x))
+    except (TypeError, ValueError):
+        raise TypeError(f"x must be a real number or a one-element tensor, got {type(x).__name__}") from None
+    return "< 1e-12" if value < 1e-12 else "< 1e-6" if value < 1e-6 else f"{value:.2g}"
+
+
+def formatted(df: pd.DataFrame, formats: Mapping[str, str | Callable[[object], str]]) -> pd.DataFrame:
+    """A copy of ``df`` with the given columns turned into text.
+
+    formats: column -> a ``"{:.3f}"``-style pattern or a function of one value. Columns not
+    named stay as they are.
+    """
+    missing = [col for col in formats if col not in df.columns]
+    if missing:
+        raise ValueError(f"formats names columns that df does not have: {missing}; columns are {list(df.columns)}")
+    return df.assign(**{col: df[col].map(f.format if isinstance(f, str) else f) for col, f in formats.items()})
+
+
+def _mean_sd(name: str, values: Sequence[float], minimum: int) -> tuple[float, float]:
+    """Mean and ddof=1 standard deviation of ``values``, which must hold at least ``minimum`` numbers."""
+    data = [float(v) for v in values]
+    if len(data) < minimum:
+        raise ValueError(f"{name} must hold at least {minimum} measurements (one per seed), got {len(data)}")
+    mean = sum(data) / len(data)
+    return mean, (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
+
+
+def rule_margin(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> tuple[float, float]:
+    """The two numbers the series' rule compares: ``(gap, threshold)``.
+
+    a, b: one measurement per seed (at least 3 each). ``gap = mean(a) - mean(b)``, negated when lower
+    is better (so a positive gap means ``a`` is ahead); ``threshold = 2 * max(std(a), std(b))``,
+    ddof=1 standard deviations. For printing how far a verdict is from flipping.
+    """
+    (mean_x, std_x), (mean_y, std_y) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
+    gap = (mean_x - mean_y) if higher_is_better else (mean_y - mean_x)
+    return gap, 2 * max(std_x, std_y)
+
+
+def clearly_ahead(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> bool:
+    """The series' rule: is setting ``a`` ahead of ``b`` by more than twice the larger seed spread?
+
+    a, b: one measurement per seed (at least 3 each), e.g. accuracies or perplexities.
+    higher_is_better: True for accuracy-like numbers, False for losses and perplexities.
+    Returns ``gap > threshold`` of :func:`rule_margin`.
+    """
+    gap, threshold = rule_margin(a, b, higher_is_better)
+    return gap > threshold
+
+
+def mean_std(values: Sequence[float], digits: int = 3) -> str:
+    """"mean ± std" of repeated measurements (e.g. one per seed), std with ddof=1, rounded to ``digits`` decimals."""
+    mean, std = _mean_sd("values", values, 2)
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`compare`: which setting is ahead, and by how much it cleared (or missed) the bar.
+
+    gap: the mean advantage of A over B in the metric's units (positive favours A; for a lower-is-better
+    metric the sign is flipped, so positive still favours A). Paired: the mean per-seed difference.
+    spread: twice the larger seed standard deviation (unpaired), or twice the standard deviation of the
+    per-seed differences (paired). floor: the smallest gap that counts, in the metric's units.
+    """
+
+    gap: float
+    spread: float
+    floor: float
+    paired: bool
+
+    @property
+    def bar(self) -> float:
+        """What ``|gap|`` must exceed: the larger of the spread and the floor."""
+        return max(self.spread, self.floor)
+
+    @property
+    def a_ahead(self) -> bool:
+        return self.gap > self.bar
+
+    @property
+    def b_ahead(self) -> bool:
+        return -self.gap > self.bar
+
+    @property
+    def separated(self) -> bool:
+        return self.a_ahead or self.b_ahead
+
+    @property
+    def margin(self) -> float:
+        """``|gap| - bar``: positive when separated, and how far the verdict is from flipping."""
+        return abs(self.gap) - self.bar
+
+    def __str__(self) -> str:
+        kind = "paired, " if self.paired else ""
+        numbers = f"gap {self.gap:+.3g}; {kind}spread {self.spread:.3g}, floor {self.floor:.3g}"
+        word = "A ahead" if self.a_ahead else "B ahead" if self.b_ahead else "not separated"
+        return f"{word} ({numbers})"
+
+
+def compare(a: Sequence[float], b: Sequence[float], *, higher_is_better: bool = True,
+            paired: bool = False, floor: float = 0.02, relative: bool = False) -> Verdict:
+    """The series' comparison rule: is setting A ahead of B, B ahead of A, or are they not separated?
+
+    a, b: one measurement per seed (at least 3 each), e.g. accuracies or perplexities.
+    higher_is_better: True for accuracies, False for losses and perplexities.
+    paired: True when a[i] and b[i] share seed i (the same initial weights and batches, or one trained
+        model measured two ways): the rule then reads the per-seed differences, which cancel what a
+        seed shares. a and b must then have the same length.
+    floor: the smallest effect that counts. Absolute (in the metric's units; 0.02 = two points of
+        accuracy) unless ``relative``, then a fraction of B's mean (0.02 = 2% of a perplexity).
+
+    A is ahead when its mean advantage exceeds both twice the seed spread (the larger standard
+    deviation of the two settings, ddof=1; paired: of the differences) and the floor. Anything
+    else is "not separated": the seeds cannot tell, which is not "the same".
+    """
+    for name, value in (("higher_is_better", higher_is_better), ("paired", paired), ("relative", relative)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if not isinstance(floor, (int, float)) or isinstance(floor, bool) or not floor >= 0:
+        raise ValueError(f"floor must be a number >= 0, got {floor!r}")
+    sign = 1.0 if higher_is_better else -1.0
+    (mean_a, sd_a), (mean_b, sd_b) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
+    if paired:
+        if len(a) != len(b):
+            raise ValueError(f"paired comparison needs one measurement of a and b per seed, got {len(a)} and {len(b)}")
+        _, sd_diff = _mean_sd("a - b", [float(x) - float(y) for x, y in zip(a, b)], 3)
+        spread = 2 * sd_diff
+    else:
+        spread = 2 * max(sd_a, sd_b)
+    return Verdict(gap=sign * (mean_a - mean_b), spread=spread,
+                   floor=floor * abs(mean_b) if relative else float(floor), paired=paired)
+
+
+def checked(what: str) -> None:
+    """Print the one line a hidden check cell shows: ``checked: <what>``. Returns None, so a cell
+    that ends with this call prints the line and nothing else."""
+    if not isinstance(what, str) or not what.strip():
+        raise ValueError(f"what must be a non-empty description of what was checked, got {what!r}")
+    print(f"checked: {what}")

@@ -1,0 +1,201 @@
+"""Reproducibility, progress bars, parallel runs, and the library's training loop with the series' progress bar.
+
+Everything a notebook trains goes through :func:`train` (:func:`posenc_lib.training.train` with a bar), so
+every experiment in the series is seeded the same way and reports progress the same way.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.std import tqdm
+
+from posenc_lib.training import Batch, accuracy, cross_entropy
+from posenc_lib.training import train as _train
+
+__all__ = [
+    "NOTEBOOK_THREADS",
+    "setup_notebook",
+    "seed_everything",
+    "live_widgets",
+    "progress",
+    "run_each",
+    "worker_count",
+    "train",
+    "accuracy",
+    "cross_entropy",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def seed_everything(seed: int = 0) -> torch.Generator:
+    """Seed Python, NumPy and PyTorch, make PyTorch pick deterministic kernels.
+
+    Returns a fresh ``torch.Generator`` seeded with ``seed`` for data sampling.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return torch.Generator().manual_seed(seed)
+
+
+#: Intra-op threads every notebook runs with, wherever it runs (JupyterLab, ``make execute``, nbval):
+#: the course's models are tiny, and one thread is both faster and repeatable (see the Makefile).
+#: The environment variable ``POSENC_NUM_THREADS`` overrides it (``make numerics-matrix`` tries 2).
+NOTEBOOK_THREADS = 1
+
+
+def setup_notebook(seed: int = 0) -> torch.Generator:
+    """First call of every notebook: thread count, the series' figure style, seeds, print options.
+
+    Fixing the threads here (not only in the Makefile) makes a notebook opened in JupyterLab run
+    as it was measured. Prints one line naming the numerics in force and whether they reproduce
+    the reference the text quotes (:mod:`posenc_course.numerics`). Returns the seeded data generator
+    of :func:`seed_everything`.
+    """
+    from posenc_course.numerics import describe
+    from posenc_course.plotting import use_style  # plotting imports matplotlib; keep it out of library-only imports
+
+    threads = os.environ.get("POSENC_NUM_THREADS", str(NOTEBOOK_THREADS))
+    if not threads.isdigit() or int(threads) < 1:
+        raise ValueError(f"POSENC_NUM_THREADS must be a positive integer, got {threads!r}")
+    torch.set_num_threads(int(threads))
+    print(describe())
+    use_style()
+    torch.set_printoptions(precision=4, sci_mode=False)
+    return seed_everything(seed)
+
+
+class _FinalStateBar(tqdm):
+    """A text bar that prints only its final state, once, when it closes: ``delay=inf`` keeps every
+    earlier state off the output, and closing lifts the delay for the last display."""
+
+    def close(self) -> None:
+        self.delay = 0
+        super().close()
+
+
+def _in_jupyter_kernel() -> bool:
+    """True when running in a Jupyter kernel (JupyterLab, nbclient), not in a terminal or a test."""
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and type(ipython.get_ipython()).__name__ == "ZMQInteractiveShell"
+
+
+def live_widgets() -> bool:
+    """True where output goes to a live Jupyter frontend that can draw widgets: a Jupyter kernel, with
+    ``ipywidgets`` installed and ``POSENC_DETERMINISTIC`` unset (``make execute`` and nbval set it, so
+    that an executed notebook holds plain, repeatable output; ``make lab`` does not)."""
+    return (not os.environ.get("POSENC_DETERMINISTIC") and _in_jupyter_kernel()
+            and importlib.util.find_spec("ipywidgets") is not None)
+
+
+def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None) -> tqdm:
+    """A progress bar over ``iterable``, one per experiment (``train(..., desc=None)`` runs silently inside).
+
+    - With the environment variable ``POSENC_DETERMINISTIC`` set (``make execute`` and nbval
+      set it; ``make lab`` does not): one line of text on stdout, the final state, with no time
+      or rate, so an executed notebook is identical from run to run.
+    - In a Jupyter kernel: a live widget bar when ``ipywidgets`` is installed (JupyterLab
+      draws it), otherwise live text on stdout; stderr stays for warnings.
+    - Elsewhere (a terminal): tqdm's usual live text bar on stderr.
+    """
+    if os.environ.get("POSENC_DETERMINISTIC"):
+        return _FinalStateBar(
+            iterable, total=total, desc=desc, file=sys.stdout, mininterval=float("inf"), delay=float("inf"),
+            ascii=True, bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
+        )
+    if live_widgets():
+        from tqdm.notebook import tqdm as widget_bar
+
+        return widget_bar(iterable, total=total, desc=desc)
+    if _in_jupyter_kernel():
+        return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True)
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)
+
+
+def worker_count(n_items: int, threads: int) -> int:
+    """Worker processes for :func:`run_each`: ``POSENC_WORKERS`` if set, else as many as the cores
+    hold at ``threads`` each, at most 4 (more threads than cores make OpenMP threads wait on each other)."""
+    value = os.environ.get("POSENC_WORKERS", str(max(1, min((os.cpu_count() or 1) // threads, 4))))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"POSENC_WORKERS must be a positive integer, got {value!r}")
+    return max(1, min(int(value), n_items))
+
+
+def _run_item(fn: Callable[[T], R], item: T, threads: int) -> R:
+    """One item of :func:`run_each`: the caller's thread count, and the global generators at seed 0."""
+    torch.set_num_threads(threads)
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    return fn(item)
+
+
+def run_each(fn: Callable[[T], R], items: Sequence[T], desc: str | None = None) -> list[R]:
+    """``[fn(item) for item in items]``, the items spread over worker processes, with one progress bar.
+
+    For the loops over seeds and settings that make up most of a notebook's run time: each item
+    is one independent training run, so several can run at once, each in its own process with
+    the notebook's thread count (one) and numerics (the environment the kernel started with).
+    The result is the same list, in the same order, whatever the number of workers: each item
+    starts with Python's, NumPy's and PyTorch's global generators seeded with 0, and ``fn``
+    seeds what it draws (:func:`seed_everything` with the item's seed). The caller's own
+    generators are left as they were.
+
+    desc: label of the progress bar, which counts finished items; ``None``: no bar.
+    Workers: ``POSENC_WORKERS`` (default: as many as the cores hold at the notebook's thread count,
+    at most 4); 1 runs the items here, in this process. ``fn`` and the items travel to the workers
+    by value (joblib's cloudpickle), so ``fn`` may be a function or lambda defined in a notebook;
+    the results come back the same way.
+    """
+    items = list(items)
+    threads = torch.get_num_threads()
+    workers = worker_count(len(items), threads)
+
+    def counted(results: Iterable[R]) -> Iterable[R]:
+        return progress(results, total=len(items), desc=desc) if desc is not None else results
+
+    if workers == 1:
+        state = random.getstate(), np.random.get_state(), torch.get_rng_state()
+        try:
+            return list(counted(_run_item(fn, item, threads) for item in items))
+        finally:
+            random.setstate(state[0])
+            np.random.set_state(state[1])
+            torch.set_rng_state(state[2])
+    from joblib import Parallel, delayed, parallel_config
+
+    with parallel_config(backend="loky", inner_max_num_threads=threads):
+        results = Parallel(n_jobs=workers, return_as="generator")(delayed(_run_item)(fn, item, threads) for item in items)
+        return list(counted(results))
+
+
+def train(
+    model: nn.Module,
+    data: Batch | Callable[[int], Batch],
+    steps: int,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    weight_decay: float = 0.0,
+    generator: torch.Generator | None = None,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] = cross_entropy,
+    desc: str | None = "training",
+) -> list[float]:
+    """:func:`posenc_lib.training.train` with the series' progress bar (:func:`progress`) labelled ``desc``.
+
+    desc: ``None`` trains silently, for runs inside an experiment whose own bar counts them.
+    """
+    bar = (lambda steps_range: progress(steps_range, total=steps, desc=desc)) if desc is not None else None
+    return _train(model, data, steps, lr=lr, batch_size=batch_size, weight_decay=weight_decay,
+                  generator=generator, loss_fn=loss_fn, progress=bar)

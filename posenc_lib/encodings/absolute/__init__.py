@@ -1,1 +1,0 @@
-"""Absolute position tables, added to the token embeddings (``PositionScheme.add_to_embeddings``)."""

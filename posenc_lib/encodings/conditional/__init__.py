@@ -1,1 +1,0 @@
-"""Conditional position encoding: generated from the tokens themselves by a convolution on the grid (PEG)."""
