@@ -49,7 +49,7 @@ help:
 
 setup: $(STAMP) $(KERNEL) chromium
 
-# The browser check (tests/test_site.py, tools/check_site.py) drives Debian's chromium package;
+# The browser check (tests/tools/test_site.py, tools/check_site.py) drives Debian's chromium package;
 # a small Chinese font (1.6 MB) lets its screenshots show the glossary's Chinese terms.
 CHROMIUM := /usr/bin/chromium
 chromium:
@@ -123,7 +123,7 @@ html: $(STAMP)
 student: $(STAMP)
 	$(PY) tools/student.py
 
-# What tests/test_site.py does in `make test`, with the full report: screenshots in build/site-check/.
+# What tests/tools/test_site.py does in `make test`, with the full report: screenshots in build/site-check/.
 check-site: $(STAMP) chromium
 	$(PY) tools/build_site.py --no-execute --out build/test-site
 	$(PY) tools/check_site.py build/test-site --shots build/site-check

@@ -456,7 +456,7 @@ plt.show()
 # same numbers with the columns in another order. The library's tests check both layouts
 # against Hugging Face `transformers`: the interleaved table against DistilBERT's
 # `create_sinusoidal_embeddings`, the concatenated one against Marian's
-# `MarianSinusoidalPositionalEmbedding` (`tests/test_sinusoidal.py`).
+# `MarianSinusoidalPositionalEmbedding` (`tests/lib/test_sinusoidal.py`).
 
 # %% tags=["nbval-check-output"]
 concat = sinusoidal_table(max_len, d_model, layout="concat", dtype=torch.float64)
@@ -739,7 +739,7 @@ check_exercise_3(concat_shift)
 #   `SinusoidalPositionalEmbedding` ([`fairseq/modules/sinusoidal_positional_embedding.py`](https://github.com/facebookresearch/fairseq/blob/main/fairseq/modules/sinusoidal_positional_embedding.py)):
 #   the concatenated layout, with frequencies $10000^{-i/(d/2-1)}$, i.e. our formula with base
 #   $10000^{h/(h-1)}$, $h = d/2$ (checked against Hugging Face's copy, `M2M100SinusoidalPositionalEmbedding`,
-#   in `tests/test_sinusoidal.py`).
+#   in `tests/lib/test_sinusoidal.py`).
 # - Hugging Face `transformers`: [`modeling_distilbert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/distilbert/modeling_distilbert.py) (`create_sinusoidal_embeddings`,
 #   interleaved), [`modeling_marian.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/modeling_marian.py) (`MarianSinusoidalPositionalEmbedding`, concatenated).
 # - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding` with `register_buffer`.

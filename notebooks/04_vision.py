@@ -174,7 +174,7 @@ print("row + column table: the inline version equals learnable_2d_table, added a
 # MAE's own `get_2d_sincos_pos_embed` builds its grid with `np.meshgrid(grid_w, grid_h)`, so its
 # *first* half encodes the column: the same table with the two halves swapped. Loading MAE
 # weights means using MAE's order (Hugging Face's `ViTMAEEmbeddings` swaps the halves for this);
-# `tests/test_vision.py` checks both orders against the Hugging Face code.
+# `tests/lib/test_vision.py` checks both orders against the Hugging Face code.
 
 # %% tags=["nbval-check-output"]
 def sincos_2d(grid_h: int, grid_w: int, d: int, base: float = 10000.0) -> torch.Tensor:

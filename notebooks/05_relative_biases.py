@@ -179,7 +179,7 @@ plt.show()
 # every offset beyond $\pm$`max_distance` shares the last bucket, so `T5RelativeBias.offset_bias()`
 # buckets the 257 offsets $-128 \dots 128$ once, and each pair only **gathers** the row of its
 # (clamped) offset. The result is the same table entries, bit for bit (the conformance tests in
-# `tests/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
+# `tests/lib/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
 # ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
 # `posenc_lib.analysis.cost.allocated_bytes`, temporaries included).
 

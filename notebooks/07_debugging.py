@@ -958,7 +958,7 @@ check_exercise_3(rows_with_gradient)
 #   computes `attention_mask.long().cumsum(-1) - 1` with pads set to 0 (in 4.x releases, GPT-2's and
 #   Llama's `prepare_inputs_for_generation` did it, with pads at 1), and each decode step continues
 #   from the last position + 1 (`_update_model_kwargs_for_generation`). The tokenizers'
-#   `padding_side="left"` for batched generation. `tests/test_diagnostics.py` checks
+#   `padding_side="left"` for batched generation. `tests/lib/test_diagnostics.py` checks
 #   `position_ids_from_mask` against it, and against a GPT-2 built from a config.
 # - Hugging Face [`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py): the q/k permutation between Meta's interleaved
 #   and Hugging Face's half-split RoPE layout (notebook 03, section 6).

@@ -20,7 +20,7 @@ __all__ = ["use_style", "heatmap", "line_plot", "moving_average", "COLORS", "LIN
 #: The widest figure the series draws, in inches. The site's text column is about 700 px wide; at
 #: 150 dpi a 7.5-inch figure (1125 px) is shown at 0.6 of its size or more, so 10-pt labels stay
 #: above 12 px on screen. Wider layouts are stacked or wrapped into rows of at most two or three
-#: panels (``plt.subplot_mosaic``), not stretched into one long row. ``tests/test_figures.py``
+#: panels (``plt.subplot_mosaic``), not stretched into one long row. ``tests/course/test_figures.py``
 #: checks every figure of the executed notebooks against it.
 MAX_WIDTH_IN = 7.5
 

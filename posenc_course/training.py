@@ -181,21 +181,12 @@ def run_each(fn: Callable[[T], R], items: Sequence[T], desc: str | None = None) 
         return list(counted(results))
 
 
-def train(
-    model: nn.Module,
-    data: Batch | Callable[[int], Batch],
-    steps: int,
-    lr: float = 3e-3,
-    batch_size: int = 64,
-    weight_decay: float = 0.0,
-    generator: torch.Generator | None = None,
-    loss_fn: Callable[[Tensor, Tensor], Tensor] = cross_entropy,
-    desc: str | None = "training",
-) -> list[float]:
-    """:func:`posenc_lib.training.train` with the series' progress bar (:func:`progress`) labelled ``desc``.
+def train(model: nn.Module, data: Batch | Callable[[int], Batch], steps: int, *args: object,
+          desc: str | None = "training", **kwargs: object) -> list[float]:
+    """:func:`posenc_lib.training.train` (same arguments: lr, batch_size, weight_decay, generator,
+    loss_fn) with the series' progress bar (:func:`progress`) labelled ``desc``.
 
     desc: ``None`` trains silently, for runs inside an experiment whose own bar counts them.
     """
     bar = (lambda steps_range: progress(steps_range, total=steps, desc=desc)) if desc is not None else None
-    return _train(model, data, steps, lr=lr, batch_size=batch_size, weight_decay=weight_decay,
-                  generator=generator, loss_fn=loss_fn, progress=bar)
+    return _train(model, data, steps, *args, progress=bar, **kwargs)

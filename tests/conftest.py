@@ -14,7 +14,6 @@ import torch
 from hypothesis import settings
 from torch import Tensor, nn
 
-from posenc_course.exercises import strict
 from posenc_lib.scheme import NoPosition, PositionScheme
 
 # Same examples on every run and machine; no per-example deadline (2 shared CPU cores are slow and noisy).
@@ -74,18 +73,6 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture
-def strict_checkers():
-    """Make the exercise checkers raise ExerciseFailure on a wrong answer instead of printing the hint.
-
-    In a notebook a wrong answer prints "[not yet] ..." and the notebook runs on; a test wants to
-    assert on the rejection and its hint. Opt in per module with
-    ``pytestmark = pytest.mark.usefixtures("strict_checkers")``.
-    """
-    with strict():
-        yield
 
 
 SchemeFactory = Callable[[str, int], PositionScheme]

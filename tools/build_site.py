@@ -256,7 +256,7 @@ def api_pages(src: Path) -> list[str]:
 
 
 ARCHIVE = "posenc-course.zip"
-# A file of the repository named in a notebook's prose (`data/README.md`, `tests/test_rope.py`): the
+# A file of the repository named in a notebook's prose (`data/README.md`, `tests/lib/test_rope.py`): the
 # site publishes a copy under files/, and the mention links to it (tools/site/posenc_site.py).
 REPOSITORY_FILE = re.compile(r"`((?:bench|data|docs|notebooks|tests|tools)/[\w./-]+)`")
 

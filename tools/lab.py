@@ -4,7 +4,7 @@
     python tools/lab.py --port 8899      # extra options go to `jupyter lab`
 
 How the server is started (:func:`lab_command`, :func:`lab_environment`; the JupyterLab test
-``tests/test_lab.py`` starts it the same way):
+``tests/tools/test_lab.py`` starts it the same way):
 
 - rooted at ``notebooks/``: jupytext finds the pairing there (``notebooks/jupytext.toml``), so
   saving a notebook also writes its ``.py``;

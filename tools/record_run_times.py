@@ -9,7 +9,7 @@ copies agree with it: the "**Run time:** about N s" sentence in each notebook's 
 ``.ipynb`` header (text only: outputs are not touched), and the notebook table of README.md
 (between ``<!-- notebook-table:start -->`` and ``<!-- notebook-table:end -->``) with the series' total
 in the sentence after it ("the whole series runs in N min NN s").
-``tests/test_notebooks.py`` and ``tests/test_site.py`` fail when a copy disagrees with the catalog.
+``tests/course/test_notebooks.py`` and ``tests/tools/test_site.py`` fail when a copy disagrees with the catalog.
 With ``--check`` nothing is written and the exit status says whether everything agrees.
 """
 

@@ -11,7 +11,7 @@ Each notebook is copied with
 - everything else exactly as executed (outputs, figures, tables).
 
 Run in the course environment, an untouched stub makes its checker print a ``[to do]`` line and
-the rest of the notebook runs as before (``tests/test_student.py`` executes a student edition to
+the rest of the notebook runs as before (``tests/tools/test_student.py`` executes a student edition to
 show it). The solutions stay in the repository's own notebooks, for the teacher.
 """
 

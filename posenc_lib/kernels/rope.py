@@ -10,7 +10,7 @@ One entry point, :func:`rotate`; every other function here is one of its paths:
     Rotate                        the autograd node: backward is the inverse rotation
 
 :mod:`posenc_lib.rotary.rope` holds the idea and the readable formulas; this module rotates with the
-same arithmetic (tests compare the two: ``tests/test_rope.py``). Nothing here changes what is
+same arithmetic (tests compare the two: ``tests/lib/test_rope.py``). Nothing here changes what is
 computed, only how memory is walked. Measured speeds: ``bench/results/rope.md`` (``make bench``).
 
 RoPE does a few multiply-adds per byte it reads, so its cost is memory traffic and the

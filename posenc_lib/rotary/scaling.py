@@ -7,7 +7,7 @@ multiplies cos and sin (so the attention logits scale by its square).
 
 The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
 (transformers 5.x, ``modeling_rope_utils.py``), and the float32 frequencies agree with it
-bit for bit in every configuration ``tests/test_rope_conformance.py`` tries. One key differs: Hugging Face's
+bit for bit in every configuration ``tests/lib/test_rope_conformance.py`` tries. One key differs: Hugging Face's
 dynamic NTK reads the trained length from the model config's
 ``max_position_embeddings``; here it is ``original_max_position_embeddings`` in the
 same dict, like every other scaled type (and :class:`posenc_lib.rotary.rope.RotaryPE` computes it from

@@ -426,7 +426,7 @@ def _collect_headings(app: Sphinx) -> None:
 
 def add_page_facts(app: Sphinx, doctree: nodes.document) -> None:
     """Insert "Download: notebook · source" after the first title of a notebook page (the run time
-    is the notebook's own "Run time" line, which tests/test_notebooks.py checks against the catalog)."""
+    is the notebook's own "Run time" line, which tests/course/test_notebooks.py checks against the catalog)."""
     docname = app.env.current_document.docname
     page = app.env.posenc_site["pages"].get(docname)  # type: ignore[attr-defined]
     if not page:

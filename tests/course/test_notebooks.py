@@ -20,7 +20,7 @@ from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_c
 
 from tools.execute import lab_metadata
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SECTIONS = ["Summary", "Exercises", "Further reading", "Solutions"]  # level-2 headings, in this order
 CATALOG = ROOT / "notebooks" / "catalog.toml"
@@ -151,7 +151,7 @@ def test_metadata_is_what_jupyterlab_writes(path, nb):
 
 def test_saving_from_a_server_rooted_at_notebooks_writes_the_paired_script(tmp_path):
     """`make lab` roots the server at notebooks/: jupytext must find its pairing there, and a save must
-    write a .py that keeps the solution cells' `jupyter` metadata (tests/test_lab.py does it in a browser)."""
+    write a .py that keeps the solution cells' `jupyter` metadata (tests/tools/test_lab.py does it in a browser)."""
     stem = NOTEBOOKS[0].stem
     for name in (f"{stem}.ipynb", "jupytext.toml"):  # no .py: the save must write it
         shutil.copy2(ROOT / "notebooks" / name, tmp_path / name)

@@ -15,7 +15,7 @@ import torch
 from posenc_course import numerics
 from tools import numerics_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_probe_is_repeatable_and_leaves_the_random_state_alone():

@@ -23,7 +23,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from tools import build_site, catalog, check_site, record_run_times
 from tools.site import posenc_site as glue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PLANNED = [
     "00_permutation_blindness", "01_sinusoidal", "02_learnable", "03_rope",
     "04_vision", "05_relative_biases", "06_length_extrapolation", "07_debugging", "08_todays_models",

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from posenc_course.training import cross_entropy
+from posenc_lib.training import cross_entropy
 from posenc_lib.analysis.probes import (
     permutation_sensitivity,
     position_ids_from_mask,

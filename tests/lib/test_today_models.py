@@ -3,7 +3,7 @@
 LongRoPE (Phi-3), proportional RoPE (Gemma 4), M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL), Llama 4's
 attention temperature on NoPE layers, DeepSeek-V3's decoupled RoPE (MLA), Cohere's interleaved
 layout, Gemma 3's bases by layer type. Every comparison records its largest absolute difference
-in ``MAX_ERRORS``; ``pytest tests/test_today_models.py -s`` prints the table at the end. Tolerances:
+in ``MAX_ERRORS``; ``pytest tests/lib/test_today_models.py -s`` prints the table at the end. Tolerances:
 0 where our arithmetic is Hugging Face's, operation for operation (frequencies, tables); 1e-6 for a
 rotation written another way; 1e-5 for attention outputs (other summation orders).
 """

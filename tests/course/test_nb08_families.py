@@ -40,7 +40,7 @@ def family(name: str):
 def test_table_has_one_row_per_family_and_the_documented_columns(table):
     assert list(table.reset_index().columns) == COLUMNS
     assert list(table.index) == [f.name for f in FAMILIES]
-    assert set(table["notebook"]) <= {p.name for p in (Path(__file__).parents[1] / "notebooks").glob("*.ipynb")}
+    assert set(table["notebook"]) <= {p.name for p in (Path(__file__).parents[2] / "notebooks").glob("*.ipynb")}
     no_rope = ["BERT", "GPT-2", "T5", "Bloom"]
     assert (table.loc[no_rope, ["base", "scaling type", "rotary fraction"]] == "—").all().all()
     assert (table.loc[no_rope, "layers that rotate"] == "none").all()

@@ -1,6 +1,6 @@
 """The explorers (posenc_course.explorers): their values against the library and the properties the
 notebooks state, the static figure, the ipywidgets UI, how a notebook shows them, and the export the
-site's script draws from (tests/test_site.py and tests/test_check_site.py check the site itself)."""
+site's script draws from (tests/tools/test_site.py and tests/tools/test_check_site.py check the site itself)."""
 
 from __future__ import annotations
 

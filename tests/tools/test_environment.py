@@ -14,7 +14,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!-]+)$")
 
 
@@ -63,7 +63,7 @@ def imported_distributions(*folders: str) -> dict[str, set[str]]:
                     continue
                 for module in modules:
                     top = module.split(".")[0]
-                    local_test_module = (ROOT / "tests" / f"{top}.py").exists()  # one test importing another
+                    local_test_module = (path.parent / f"{top}.py").exists()  # one test importing another
                     if top in sys.stdlib_module_names or top in LOCAL or top == "__future__" or local_test_module:
                         continue
                     assert top in distributions, f"{path.relative_to(ROOT)} imports {top}, which no installed package provides"

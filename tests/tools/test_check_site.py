@@ -16,7 +16,7 @@ from posenc_course.explorers import EXPLORERS, export_explorer
 from tools import check_site as check
 from tools.site import posenc_site as glue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 PNG_1PX = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q"

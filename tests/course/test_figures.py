@@ -11,7 +11,7 @@ import pytest
 
 from posenc_course.plotting import MAX_WIDTH_IN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 DPI = 150  # use_style's figure.dpi
 

@@ -1,4 +1,4 @@
-"""The checkers of notebook 04 accept a right answer, reject wrong ones with a helpful hint, and see stubs (tests/test_exercises_common.py)."""
+"""The checkers of notebook 04 accept a right answer, reject wrong ones with a helpful hint, and see stubs (tests/course/test_exercises_common.py)."""
 
 from __future__ import annotations
 

@@ -389,89 +389,6 @@ def test_patch_embed_vit_trains_with_every_2d_scheme():
         assert model.embed.prefix.grad.abs().sum() > 0
 
 
-# ----------------------------------------------------------------------------- a tiny ViT's schemes
-
-
-def _vit(name: str, grid: int = 3):
-    from posenc_course.nb04_vision import vit_scheme
-    from posenc_lib.grid import PatchEmbed
-
-    scheme = vit_scheme(name, 16, 2, grid, grid, n_prefix=1)
-    return TinyTransformer(None, 4, d_model=16, n_heads=2, n_layers=2, scheme=scheme, pool="first",
-                           embed=PatchEmbed(1, 16, 2, n_prefix=1))
-
-
-def test_vit_schemes_are_the_eight_kinds():
-    from posenc_course.nb04_vision import VIT_SCHEMES
-
-    kinds = {name: _vit(name).scheme.kind for name in VIT_SCHEMES}
-    assert kinds == {"none": "none", "1-D learnable": "embedding", "1-D sinusoidal": "embedding", "2-D learnable": "embedding",
-                     "2-D sin-cos": "embedding", "axial RoPE": "rotary", "mixed RoPE": "rotary", "PEG": "embedding"}
-
-
-def test_regrid_to_the_same_grid_changes_nothing_and_set_scheme_reaches_every_layer():
-    from posenc_course.nb04_vision import VIT_SCHEMES, regrid_scheme
-
-    torch.manual_seed(0)
-    images = torch.randn(3, 2, 3, 3)
-    for name in VIT_SCHEMES:
-        model = _vit(name)
-        before = model(images)
-        new = regrid_scheme(model.scheme, (3, 3), (3, 3), n_prefix=1)
-        model.set_scheme(new)
-        assert model.scheme is new and all(block.attn.scheme is new for block in model.blocks)
-        torch.testing.assert_close(model(images), before, msg=name)
-
-
-def test_regrid_to_a_larger_grid():
-    from posenc_course.nb04_vision import regrid_scheme
-
-    torch.manual_seed(0)
-    model = _vit("1-D learnable")
-    table = model.scheme.weight.detach()
-    new = regrid_scheme(model.scheme, (3, 3), (5, 4), n_prefix=1)
-    torch.testing.assert_close(new.weight.detach(), resample_grid(table, (3, 3), (5, 4), n_prefix=1))
-    two_d = Learnable2DPE(8, 3, 3, n_prefix=1)
-    big = regrid_scheme(two_d, (3, 3), (6, 6), n_prefix=1)
-    assert big.row.shape == (6, 8) and big.col.shape == (6, 8)
-    torch.testing.assert_close(big.prefix, two_d.prefix)
-    sincos = regrid_scheme(SinCos2DPE(8, 3, 3, n_prefix=1, base=50.0), (3, 3), (5, 5), n_prefix=1)
-    torch.testing.assert_close(sincos.table(), sincos_2d_table(5, 5, 8, base=50.0, n_prefix=1))
-    mixed = MixedRoPE2D(8, 2, 3, 3, n_prefix=1)
-    moved = regrid_scheme(mixed, (3, 3), (5, 5), n_prefix=1)
-    torch.testing.assert_close(moved.freqs, mixed.freqs)
-    assert (moved.grid_h, moved.grid_w) == (5, 5)
-    model = _vit("axial RoPE")
-    model.set_scheme(regrid_scheme(model.scheme, (3, 3), (5, 5), n_prefix=1))
-    assert model(torch.randn(2, 2, 5, 5)).shape == (2, 4)
-
-
-def test_grid_similarity_of_a_2d_table():
-    from posenc_course.nb04_vision import grid_similarity
-
-    table = sincos_2d_table(3, 4, 16, n_prefix=1)
-    sim = grid_similarity(table, 3, 4, n_prefix=1)
-    assert sim.shape == (3, 4, 3, 4)
-    torch.testing.assert_close(sim[1, 2, 1, 2], torch.tensor(1.0, dtype=torch.float64))
-    torch.testing.assert_close(sim, sim.permute(2, 3, 0, 1))  # symmetric
-    assert sim[0, 0, 0, 1] > sim[0, 0, 0, 3]  # nearer columns are more alike
-
-
-def test_attention_weights_are_those_of_the_layer():
-    torch.manual_seed(0)
-    model = _vit("axial RoPE")
-    images = torch.randn(2, 2, 3, 3)
-    weights = model.attention_weights(images)[1]
-    assert weights.shape == (2, 2, 10, 10)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 10))
-    # recompute layer 1's weights by hand from the model's pieces
-    x = model.embed(images)
-    pos = torch.arange(10)[None]
-    x = model.blocks[0](x, pos, None, False, None)
-    _, w = model.blocks[1].attn(model.blocks[1].ln1(x), pos, return_weights=True)
-    torch.testing.assert_close(weights, w)
-
-
 # ----------------------------------------------------------------------------- interpolated coordinates
 
 
@@ -479,18 +396,17 @@ def test_attention_weights_are_those_of_the_layer():
 @given(h=st.integers(1, 6), w=st.integers(1, 6), seed=st.integers(0, 1000))
 def test_interpolating_to_the_trained_grid_is_the_identity(h, w, seed):
     """At the trained size coordinate_scale is (1, 1), so "interpolate" changes nothing for any computed scheme."""
-    from posenc_course.nb04_vision import regrid_scheme
     from posenc_lib.grid import coordinate_scale
 
     assert coordinate_scale((h, w), (h, w)) == (1.0, 1.0)
     torch.manual_seed(seed)
     sincos = SinCos2DPE(8, h, w, n_prefix=1)
-    torch.testing.assert_close(regrid_scheme(sincos, (h, w), (h, w), coords="interpolate").table(), sincos.table(),
+    torch.testing.assert_close(sincos.regrid((h, w), (h, w), 1, coords="interpolate").table(), sincos.table(),
                                rtol=0, atol=0)
     q, k = torch.randn(2, 2, 2, 1 + h * w, 8).unbind(0)
     positions = _arange(1 + h * w)
     for rope in (AxialRoPE2D(8, h, w, n_prefix=1), MixedRoPE2D(8, 2, h, w, n_prefix=1)):
-        same = regrid_scheme(rope, (h, w), (h, w), coords="interpolate")
+        same = rope.regrid((h, w), (h, w), 1, coords="interpolate")
         for a, b in zip(same.rotate_qk(q, k, positions), rope.rotate_qk(q, k, positions), strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
 
@@ -516,11 +432,10 @@ def test_interpolated_coordinates_span_the_trained_range(old, extra):
 
 def test_interpolated_rope_turns_like_the_fractional_coordinate():
     """A 2-D RoPE regridded with "interpolate" rotates patch (r, c) of the new grid by the angles of (r s, c s)."""
-    from posenc_course.nb04_vision import regrid_scheme
 
     torch.manual_seed(0)
     for rope in (AxialRoPE2D(8, 4, 4, n_prefix=1), MixedRoPE2D(8, 2, 4, 4, n_prefix=1)):
-        big = regrid_scheme(rope, (4, 4), (6, 6), coords="interpolate")
+        big = rope.regrid((4, 4), (6, 6), 1, coords="interpolate")
         assert big.scale == (0.6, 0.6)
         q, k = torch.randn(2, 1, 2, 1 + 36, 8).unbind(0)
         rows = torch.cat([torch.zeros(1), torch.arange(6).repeat_interleave(6) * 0.6])[None]
@@ -528,17 +443,16 @@ def test_interpolated_rope_turns_like_the_fractional_coordinate():
         expected = (apply_axial_rope_2d(q, rows, cols, rope.inv_freq) if isinstance(rope, AxialRoPE2D)
                     else apply_mixed_rope_2d(q, rows, cols, rope.freqs))
         torch.testing.assert_close(big.rotate_qk(q, k, _arange(37))[0], expected)
-        extrapolated = regrid_scheme(rope, (4, 4), (6, 6))
+        extrapolated = rope.regrid((4, 4), (6, 6), 1)
         assert extrapolated.scale == (1.0, 1.0)
 
 
 def test_peg_is_carried_to_a_larger_grid_with_its_convolution():
-    from posenc_course.nb04_vision import regrid_scheme
     from posenc_lib.conditional.peg import PEG
 
     torch.manual_seed(0)
     small = PEG(8, 4, 4, n_prefix=1)
-    big = regrid_scheme(small, (4, 4), (6, 6), n_prefix=1)
+    big = small.regrid((4, 4), (6, 6), 1)
     assert (big.grid_h, big.grid_w, big.n_prefix) == (6, 6, 1)
     torch.testing.assert_close(big.conv.weight, small.conv.weight)
     torch.testing.assert_close(big.conv.bias, small.conv.bias)

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from posenc_course.data import PAD, Vocab, WhenAndWhere, WhoDidWhat, lag_task
+from posenc_course.data import PAD, Vocab, WhenAndWhere, WhoDidWhat, lag_task, sorting_task
 
 
 # ----------------------------------------------------------------------------- Vocab
@@ -380,3 +380,33 @@ def test_when_and_where_ceilings():
 def test_when_and_where_bad_sizes(kwargs, match):
     with pytest.raises(ValueError, match=match):
         WhenAndWhere(**kwargs)
+
+
+# ----------------------------------------------------------------- the sorting task of notebook 02
+def test_sorting_task_targets_are_the_sorted_inputs():
+    x, y = sorting_task(50, 9, 7, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (50, 9) and x.dtype == y.dtype == torch.long
+    assert x.min() >= 0 and x.max() < 7
+    assert torch.equal(y, x.sort(dim=1).values)
+    assert torch.all(y[:, 1:] >= y[:, :-1])
+    x2, _ = sorting_task(50, 9, 7, torch.Generator().manual_seed(0))
+    assert torch.equal(x, x2)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "pattern"),
+    [
+        ((0, 5, 4), ValueError, r"n must be an int >= 1, got 0"),
+        ((3, 0, 4), ValueError, r"seq_len must be an int >= 1, got 0"),
+        ((3, 5, 1), ValueError, r"vocab_size must be an int >= 2, got 1"),
+        ((3, 5.0, 4), ValueError, r"seq_len must be an int >= 1, got 5.0"),
+    ],
+)
+def test_sorting_task_rejects_bad_sizes(args, error, pattern):
+    with pytest.raises(error, match=pattern):
+        sorting_task(*args, torch.Generator())
+
+
+def test_sorting_task_needs_a_generator():
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got int"):
+        sorting_task(3, 5, 4, 0)

@@ -1,4 +1,4 @@
-"""The notebook 06 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs (tests/test_exercises_common.py)."""
+"""The notebook 06 checkers accept the worked solutions, reject typical wrong answers, and print [to do] on stubs (tests/course/test_exercises_common.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COURSE_ONLY = {"pandas", "matplotlib", "transformers", "ipywidgets", "joblib", "tqdm", "IPython", "numpy",
                "posenc_course", "tools", "bench"}
 

@@ -5,7 +5,7 @@
   sections above it (``../notebooks/NN_name.ipynb``, "notebook NN", "NN §"), and a number passes
   at the precision it is typed with (typed 0.49 matches a printed 0.492). Math, inline code, link
   targets, headings and section numbers are not counted, exactly as for the notebooks' own prose
-  (the rules and helpers are those of tests/test_prose_numbers.py). Unlike notebook prose, a
+  (the rules and helpers are those of tests/course/test_prose_numbers.py). Unlike notebook prose, a
   document may not take a number from a notebook's code or from a paper: only printed outputs.
 - The errata are numbered once: the labels E1, E2, ... of docs/errata.md are consecutive; each
   is carried ("erratum E3") by the markdown of a notebook its section cites; and a notebook
@@ -25,7 +25,7 @@ from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown 
 
 from tools import build_site
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("errata", "instructor-guide")}
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 FENCE = re.compile(r"^\s*```")

@@ -1,7 +1,7 @@
 """posenc_lib.rotary.rope and rope_scaling against Hugging Face transformers (built from config objects, no downloads).
 
 Every comparison records its largest absolute difference in ``MAX_ERRORS``; run with
-``pytest tests/test_rope_conformance.py -s`` to print the table at the end.
+``pytest tests/lib/test_rope_conformance.py -s`` to print the table at the end.
 """
 
 from __future__ import annotations

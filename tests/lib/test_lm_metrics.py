@@ -1,4 +1,5 @@
-"""posenc_course.nb06_extrapolation: the measurements of notebook 06."""
+"""posenc_lib.analysis.lm_metrics and the causal-LM plumbing notebook 06 measures with: per-position loss,
+perplexity by length, attention entropy, window masks, with_scheme."""
 
 from __future__ import annotations
 
@@ -10,16 +11,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posenc_course.data import char_corpus
-from posenc_course.nb06_extrapolation import finetune_char_lm, train_char_lm
 from posenc_lib.analysis.lm_metrics import attention_entropy, per_position_loss, perplexity_at
 from posenc_lib.attention import allowed_keys
-from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.embeddings.sinusoidal import SinusoidalPE
 from posenc_lib.models import LayerSpec, TinyTransformer, with_scheme
 from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.scheme import NoPosition
 from posenc_lib.score_bias.alibi import ALiBi
+
 
 
 def lm(scheme, seed=0):
@@ -127,33 +126,6 @@ def test_attention_entropy_of_uniform_and_one_hot_weights():
     uniform = torch.full((2, 5, 5), 0.2)
     torch.testing.assert_close(attention_entropy(uniform), torch.full((2, 5), math.log(5)))
     torch.testing.assert_close(attention_entropy(torch.eye(4)), torch.zeros(4))
-
-
-def test_train_and_finetune_char_lm_learn_and_are_seeded():
-    corpus = char_corpus()
-    a = train_char_lm(RotaryPE(16), corpus, 16, 30, seed=3, desc=None)
-    b = train_char_lm(RotaryPE(16), corpus, 16, 30, seed=3, desc=None)
-    for p, q in zip(a.parameters(), b.parameters()):
-        assert torch.equal(p, q)
-    x = corpus.valid[5000:5257].unfold(0, 33, 32)
-    untrained = TinyTransformer(64, 64, 64, 4, 2, scheme=RotaryPE(16), causal=True, pool="none")
-    trained_ppl, untrained_ppl = (math.exp(per_position_loss(m, x[:, :-1], x[:, 1:]).mean().item()) for m in (a, untrained))
-    assert trained_ppl < 0.5 * untrained_ppl  # 30 steps already learn the character frequencies
-    finetune_char_lm(a, corpus, 32, 10, seed=0, desc=None)
-    assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-
-
-def test_train_char_lm_builds_a_scheme_from_its_function_after_seeding():
-    """A learnable table built by the function comes from the seed, whatever ran before."""
-    corpus = char_corpus()
-    tables = []
-    for noise in (0, 1):
-        torch.manual_seed(noise)  # a different global state before each call
-        model = train_char_lm(lambda: LearnablePE(64, max_len=16), corpus, 16, 1, seed=3, desc=None)
-        tables.append(model.scheme.weight.detach().clone())
-    assert torch.equal(tables[0], tables[1])
-    with pytest.raises(TypeError, match="scheme must be a PositionScheme or a function that builds one, got int"):
-        train_char_lm(3, corpus, 16, 1, seed=0)
 
 
 def test_with_scheme_leaves_a_per_layer_model_as_it_was():

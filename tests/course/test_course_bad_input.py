@@ -1,0 +1,96 @@
+"""Every bad input to the course package (tasks, data, explorers, 04's scheme catalogue), in one table: each
+must raise the right exception type with a message that names the offending parameter (and the value).
+
+The library's own table is tests/lib/test_bad_input.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from posenc_course.data import (
+    RelativeDirection,
+    Vocab,
+    WhoDidWhat,
+    char_corpus,
+    lm_batch,
+    lm_eval_windows,
+    load_digits,
+    sorting_task,
+)
+from posenc_course.explorers import context_values, relative_values, rope_values, sinusoidal_values
+from posenc_course.nb04_vision import grid_similarity, regrid_scheme, vit_scheme
+from posenc_lib.embeddings.tables_2d import SinCos2DPE
+from posenc_lib.score_bias.alibi import ALiBi
+
+
+# (id, call, exception type, regex the message must match: parameter name [and value])
+BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
+    # ------------------------------------------------------------------ data
+    ("vocab duplicate tokens", lambda: Vocab(("<pad>", "the", "the")), ValueError, r"tokens must be distinct, got duplicates \['the'\]"),
+    ("vocab unknown word", lambda: Vocab(("<pad>", "the")).encode(["the", "cat"]), ValueError,
+     r"pieces contain tokens not in the vocabulary: \['cat'\]"),
+    ("task unknown split", lambda: WhoDidWhat().sample(4, torch.Generator(), split="val"), ValueError,
+     r"split must be 'all', 'train' or 'test', got 'val'"),
+    ("task no generator", lambda: WhoDidWhat().sample(4, generator=0), TypeError, r"generator must be a torch.Generator, got int"),
+    ("sorting vocab too small", lambda: sorting_task(4, 5, 1, torch.Generator()), ValueError, r"vocab_size must be an int >= 2, got 1"),
+    # ------------------------------------------------------------------ vision
+    ("vit scheme unknown name", lambda: vit_scheme("3-D RoPE", 32, 4, 4, 4), ValueError,
+     r"name must be one of \[.*'axial RoPE'.*\], got '3-D RoPE'"),
+    ("regrid scheme grid mismatch", lambda: regrid_scheme(SinCos2DPE(8, 2, 2, n_prefix=1), (3, 3), (4, 4)), ValueError,
+     r"old_hw=\(3, 3\), n_prefix=1 must match the scheme's grid \(2, 2\), n_prefix=1"),
+    ("regrid scheme unknown kind", lambda: regrid_scheme(ALiBi(2), (2, 2), (3, 3)), TypeError,
+     r"scheme must be one of the schemes of vit_scheme, got ALiBi"),
+    ("regrid scheme unknown coords", lambda: regrid_scheme(SinCos2DPE(8, 2, 2, n_prefix=1), (2, 2), (4, 4), coords="stretch"),
+     ValueError, r"coords must be one of .*'interpolate'.*got 'stretch'"),
+    ("grid similarity wrong table", lambda: grid_similarity(torch.zeros(5, 4), 2, 3), ValueError,
+     r"table must have shape \(n_prefix \+ grid_h\*grid_w, d\) = \(0 \+ 2\*3, d\), got \(5, 4\)"),
+    # ------------------------------------------------------------------ data: images
+    ("digits unknown split", lambda: load_digits("valid"), ValueError, r"split must be 'all', 'train' or 'test', got 'valid'"),
+    ("digits n_test too large", lambda: load_digits("test", n_test=1797), ValueError, r"n_test must be an int in \[1, 1796\], got 1797"),
+    ("direction grid too small", lambda: RelativeDirection(1, 4), ValueError, r"grid_h must be an int >= 2, got 1"),
+    ("direction n not positive", lambda: RelativeDirection().sample(0, torch.Generator()), ValueError,
+     r"n must be a positive integer, got 0"),
+    ("direction no generator", lambda: RelativeDirection().sample(4, 0), TypeError, r"generator must be a torch.Generator, got int"),
+    ("direction held-out tie", lambda: RelativeDirection(4, 4).split([(1, 1)]), ValueError,
+     r"held_out must be a non-empty list of \(row offset, column offset\) pairs allowed on a 4x4 canvas.*got \[\(1, 1\)\]"),
+    ("direction held-out beyond the grid", lambda: RelativeDirection(4, 4).split([(0, 4)]), ValueError,
+     r"held_out must be .* got \[\(0, 4\)\]"),
+    ("direction offsets of a flat tensor", lambda: RelativeDirection().offsets(torch.zeros(4, dtype=torch.long)), ValueError,
+     r"cells must be an \(n, 2\) tensor of \(A, B\) cell indices, got torch.Size\(\[4\]\)"),
+    # ------------------------------------------------------------------ text data and extrapolation (notebook 06)
+    ("corpus missing", lambda: char_corpus("no_such_corpus.txt", "0" * 64), FileNotFoundError,
+     r"no_such_corpus\.txt.*missing"),
+    ("corpus wrong checksum", lambda: char_corpus(sha256="0" * 64), ValueError,
+     r"shakespeare_tragedies\.txt.*SHA-256 .*expected 0{64}"),
+    ("lm_batch float ids", lambda: lm_batch(torch.zeros(100), 8, 2, torch.Generator()), TypeError,
+     r"ids must be a 1-D int64 tensor.*float32"),
+    ("lm_batch too short", lambda: lm_batch(torch.zeros(8, dtype=torch.long), 8, 2, torch.Generator()), ValueError,
+     r"seq_len \+ 1 = 9 must not exceed the 8 ids"),
+    ("lm_batch no generator", lambda: lm_batch(torch.zeros(100, dtype=torch.long), 8, 2, 0), TypeError,
+     r"generator must be a torch.Generator, got int"),
+    ("lm_eval_windows too many", lambda: lm_eval_windows(torch.zeros(100, dtype=torch.long), 10, 10), ValueError,
+     r"n \* seq_len \+ 1 = 101 ids needed for 10 windows, got 100"),
+    ("lm_eval_windows seq_len 0", lambda: lm_eval_windows(torch.zeros(100, dtype=torch.long), 0, 2), ValueError,
+     r"seq_len must be an int >= 1, got 0"),
+    ("explorer position past the positions shown", lambda: sinusoidal_values(64, 10000.0), ValueError,
+     r"position must be < n_positions=64, got 64"),
+    ("explorer negative position", lambda: sinusoidal_values(-1, 10000.0), ValueError, r"position must be an int >= 0, got -1"),
+    ("explorer base 1", lambda: sinusoidal_values(3, 1.0), ValueError, r"base must be a finite number > 1, got 1.0"),
+    ("explorer key position past the grid", lambda: rope_values(0, 48), ValueError, r"key_position must be < n_positions=48, got 48"),
+    ("explorer query and key of two lengths", lambda: rope_values(0, 1, query=(1.0, 2.0), key=(1.0,)), ValueError,
+     r"query and key must be 1-D and of one length, got shapes \(2,\) and \(1,\)"),
+    ("explorer no heads", lambda: relative_values(0, 8), ValueError, r"n_heads must be an int >= 1, got 0"),
+    ("explorer unknown method", lambda: context_values("ntk-by-parts", 2.0), ValueError,
+     r"method must be one of \['linear', 'ntk', 'dynamic', 'yarn', 'llama3'\], got 'ntk-by-parts'"),
+    ("explorer factor below 1", lambda: context_values("yarn", 0.5), ValueError, r"factor must be >= 1 \(an extension\), got 0.5"),
+]
+
+
+@pytest.mark.parametrize("call, exception, message", [row[1:] for row in BAD_INPUTS], ids=[row[0] for row in BAD_INPUTS])
+def test_bad_input_raises_a_clear_error(call, exception, message):
+    with torch.no_grad(), pytest.raises(exception, match=message):
+        call()
