@@ -169,6 +169,8 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
     if tolerance < 0 or not math.isfinite(tolerance):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
     allowed_text = f"{tolerance:.0%} of the true value" if relative else f"±{_show(tolerance)}"
+    within = f"within {allowed_text}" if tolerance else "exact"
+    passes = f"a prediction within {allowed_text} passes" if tolerance else "only the exact value passes"
 
     @checker(title, todo=f"write your prediction into `{variable}` in the cell above (replace the `...`) "
                          "and run it, then run this cell again.")
@@ -181,12 +183,12 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
         allowed = tolerance * abs(truth) if relative else tolerance
         gap = guess - truth
         if abs(gap) <= allowed * (1 + 1e-12):
-            ex.passed(f"{said} (within {allowed_text}). {why}".rstrip())
+            ex.passed(f"{said} ({within}). {why}".rstrip())
             return
         direction = "too high" if gap > 0 else "too low"
         reason = too_high if gap > 0 else too_low
         ex.fail(" ".join(part for part in (f"{said}: {direction} by {_show(abs(gap))} "
-                                           f"(a prediction within {allowed_text} passes).", reason, why) if part))
+                                           f"({passes}).", reason, why) if part))
 
     return check
 

@@ -52,10 +52,13 @@ def test_a_prediction_too_high_gets_the_other_reason():
 def test_an_exact_count_and_a_relative_tolerance(capsys):
     turns(16, 16)
     ratio(4.3, 4.0)  # 7.5% off, within 10%
-    assert capsys.readouterr().out.count(PASSED_MARK) == 2
+    out = capsys.readouterr().out
+    assert out.count(PASSED_MARK) == 2 and "the run gives 16 (exact)." in out
     with strict():
         with pytest.raises(ExerciseFailure, match="too high by 1 "):
             turns(17, 16)
+        with pytest.raises(ExerciseFailure, match=r"only the exact value passes"):
+            turns(15, 16)
         with pytest.raises(ExerciseFailure, match=r"too low by 0.5 \(a prediction within 10% of the true value"):
             ratio(3.5, 4.0)
 
