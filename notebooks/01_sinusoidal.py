@@ -1,10 +1,17 @@
 # %% [markdown]
 # # 01 · Sinusoidal encoding
 #
-# The original Transformer (Vaswani et al., 2017) gives every position $p = 0, 1, 2, \dots$ a fixed
-# vector of sines and cosines and adds it to the token embedding. It has no parameters, it is
-# defined for every position, and it has one property that makes it more than an arbitrary
-# barcode: moving $k$ positions forward is *the same linear map* whatever the starting position.
+# **The question.** Notebook 00 showed that attention needs to be told where each token
+# stands. What vector should position $p = 0, 1, 2, \dots$ get, to be added to the token
+# embedding? Before naming any design, what we would want of it:
+# - **bounded**, so that position 5000 does not swamp the token's meaning;
+# - **different for every position**, and defined for every position, however long the input;
+# - **smooth**: neighbouring positions get nearby vectors;
+# - **the same step wherever you stand**: moving $k$ positions forward should look the same
+#   at the start of a sentence and at its end.
+#
+# The original Transformer (Vaswani et al., 2017) answers with a fixed vector of sines and
+# cosines; this notebook derives it from those wishes and checks each one.
 #
 # **What you will learn**
 # - compute the table from its formula (frequencies in log space, angles in float64), in both
@@ -38,6 +45,7 @@ from posenc_course.exercises.nb01 import (
 )
 from posenc_course.explorers import sinusoidal_explorer, sinusoidal_values
 from posenc_course.plotting import heatmap, line_plot
+from posenc_course.report import checked
 from posenc_course.training import setup_notebook
 from posenc_lib import TinyTransformer
 from posenc_lib.embeddings.sinusoidal import (
@@ -49,7 +57,7 @@ from posenc_lib.embeddings.sinusoidal import (
 )
 from posenc_lib.scheme import PositionScheme
 
-gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
+gen = setup_notebook(0)  # threads, figure style, seeds, print options
 
 # %% [markdown]
 # ## 1 · The formula, built step by step
@@ -66,13 +74,18 @@ gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print op
 # %% tags=["nbval-check-output"]
 n_bits, n_pos = 6, 64
 p_int = torch.arange(n_pos)
-bits = (p_int[:, None] >> torch.arange(n_bits)) & 1                              # (64, 6): bit k of p
-waves = -torch.sin(math.pi * (p_int[:, None] + 0.5) / 2.0 ** torch.arange(n_bits))  # period 2^(k+1), like bit k
-assert torch.equal(bits.bool(), waves > 0)                                        # the wave's sign is the bit
+# (64, 6): bit k of p
+bits = (p_int[:, None] >> torch.arange(n_bits)) & 1
+# wave k has period 2^(k+1), like bit k
+waves = -torch.sin(math.pi * (p_int[:, None] + 0.5)
+                   / 2.0 ** torch.arange(n_bits))
+# the wave's sign is the bit
+assert torch.equal(bits.bool(), waves > 0)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.2))
-heatmap(ax1, bits.numpy(), "Binary counter: bit k of p", "bit k (period 2^(k+1))", "position p",
-        colorbar_label="bit value")
-heatmap(ax2, waves.numpy(), "The same periods as smooth waves", "wave k (period 2^(k+1))", "position p",
+heatmap(ax1, bits.numpy(), "Binary counter: bit k of p",
+        "bit k (period 2^(k+1))", "position p", colorbar_label="bit value")
+heatmap(ax2, waves.numpy(), "The same periods as smooth waves",
+        "wave k (period 2^(k+1))", "position p",
         colorbar_label="wave value", center=True)
 plt.show()
 
@@ -99,10 +112,14 @@ plt.show()
 # %% tags=["nbval-check-output"]
 d_model, max_len = 64, 128
 
-two_i = torch.arange(0, d_model, 2, dtype=torch.float64)       # 0, 2, 4, ..., d-2
-theta = torch.exp(-(two_i / d_model) * math.log(10000.0))       # (d/2,) radians per position
-positions = torch.arange(max_len, dtype=torch.float64)          # 0, 1, ..., max_len-1
-angles = positions[:, None] * theta[None, :]                     # (max_len, d/2): p * theta_i
+# 0, 2, 4, ..., d-2
+two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+# (d/2,) radians per position
+theta = torch.exp(-(two_i / d_model) * math.log(10000.0))
+# 0, 1, ..., max_len-1
+positions = torch.arange(max_len, dtype=torch.float64)
+# (max_len, d/2): p * theta_i
+angles = positions[:, None] * theta[None, :]
 
 pe = torch.empty(max_len, d_model, dtype=torch.float64)
 pe[:, 0::2] = angles.sin()   # even columns 2i: sines
@@ -116,13 +133,18 @@ print("first three positions, first six columns:\n", pe[:3, :6])
 # $\sin 0 = 0$ and $\cos 0 = 1$.
 
 # %% tags=["nbval-check-output"]
-torch.testing.assert_close(theta, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
+library = sinusoidal_table(max_len, d_model, dtype=torch.float64)
 assert torch.equal(theta, sinusoidal_frequencies(d_model))
-assert torch.equal(pe, sinusoidal_table(max_len, d_model, dtype=torch.float64))
+assert torch.equal(pe, library)
+print("inline table == sinusoidal_table(128, 64): exact")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+torch.testing.assert_close(theta, 10000.0 ** (-two_i / d_model), rtol=1e-14, atol=0)
 assert torch.equal(pe[0], torch.tensor([0.0, 1.0] * (d_model // 2), dtype=torch.float64))
 # The default float32 table is this float64 table, rounded at the very end.
 assert torch.equal(sinusoidal_table(max_len, d_model), pe.float())
-print("inline table == sinusoidal_table(128, 64): exact")
+checked("log-space and direct frequencies agree; PE(0) = [0, 1, 0, 1, ...]; "
+        "the float32 table is the float64 one, rounded once")
 
 # %% [markdown]
 # **Takeaway:**
@@ -143,10 +165,13 @@ print("inline table == sinusoidal_table(128, 64): exact")
 # %% tags=["deep-dive", "nbval-check-output"]
 marks = torch.tensor([1e3, 1e5, 1e6], dtype=torch.float64)
 probe = torch.unique(torch.cat([torch.logspace(1, 6, 60, dtype=torch.float64).round(), marks]))  # 10 .. 1e6
-exact = (probe[:, None] * theta).sin()                                       # float64 reference
-angles32 = probe.float()[:, None] * theta.float()[None, :]                   # angles in float32
+# float64 reference
+exact = (probe[:, None] * theta).sin()
+# angles in float32
+angles32 = probe.float()[:, None] * theta.float()[None, :]
 err_float32_angles = (angles32.sin().double() - exact).abs().max(dim=1).values
-err_float64_angles = (exact.float().double() - exact).abs().max(dim=1).values  # what the library does
+# what the library does
+err_float64_angles = (exact.float().double() - exact).abs().max(dim=1).values
 
 fig, ax = plt.subplots(figsize=(6.4, 3.6))
 line_plot(ax, probe.numpy(), {"angles in float32": err_float32_angles.numpy(),
@@ -158,8 +183,10 @@ plt.show()
 at = {int(p): int((probe == p).nonzero()) for p in marks}
 for p, j in at.items():
     print(f"position {p:>9,}: float32 angles {err_float32_angles[j]:.1e}, float64 angles {err_float64_angles[j]:.1e}")
-assert err_float64_angles.max() <= 2**-25        # at most half a float32 step: only the final rounding
-assert err_float32_angles[at[100_000]] > 1e-3    # float32 angles: wrong in the third decimal at 1e5
+# at most half a float32 step: only the final rounding
+assert err_float64_angles.max() <= 2**-25
+# float32 angles: wrong in the third decimal at 1e5
+assert err_float32_angles[at[100_000]] > 1e-3
 
 # %% [markdown]
 # ## 2 · The picture: a striped table
@@ -180,11 +207,15 @@ plt.show()
 # length $2\sin(\theta_i/2)$, the same for every $p$, and shrinking as $i$ grows.
 
 # %% tags=["nbval-check-output"]
-pairs = pe.view(max_len, d_model // 2, 2)                          # (positions, pairs, [sin, cos])
-step = (pairs[1:] - pairs[:-1]).norm(dim=-1)                       # (positions-1, pairs)
-torch.testing.assert_close(step, (2 * torch.sin(theta / 2)).expand_as(step))
-assert torch.all(step[0, 1:] < step[0, :-1])                       # strictly smaller for larger i
-print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 15]:.4f}, pair 31 {step[0, 31]:.6f}")
+# (positions, pairs, [sin, cos])
+pairs = pe.view(max_len, d_model // 2, 2)
+# (positions-1, pairs)
+step = (pairs[1:] - pairs[:-1]).norm(dim=-1)
+chord = 2 * torch.sin(theta / 2)  # the formula, per pair
+torch.testing.assert_close(step, chord.expand_as(step))
+assert torch.all(step[0, 1:] < step[0, :-1])  # smaller for larger i
+print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, "
+      f"pair 15 {step[0, 15]:.4f}, pair 31 {step[0, 31]:.6f}")
 
 # %% [markdown]
 # ## 3 · A few dimensions as curves
@@ -192,8 +223,10 @@ print(f"distance moved per position: pair 0 {step[0, 0]:.4f}, pair 15 {step[0, 1
 # %% tags=["nbval-check-output"]
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 pos = positions.numpy()
-line_plot(ax, pos, {f"dim {2 * i} (pair i = {i})": pe[:, 2 * i].numpy() for i in (0, 4, 12, 24)},
-          title="Sine columns of the table", xlabel="position p", ylabel="PE[p, 2i] = sin(p theta_i)")
+columns = {f"dim {2 * i} (pair i = {i})": pe[:, 2 * i].numpy()
+           for i in (0, 4, 12, 24)}
+line_plot(ax, pos, columns, title="Sine columns of the table",
+          xlabel="position p", ylabel="PE[p, 2i] = sin(p theta_i)")
 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
 plt.show()
 
@@ -220,40 +253,55 @@ plt.show()
 # count is exactly $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
 
 # %% tags=["nbval-check-output"]
-wavelength = 2 * math.pi / theta                                   # (d/2,) in positions
-assert torch.all(wavelength[1:] > wavelength[:-1])                 # grows with i
-assert math.isclose(wavelength[0], 2 * math.pi)
-assert math.isclose(wavelength[-1], 2 * math.pi * 10000 ** ((d_model - 2) / d_model), rel_tol=1e-12)
-longest = {d: float(1 / sinusoidal_frequencies(d)[-1]) for d in (64, 512, 4096)}  # in units of 2 pi
+wavelength = 2 * math.pi / theta  # (d/2,) in positions
+longest = {d: float(1 / sinusoidal_frequencies(d)[-1])  # in units of 2 pi
+           for d in (64, 512, 4096)}
 for d, turns in longest.items():
     print(f"d_model = {d:4d}: longest wavelength = {turns:7.1f} x 2 pi")
-assert longest[64] < longest[512] < longest[4096] < 10000   # approaches 10000 x 2 pi from below
 
 n_count = 4096
-sines = sinusoidal_table(n_count, d_model, dtype=torch.float64)[1:, 0::2]   # positions 1..N-1 (sin 0 = 0)
-sign_changes = (torch.sign(sines[1:]) != torch.sign(sines[:-1])).sum(dim=0)
+table = sinusoidal_table(n_count, d_model, dtype=torch.float64)
+sines = table[1:, 0::2]  # positions 1..N-1 (sin 0 = 0)
+flips = torch.sign(sines[1:]) != torch.sign(sines[:-1])
+sign_changes = flips.sum(dim=0)  # per pair
+print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, "
+      f"pair 8 -> {sign_changes[8]}, pair 16 -> {sign_changes[16]}, "
+      f"pair 31 -> {sign_changes[31]}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+assert torch.all(wavelength[1:] > wavelength[:-1])  # grows with i
+assert math.isclose(wavelength[0], 2 * math.pi)
+assert math.isclose(wavelength[-1], 2 * math.pi * 10000 ** ((d_model - 2) / d_model), rel_tol=1e-12)
+assert longest[64] < longest[512] < longest[4096] < 10000  # approaches 10000 x 2 pi from below
 predicted = torch.floor((n_count - 1) * theta / math.pi).long()
 assert torch.equal(sign_changes, predicted)
-assert sign_changes[0] == 1303 and torch.all(sign_changes[25:] == 0)   # pairs 25..31: no sign change at all
-print(f"sign changes in {n_count} positions: pair 0 -> {sign_changes[0]}, pair 8 -> {sign_changes[8]}, "
-      f"pair 16 -> {sign_changes[16]}, pair 31 -> {sign_changes[31]}")
+assert sign_changes[0] == 1303 and torch.all(sign_changes[25:] == 0)  # pairs 25..31: none
+checked("wavelengths grow from 2 pi with i; sign changes counted = "
+        "floor((N-1) theta_i / pi) for every pair")
 
 # %% tags=["nbval-check-output"]
 i_idx = np.arange(d_model // 2)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
-line_plot(ax1, i_idx, {"wavelength 2 pi / theta_i": wavelength.numpy()}, title="Wavelength per pair",
-          xlabel="pair index i (dimensions 2i, 2i+1)", ylabel="wavelength (positions)", logy=True, markers=True)
+line_plot(ax1, i_idx, {"wavelength 2 pi / theta_i": wavelength.numpy()},
+          title="Wavelength per pair",
+          xlabel="pair index i (dimensions 2i, 2i+1)",
+          ylabel="wavelength (positions)", logy=True, markers=True)
 ax1.get_legend().remove()
-for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"), (10000 * 2 * math.pi, "10000 x 2 pi", 0, "left")):
+for y, text, x, ha in ((2 * math.pi, "2 pi", d_model // 2 - 1, "right"),
+                       (10000 * 2 * math.pi, "10000 x 2 pi", 0, "left")):
     ax1.axhline(y, color="gray", linestyle=":", linewidth=1)
     ax1.text(x, y * (1.3 if ha == "right" else 0.55), text, ha=ha, fontsize=10)
-ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]), xytext=(3, 3e2),
+ax1.annotate("HIGH frequency\n(short wavelength)", xy=(0, wavelength[0]),
+             xytext=(3, 3e2),
              arrowprops={"arrowstyle": "->"}, fontsize=10)
-ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]), xytext=(14, 2.5e3),
+ax1.annotate("LOW frequency\n(long wavelength)", xy=(31, wavelength[-1]),
+             xytext=(14, 2.5e3),
              arrowprops={"arrowstyle": "->"}, fontsize=10, ha="right")
-line_plot(ax2, i_idx, {"counted in the table": sign_changes.numpy(),
-                       "about 2N / wavelength": 2 * n_count / wavelength.numpy()},
-          title=f"Sine sign changes in {n_count} positions", xlabel="pair index i",
+counts = {"counted in the table": sign_changes.numpy(),
+          "about 2N / wavelength": 2 * n_count / wavelength.numpy()}
+line_plot(ax2, i_idx, counts,
+          title=f"Sine sign changes in {n_count} positions",
+          xlabel="pair index i",
           ylabel="sign changes (symlog scale)", markers=True)
 ax2.set_yscale("symlog", linthresh=1)
 plt.show()
@@ -285,37 +333,49 @@ plt.show()
 # %% tags=["nbval-check-output"]
 long_len = 20001
 long_table = sinusoidal_table(long_len, d_model, dtype=torch.float64)
-sim = pe @ pe.T / (d_model / 2)                                     # (128, 128) cosine similarities
+sim = pe @ pe.T / (d_model / 2)  # (128, 128) cosine similarities
 offsets = positions[:, None] - positions[None, :]
-torch.testing.assert_close(sim, torch.cos(offsets[..., None] * theta).mean(dim=-1))
-torch.testing.assert_close(long_table.norm(dim=1) ** 2, torch.full((long_len,), d_model / 2, dtype=torch.float64))
-assert torch.allclose(sim[1:, 1:], sim[:-1, :-1], atol=1e-12)       # constant along diagonals
-p0 = 64
-assert torch.allclose(sim[p0, p0 + 1 :], sim[p0, 1:p0].flip(0), atol=1e-12)  # PE(p0+k) vs PE(p0-k), k = 1..63
+by_formula = torch.cos(offsets[..., None] * theta).mean(dim=-1)
+torch.testing.assert_close(sim, by_formula)
 
-sim_k = (long_table @ long_table[0] / (d_model / 2)).numpy()        # similarity at offset k = 0 .. 20000
-assert sim_k[0] == 1.0 and sim_k[1:].max() < 1.0                     # the peak is at k = 0 only
+sim_k = (long_table @ long_table[0] / (d_model / 2)).numpy()  # k = 0..20000
 first_rise = int(np.argmax(np.diff(sim_k) > 0))
-print(f"similarity at k = 1: {sim_k[1]:.3f}; k = 10: {sim_k[10]:.3f}; k = 100: {sim_k[100]:.3f}; "
-      f"k = 1000: {sim_k[1000]:.3f}")
-print(f"not monotone: the similarity first rises again from k = {first_rise} to k = {first_rise + 1}")
+print(f"similarity at k = 1: {sim_k[1]:.3f}; k = 10: {sim_k[10]:.3f}; "
+      f"k = 100: {sim_k[100]:.3f}; k = 1000: {sim_k[1000]:.3f}")
+print(f"not monotone: the similarity first rises again from k = {first_rise}"
+      f" to k = {first_rise + 1}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+norms = long_table.norm(dim=1) ** 2
+torch.testing.assert_close(norms, torch.full((long_len,), d_model / 2, dtype=torch.float64))
+assert torch.allclose(sim[1:, 1:], sim[:-1, :-1], atol=1e-12)  # constant along diagonals
+p0 = 64  # PE(p0+k) vs PE(p0-k), k = 1..63
+assert torch.allclose(sim[p0, p0 + 1 :], sim[p0, 1:p0].flip(0), atol=1e-12)
+assert sim_k[0] == 1.0 and sim_k[1:].max() < 1.0  # the peak is at k = 0 only
+checked("every |PE(p)|^2 = d/2; the similarity is constant along diagonals, "
+        "symmetric in the offset, and peaks at k = 0 only")
 
 # %% tags=["nbval-check-output"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
-heatmap(ax1, sim.numpy(), title="Cosine similarity of positions", xlabel="position q", ylabel="position p",
+heatmap(ax1, sim.numpy(), title="Cosine similarity of positions",
+        xlabel="position q", ylabel="position p",
         colorbar_label="cos(PE(p), PE(q))")
-line_plot(ax2, np.arange(1, long_len), {"cos(PE(0), PE(k))": sim_k[1:]}, title="Similarity vs distance",
-          xlabel="distance k (positions, log scale)", ylabel="cosine similarity", logx=True)
+line_plot(ax2, np.arange(1, long_len), {"cos(PE(0), PE(k))": sim_k[1:]},
+          title="Similarity vs distance",
+          xlabel="distance k (positions, log scale)",
+          ylabel="cosine similarity", logx=True)
 decades = [(1, 10), (10, 100), (100, 1000), (1000, 10000), (10000, 20000)]
 decade_mean = [float(sim_k[a:b].mean()) for a, b in decades]
-ax2.step([a for a, _ in decades] + [20000], decade_mean + decade_mean[-1:], where="post", color="black",
-         linestyle="--", label="mean over each decade")
+ax2.step([a for a, _ in decades] + [20000], decade_mean + decade_mean[-1:],
+         where="post", color="black", linestyle="--",
+         label="mean over each decade")
 ax2.legend()
 plt.show()
 
-display(pd.DataFrame({"distances k": [f"{a} .. {b - 1}" for a, b in decades],
-                      "mean similarity": [f"{m:.3f}" for m in decade_mean],
-                      "max similarity": [f"{sim_k[a:b].max():.3f}" for a, b in decades]}))
+display(pd.DataFrame({
+    "distances k": [f"{a} .. {b - 1}" for a, b in decades],
+    "mean similarity": [f"{m:.3f}" for m in decade_mean],
+    "max similarity": [f"{sim_k[a:b].max():.3f}" for a, b in decades]}))
 
 # %% [markdown]
 # **Check what we claim.** The similarity map is symmetric and constant along its diagonals
@@ -348,9 +408,11 @@ print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
 # - Move $p$. In the top panel the fast pairs (small $i$) jump around while the slow ones barely
 #   move; in the middle panel the peak follows $p$ and keeps its shape, because the similarity
 #   depends on the distance only (section 5).
-# - Lower the base to 100, then raise it to $10^6$. Every wavelength scales with the base (the right
-#   panel slides up or down), so the number of pairs that complete a turn within the 64 positions
-#   changes, and with it how fast the similarity falls.
+# - Lower the base to 100, then raise it to $10^6$. Pair 0's wavelength is $2\pi$ for every
+#   base ($\theta_0 = 1$); the others grow with the base, pair $i$ as $\text{base}^{2i/d}$, so
+#   the curve in the right panel pivots about its first point, steeper for a larger base. The
+#   number of pairs that complete a turn within the 64 positions changes, and with it how
+#   fast the similarity falls.
 #
 # **What to look for.** The pairs under the line at 64 are the ones that tell positions in the
 # window apart; the pairs far above it are nearly constant there. A small base spends more pairs
@@ -361,17 +423,28 @@ print("decade-to-decade drops:", ", ".join(f"{d:.3f}" for d in drops))
 sinusoidal_explorer()
 
 # %% tags=["nbval-check-output"]
+bases = (100.0, 10000.0, 1e6)
+explored = {base: sinusoidal_values(10, base) for base in bases}
+rows = []
+for base, v in explored.items():
+    rows.append({"base": f"{base:,.0f}",
+                 "pairs turning within 64": int((v["wavelength"] <= 64).sum()),
+                 "similarity at distance 30": f"{v['similarity'][40]:.2f}",
+                 "lowest in the window": f"{v['similarity'].min():.2f}",
+                 "pair 0 wavelength": f"{v['wavelength'][0]:.4f}"})
+pd.DataFrame(rows).set_index("base")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 # The shape around the peak does not depend on p: positions 10 and 30, at distances -10 .. 10.
 assert np.allclose(sinusoidal_values(10, 10000.0)["similarity"][0:21],
                    sinusoidal_values(30, 10000.0)["similarity"][20:41], atol=1e-12)
-explored = {base: sinusoidal_values(10, base) for base in (100.0, 10000.0, 1e6)}
 turning = {base: int((v["wavelength"] <= 64).sum()) for base, v in explored.items()}
-at_30 = {base: float(v["similarity"][40]) for base, v in explored.items()}  # p = 10 against q = 40
-for base in explored:
-    print(f"base {base:>9,.0f}: {turning[base]:2d} of 32 pairs turn within 64 positions; "
-          f"similarity at distance 30: {at_30[base]:.2f}; lowest in the window: {explored[base]['similarity'].min():.2f}")
+at_30 = {base: float(v["similarity"][40]) for base, v in explored.items()}  # p = 10, q = 40
 assert turning[100.0] > turning[10000.0] > turning[1e6] and at_30[100.0] < at_30[10000.0] < at_30[1e6]
 assert explored[100.0]["similarity"].min() < 0 < explored[10000.0]["similarity"].min()
+assert all(math.isclose(v["wavelength"][0], 2 * math.pi) for v in explored.values())
+checked("the peak keeps its shape as p moves; a larger base: fewer pairs "
+        "turning, higher similarity at distance 30; pair 0 stays at 2 pi")
 
 
 # %% [markdown]
@@ -395,23 +468,27 @@ assert explored[100.0]["similarity"].min() < 0 < explored[10000.0]["similarity"]
 
 # %% tags=["nbval-check-output"]
 def rotation_block(angle: float) -> torch.Tensor:
-    """The 2x2 matrix that maps (sin a, cos a) to (sin(a + angle), cos(a + angle))."""
+    """The 2x2 matrix mapping (sin a, cos a) to (sin(a+angle), cos(a+angle))."""
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
 
 def build_shift(k: int) -> torch.Tensor:
-    """M_k for our d_model = 64 table: one rotation block per pair, on the diagonal."""
+    """M_k for d_model = 64: one rotation block per pair, on the diagonal."""
     return torch.block_diag(*[rotation_block(k * t) for t in theta.tolist()])
 
 
 for k in (1, 2, 5, 17, 50, -3, -40):
     m_k = build_shift(k)
-    p = torch.arange(max(0, -k), max_len - max(0, k))      # every p with p and p + k in the table
-    # Rows of the table are PE(p)^T, so PE(p+k) = M_k PE(p) reads table[p + k] = table[p] @ M_k^T.
+    # every p with p and p + k in the table
+    p = torch.arange(max(0, -k), max_len - max(0, k))
+    # Rows of the table are PE(p)^T: PE(p+k) = M_k PE(p) reads
+    # table[p + k] = table[p] @ M_k^T.
     torch.testing.assert_close(pe[p + k], pe[p] @ m_k.T, rtol=0, atol=1e-12)
-    torch.testing.assert_close(m_k, shift_matrix(k, d_model), rtol=0, atol=1e-15)
-    print(f"k = {k:+3d}: PE(p+k) = M_k PE(p) for all {len(p)} positions p (max error < 1e-12); M_k == shift_matrix")
+    torch.testing.assert_close(m_k, shift_matrix(k, d_model),
+                               rtol=0, atol=1e-15)
+    print(f"k = {k:+3d}: PE(p+k) = M_k PE(p) for all {len(p)} positions p "
+          "(max error < 1e-12); M_k == shift_matrix")
 
 # %% [markdown]
 # $M_k$ is a rotation, so it preserves lengths, undoing a shift is the transpose, and two
@@ -421,8 +498,10 @@ for k in (1, 2, 5, 17, 50, -3, -40):
 m5, m7 = shift_matrix(5, d_model), shift_matrix(7, d_model)
 eye = torch.eye(d_model, dtype=torch.float64)
 torch.testing.assert_close(m5 @ m5.T, eye)                          # orthogonal
-torch.testing.assert_close(shift_matrix(-5, d_model), m5.T)         # M_{-k} = M_k^T
-torch.testing.assert_close(m5 @ m7, shift_matrix(12, d_model))      # M_5 M_7 = M_12
+# M_{-k} = M_k^T
+torch.testing.assert_close(shift_matrix(-5, d_model), m5.T)
+# M_5 M_7 = M_12
+torch.testing.assert_close(m5 @ m7, shift_matrix(12, d_model))
 print("M_k is orthogonal, M_-k = M_k^T, M_5 M_7 = M_12")
 
 # %% tags=["nbval-check-output"]
@@ -430,9 +509,11 @@ m_small = shift_matrix(5, 16)
 off_block = m_small.clone()
 for i in range(0, 16, 2):
     off_block[i : i + 2, i : i + 2] = 0
-assert torch.count_nonzero(off_block) == 0                         # nothing outside the 2x2 blocks
+# nothing outside the 2x2 blocks
+assert torch.count_nonzero(off_block) == 0
 fig, ax = plt.subplots(figsize=(4.8, 4.0))
-heatmap(ax, m_small.numpy(), title="Shift matrix M_5 (d_model = 16)", xlabel="input dimension",
+heatmap(ax, m_small.numpy(), title="Shift matrix M_5 (d_model = 16)",
+        xlabel="input dimension",
         ylabel="output dimension", colorbar_label="entry", center=True)
 ax.set_xticks(range(0, 16, 2))
 ax.set_yticks(range(0, 16, 2))
@@ -459,17 +540,25 @@ plt.show()
 # `MarianSinusoidalPositionalEmbedding` (`tests/lib/test_sinusoidal.py`).
 
 # %% tags=["nbval-check-output"]
-concat = sinusoidal_table(max_len, d_model, layout="concat", dtype=torch.float64)
+concat = sinusoidal_table(max_len, d_model, layout="concat",
+                          dtype=torch.float64)
 perm = sinusoidal_layout_permutation(d_model)
-print("perm[:6] =", perm[:6].tolist(), "... perm[32:38] =", perm[32:38].tolist())
-assert torch.equal(concat, pe[:, perm])                      # concat = interleaved with columns permuted
+print("perm[:6] =", perm[:6].tolist(),
+      "... perm[32:38] =", perm[32:38].tolist())
+# concat = interleaved with columns permuted
+assert torch.equal(concat, pe[:, perm])
 assert torch.equal(pe, concat[:, torch.argsort(perm)])      # and back
-torch.testing.assert_close(concat @ concat.T, pe @ pe.T)     # same dot products: section 5 holds for both
-torch.testing.assert_close(shift_matrix(5, d_model, layout="concat"), m5[perm][:, perm])  # same shift map, permuted
+# same dot products: section 5 holds for both
+torch.testing.assert_close(concat @ concat.T, pe @ pe.T)
+# the same shift map, permuted
+m5_concat = shift_matrix(5, d_model, layout="concat")
+torch.testing.assert_close(m5_concat, m5[perm][:, perm])
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.3))
-heatmap(ax1, pe.numpy(), title='layout="interleaved"', xlabel="dimension j", ylabel="position p", center=True)
-heatmap(ax2, concat.numpy(), title='layout="concat" = interleaved[:, perm]', xlabel="dimension j",
+heatmap(ax1, pe.numpy(), title='layout="interleaved"',
+        xlabel="dimension j", ylabel="position p", center=True)
+heatmap(ax2, concat.numpy(), title='layout="concat" = interleaved[:, perm]',
+        xlabel="dimension j",
         ylabel="position p", center=True)
 plt.show()
 
@@ -479,10 +568,13 @@ plt.show()
 # *loaded*: a checkpoint trained with one layout expects its columns in that order.
 
 # %% tags=["nbval-check-output"]
-w = torch.randn(8, d_model, dtype=torch.float64)            # any linear layer reading the encoding
+# any linear layer reading the encoding
+w = torch.randn(8, d_model, dtype=torch.float64)
 torch.testing.assert_close(concat @ w.T, pe @ w[:, torch.argsort(perm)].T)
-assert not torch.allclose(concat @ w.T, pe @ w.T)           # same weights, other layout: different outputs
-print("a layer with weights W on the concat layout == the same layer with W[:, argsort(perm)] on interleaved")
+# same weights, other layout: different outputs
+assert not torch.allclose(concat @ w.T, pe @ w.T)
+print("a layer with weights W on the concat layout == the same layer with "
+      "W[:, argsort(perm)] on interleaved")
 
 # %% [markdown]
 # ## 8 · Buffer, not parameter
@@ -495,13 +587,16 @@ print("a layer with weights W on the concat layout == the same layer with W[:, a
 
 # %% tags=["nbval-check-output"]
 torch.manual_seed(0)
-model = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1,
+model = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model,
+                        n_heads=4, n_layers=1,
                         scheme=SinusoidalPE(d_model, max_len=max_len))
 table = model.scheme.table
 print("buffers:", [name for name, _ in model.named_buffers()])
-print("state_dict keys containing 'table':", [k for k in model.state_dict() if "table" in k])
+print("state_dict keys containing 'table':",
+      [k for k in model.state_dict() if "table" in k])
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-in_optimizer = any(p is table for group in optimizer.param_groups for p in group["params"])
+in_optimizer = any(p is table for group in optimizer.param_groups
+                   for p in group["params"])
 print("table given to the optimizer:", in_optimizer)
 
 tokens = torch.randint(0, 20, (16, 32))
@@ -534,19 +629,24 @@ class ParameterSinusoidal(PositionScheme):
 
 
 torch.manual_seed(0)
-wrong = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1,
+wrong = TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model,
+                        n_heads=4, n_layers=1,
                         scheme=ParameterSinusoidal(d_model, max_len))
 extra = wrong.num_parameters() - model.num_parameters()
 wrong_opt = torch.optim.AdamW(wrong.parameters(), lr=1e-2, weight_decay=0.1)
 nn.functional.cross_entropy(wrong(tokens), labels).backward()
 wrong_opt.step()
-drift = (wrong.scheme.table.detach() - sinusoidal_table(max_len, d_model)).abs().max().item()
-print(f"extra trainable parameters: {extra}; table entries moved by up to {drift:.4f} after one step")
+fixed = sinusoidal_table(max_len, d_model)
+drift = (wrong.scheme.table.detach() - fixed).abs().max().item()
+print(f"extra trainable parameters: {extra}; "
+      f"table entries moved by up to {drift:.4f} after one step")
 assert extra == max_len * d_model and drift > 1e-3
-# Rows of positions the batch never used (32..127) got zero gradient: only weight decay moved them,
+# Rows of positions the batch never used (32..127) got zero gradient:
+# only weight decay moved them,
 # shrinking them by exactly the factor 1 - lr * weight_decay = 0.999.
 unused = wrong.scheme.table.detach()[tokens.shape[1]:]
-torch.testing.assert_close(unused, sinusoidal_table(max_len, d_model)[tokens.shape[1]:] * (1 - 1e-2 * 0.1))
+decayed = fixed[tokens.shape[1]:] * (1 - 1e-2 * 0.1)
+torch.testing.assert_close(unused, decayed)
 print("unused rows shrank by weight decay alone: factor 0.999")
 
 
@@ -562,28 +662,34 @@ class PersistentSinusoidal(SinusoidalPE):
 
     def __init__(self, d_model: int, max_len: int):
         super().__init__(d_model, max_len)
-        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=True)
+        self.register_buffer("table", sinusoidal_table(max_len, d_model),
+                             persistent=True)
 
 
 def build(scheme):
     torch.manual_seed(0)
-    return TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model, n_heads=4, n_layers=1, scheme=scheme)
+    return TinyTransformer(vocab_size=20, n_outputs=2, d_model=d_model,
+                           n_heads=4, n_layers=1, scheme=scheme)
 
 
 try:
-    build(PersistentSinusoidal(d_model, 256)).load_state_dict(build(PersistentSinusoidal(d_model, 128)).state_dict())
+    saved = build(PersistentSinusoidal(d_model, 128)).state_dict()
+    build(PersistentSinusoidal(d_model, 256)).load_state_dict(saved)
     raise AssertionError("expected a size mismatch")
 except RuntimeError as err:
-    print("persistent buffer:", next(line.strip() for line in str(err).splitlines() if "size mismatch" in line))
+    print("persistent buffer:", next(line.strip()
+          for line in str(err).splitlines() if "size mismatch" in line))
 
 buffer = io.BytesIO()
 torch.save(model.state_dict(), buffer)
 buffer.seek(0)
 reloaded = build(SinusoidalPE(d_model, max_len=256))
-reloaded.load_state_dict(torch.load(buffer, weights_only=True))    # strict: no missing/unexpected keys
+# strict: no missing/unexpected keys
+reloaded.load_state_dict(torch.load(buffer, weights_only=True))
 model.eval()
 assert torch.equal(reloaded(tokens), model(tokens))
-print("non-persistent buffer: saved and reloaded into a max_len=256 model, identical outputs")
+print("non-persistent buffer: saved and reloaded into a max_len=256 model, "
+      "identical outputs")
 
 # %% [markdown]
 # Finally, `.to(...)` moves a buffer along with the parameters. We use the `meta` device (shapes
@@ -595,7 +701,8 @@ assert model64.scheme.table.dtype == torch.float64
 assert model64.scheme(torch.tensor([[3]])).dtype == torch.float64
 model_meta = build(SinusoidalPE(d_model, max_len)).to("meta")
 assert model_meta.scheme.table.device.type == "meta"
-print("after .to(torch.float64):", model64.scheme.table.dtype, "| after .to('meta'):", model_meta.scheme.table.device)
+print("after .to(torch.float64):", model64.scheme.table.dtype,
+      "| after .to('meta'):", model_meta.scheme.table.device)
 
 # %% [markdown]
 # ## 9 · Past `max_len`
@@ -608,19 +715,25 @@ print("after .to(torch.float64):", model64.scheme.table.dtype, "| after .to('met
 
 # %% tags=["nbval-check-output"]
 scheme = SinusoidalPE(d_model, max_len=16)
-out = scheme(torch.arange(40)[None, :])                              # positions 0 .. 39, past max_len = 16
-print("table rows before: 16, after:", scheme.table.shape[0])
-assert scheme.table.shape == (40, d_model)
-assert torch.equal(out[0], sinusoidal_table(40, d_model))            # exactly the freshly computed rows
+# positions 0 .. 39, past max_len = 16
+out = scheme(torch.arange(40)[None, :])
+rows_after_40 = scheme.table.shape[0]
+print("table rows before: 16, after:", rows_after_40)
+assert torch.equal(out[0], sinusoidal_table(40, d_model))  # the fresh rows
 scheme(torch.tensor([[41]]))
-print("asking for position 41 next: table rows", scheme.table.shape[0], "(doubled, so step-by-step decoding rarely recomputes)")
-assert scheme.table.shape == (80, d_model)
+print("asking for position 41 next: table rows", scheme.table.shape[0],
+      "(doubled, so step-by-step decoding rarely recomputes)")
 
 scheme64 = SinusoidalPE(d_model, max_len=16).to(torch.float64)
 scheme64(torch.tensor([[100]]))
+print("extension keeps the dtype:", scheme64.table.dtype)
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+assert rows_after_40 == 40 and scheme.table.shape == (80, d_model)
 assert scheme64.table.dtype == torch.float64
 assert torch.equal(scheme64.table, sinusoidal_table(101, d_model, dtype=torch.float64))
-print("extension keeps the dtype:", scheme64.table.dtype)
+checked("the table grows to 40 rows, then doubles to 80; a float64 scheme "
+        "extends in float64, equal to sinusoidal_table(101, 64)")
 
 # %% [markdown]
 # Defined is not the same as useful. A model trained on sequences of length $L$ never saw the
@@ -658,8 +771,9 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # %% [markdown]
 # ### Open-ended experiment · Choosing the base for a context length
 #
-# **Question.** Vaswani et al. picked the base 10000 for sentences of a few hundred tokens. Section
-# 5 found that with it the similarity stops telling distances apart from about $10^3$ on (for
+# **Question.** Vaswani et al. (2017) give the wavelengths, a geometric progression from $2\pi$
+# to $10000 \cdot 2\pi$, and the hypothesis that the encoding lets the model attend by relative
+# position easily; they give no reason for the base 10000 itself. Section 5 found that with it the similarity stops telling distances apart from about $10^3$ on (for
 # $d = 64$). If your inputs were 100 tokens long, or 100,000, which base would you pick, and what
 # would you lose?
 #
@@ -680,41 +794,42 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
-# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
+# An exercise ends in a code cell that calls its checker. Until you answer, the checker
+# prints `[to do]`; a right answer prints `[passed]` and why, a wrong one `[not yet]` and a
+# hint. Worked solutions are in the **Solutions** section
 # at the end (folded in JupyterLab: the arrow beside its
 # heading opens it, and a cell's bar shows its code).
 #
-# ### Exercise 1 · The concatenated table
-# Write `concat_table(max_len, d_model)` that returns the sinusoidal table in the concatenated
-# layout $[\sin_0, \dots, \sin_{d/2-1} \mid \cos_0, \dots, \cos_{d/2-1}]$ for positions
-# $0, \dots, \text{max\_len}-1$, as a float tensor of shape `(max_len, d_model)`, without calling
-# `sinusoidal_table`.
+# ### Exercise 1 · Predict, then run: which pairs turn within a context?
+# A pair *completes a full turn* within `length` positions when its wavelength is at most
+# `length`. With $d = 64$ and base 10000, how many of the 32 pairs turn fully within 512
+# positions? Use what section 4 showed about the wavelengths, write your prediction into
+# `predicted_turns`, and only then run the cell after it. (The same count, for RoPE's
+# frequencies and the training length, is what context-extension methods such as YaRN reason
+# about; see [06 · Length extrapolation](06_length_extrapolation.ipynb).)
+
+# %%
+predicted_turns = ...  # your prediction: a whole number from 0 to 32
 
 # %% tags=["exercise", "nbval-check-output"]
-def concat_table(max_len: int, d_model: int) -> torch.Tensor:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_1(concat_table)
-
+turns_512 = int((2 * math.pi / theta <= 512).sum())  # wavelengths <= 512
+check_exercise_1(predicted_turns, turns_512)
 
 # %% [markdown]
-# ### Exercise 2 · Which pairs turn fully within a context?
-# A pair *completes a full turn* within `length` positions when its wavelength is at most
-# `length`. Write `full_turns(d_model, base, length)` returning, as a Python `int`, how many of
-# the $d/2$ pairs do. (The same count, for RoPE's frequencies and the training length, is what
-# context-extension methods such as YaRN reason about; see
-# [06 · Length extrapolation](06_length_extrapolation.ipynb).)
+# ### Exercise 2 · Explain why: a sine *and* a cosine
+# Each frequency $\theta_i$ gets two columns, $\sin p\theta_i$ and $\cos p\theta_i$. Why not a
+# sine alone, with twice as many frequencies?
+#
+# - **(a)** Without the cosine the values would not stay between -1 and 1.
+# - **(b)** With both, moving $k$ positions turns every pair by the same angle $k\theta_i$
+#   whatever $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$; from the sine alone,
+#   $\sin((p+k)\theta)$ also needs $\cos(p\theta)$, which the vector would not hold.
+# - **(c)** The cosines make the table trainable.
+# - **(d)** The cosines carry the low frequencies and the sines the high ones.
 
 # %% tags=["exercise", "nbval-check-output"]
-def full_turns(d_model: int, base: float, length: int) -> int:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_2(full_turns)
-
+answer_2 = ...  # "a", "b", "c" or "d"
+check_exercise_2(answer_2)
 
 # %% [markdown]
 # ### Exercise 3 · The shift matrix of the concatenated layout
@@ -754,25 +869,16 @@ check_exercise_3(concat_shift)
 # proves that every solution passes). Try the exercise first.
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 1
-def concat_table(max_len: int, d_model: int) -> torch.Tensor:
-    freqs = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * freqs[None, :]
-    return torch.cat([angle.sin(), angle.cos()], dim=1)
-
-
-check_exercise_1(concat_table)
-
+# Exercise 1. Pair i turns fully when 2 pi 10000^(2i/64) <= 512, i.e.
+# i <= 32 log(512 / (2 pi)) / log(10000), about 15.3: pairs 0 to 15.
+predicted_turns = 16
+check_exercise_1(predicted_turns, turns_512)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2
-def full_turns(d_model: int, base: float, length: int) -> int:
-    wavelengths = 2 * math.pi * base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    return int((wavelengths <= length).sum())
-
-
-print("d_model=64, base=10000, length=512:", full_turns(64, 10000.0, 512), "of 32 pairs")
-check_exercise_2(full_turns)
+# Exercise 2. (a) a sine is bounded too; (c) the table is a buffer (section 8);
+# (d) both columns of a pair share one frequency.
+answer_2 = "b"
+check_exercise_2(answer_2)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

@@ -7,8 +7,9 @@ four places, and a :class:`PositionScheme` is the object that does it:
    first layer (sinusoidal, learnable, 2-D tables).
 2. ``rotate_qk`` - a transform of queries and keys after the projection and head
    split, before the scores (RoPE and its variants; Llama 4's query temperature). Values are never touched.
-3. ``score_bias`` - a tensor added to the attention scores after the scale
-   (T5, ALiBi, Swin). It depends on positions only.
+3. ``score_bias`` - a tensor added to ``s * (q . k)``, with ``s = score_scale(head_dim)``
+   (``1/sqrt(head_dim)``, and ``s = 1`` for T5, which does not scale) (T5, ALiBi, Swin). It
+   depends on positions only.
 4. ``qk_bias`` - the same, for a bias that also reads the queries and keys (after
    ``rotate_qk`` and the cache): Transformer-XL's ``q_i . W_r r_{i-j}`` and its global
    biases ``u . k_j``, ``v . W_r r_{i-j}``. A query-dependent bias has no compact per-key
@@ -82,18 +83,19 @@ class PositionScheme(nn.Module):
         return 1.0 / math.sqrt(head_dim)
 
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
-        """Bias added to the scaled scores, broadcastable to (batch, heads, q_len, k_len); None for no bias.
+        """Bias added to ``s * (q . k)`` with ``s = score_scale(head_dim)`` (``1/sqrt(head_dim)``; 1 for T5, so
+        T5's bias meets unscaled scores), broadcastable to (batch, heads, q_len, k_len); None for no bias.
 
         q_positions: (batch, q_len); k_positions: (batch, k_len).
         """
         return None
 
     def qk_bias(self, q: Tensor, k: Tensor, q_positions: Tensor, k_positions: Tensor) -> Tensor | None:
-        """Bias that reads q and k, added to the scaled scores like ``score_bias``; None for none.
+        """Bias that reads q and k, added to ``s * (q . k)`` like ``score_bias``; None for none.
 
         q: (batch, heads, q_len, head_dim); k: (batch, heads, k_len, head_dim) (rotated and
         cached as the scores see them); positions as for ``score_bias``. Returns a tensor
-        broadcastable to (batch, heads, q_len, k_len), in the units of the scaled scores.
+        broadcastable to (batch, heads, q_len, k_len), in the units of ``s * (q . k)``.
         """
         return None
 

@@ -15,6 +15,14 @@ the function an :class:`Exercise` carrying it: ``ex.expect(condition, hint)``, `
 :class:`ExerciseFailure` inside the checker; the decorator prints its hint. Inside
 :func:`strict` (the tests use it) the failure propagates instead, so a test can assert on it.
 
+Besides checkers written by hand, two kinds are built from data alone:
+
+- :func:`prediction` (*predict, then run*): the learner writes a number into a variable *before*
+  the cell that computes it; that cell calls ``check(predicted, actual)``, which compares the two
+  within a tolerance and explains the gap (too high, too low, and why);
+- :func:`choice` (*explain why*): multiple choice; the learner sets ``answer = "b"``; each wrong
+  option has its own hint, and the right one prints why it is right.
+
 The worked solutions sit in a "Solutions" section at the end of each notebook (cells tagged
 ``solution``: hidden in JupyterLab, folded on the site, removed in the student edition).
 """
@@ -25,11 +33,14 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+import math
+import numbers
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Concatenate, NoReturn, ParamSpec
 
-__all__ = ["Exercise", "ExerciseFailure", "checker", "strict", "TODO_MARK", "PASSED_MARK", "NOT_YET_MARK"]
+__all__ = ["Exercise", "ExerciseFailure", "checker", "choice", "prediction", "strict", "TODO_MARK", "PASSED_MARK",
+           "NOT_YET_MARK"]
 
 P = ParamSpec("P")
 
@@ -95,14 +106,15 @@ def strict() -> Iterator[None]:
         _STRICT.reset(token)
 
 
-def checker(title: str) -> Callable[[Callable[Concatenate[Exercise, P], None]], Callable[P, None]]:
+def checker(title: str, todo: str | None = None) -> Callable[[Callable[Concatenate[Exercise, P], None]], Callable[P, None]]:
     """Make ``check(ex, *answers)`` the notebook's ``check(*answers)`` for the exercise ``title``.
 
     The returned function prints "[to do]" for an untouched stub (an answer that is ``...``, or a
     function that raises ``NotImplementedError`` when called), "[not yet] title: hint" for a
     wrong answer (:class:`ExerciseFailure`, or any other exception an unforeseen answer causes
     in the checker; both propagate inside :func:`strict`), and what ``check`` prints on success.
-    It returns None, so a notebook cell ending in a checker call shows only that line.
+    It returns None, so a notebook cell ending in a checker call shows only that line. ``todo``
+    replaces the default "[to do]" text for an answer left as ``...``.
     """
 
     def wrap(check: Callable[Concatenate[Exercise, P], None]) -> Callable[P, None]:
@@ -111,7 +123,8 @@ def checker(title: str) -> Callable[[Callable[Concatenate[Exercise, P], None]], 
         @functools.wraps(check)
         def run(*answers: P.args, **kwargs: P.kwargs) -> None:
             if any(a is Ellipsis for a in (*answers, *kwargs.values())):
-                print(f"{TODO_MARK} {title}: replace the `...` in the cell above with your answer, then run it again.")
+                print(f"{TODO_MARK} {title}: "
+                      + (todo or "replace the `...` in the cell above with your answer, then run it again."))
                 return
             try:
                 check(exercise, *answers, **kwargs)
@@ -134,3 +147,80 @@ def checker(title: str) -> Callable[[Callable[Concatenate[Exercise, P], None]], 
         return run
 
     return wrap
+
+
+# ----------------------------------------------------------------- predict, then run
+def _show(x: float) -> str:
+    """A number as a learner would write it: integers plainly, others to 4 significant digits."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.4g}"
+
+
+def prediction(title: str, *, variable: str, tolerance: float, relative: bool = False, why: str = "",
+               too_high: str = "", too_low: str = "") -> Callable[[object, object], None]:
+    """A *predict, then run* checker: ``check(predicted, actual)``.
+
+    The learner assigns ``variable`` (a number) in a cell of its own, before the cell that computes
+    ``actual`` and calls the checker. The prediction passes when ``|predicted - actual|`` is at most
+    ``tolerance`` (a fraction of ``|actual|`` when ``relative``). Either way the checker says what
+    was predicted and what came out; on a miss it names the gap and adds ``too_high`` or ``too_low``
+    (why a prediction errs that way), and ``why`` (what explains the true value) after both. A
+    ``variable`` still ``...`` prints "[to do]" naming the variable.
+    """
+    if tolerance < 0 or not math.isfinite(tolerance):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
+    allowed_text = f"{tolerance:.0%} of the true value" if relative else f"±{_show(tolerance)}"
+    within = f"within {allowed_text}" if tolerance else "exact"
+    passes = f"a prediction within {allowed_text} passes" if tolerance else "only the exact value passes"
+
+    @checker(title, todo=f"write your prediction into `{variable}` in the cell above (replace the `...`) "
+                         "and run it, then run this cell again.")
+    def check(ex: Exercise, predicted: object, actual: object) -> None:
+        ex.expect(isinstance(predicted, numbers.Real) and not isinstance(predicted, bool),
+                  f"`{variable}` must be a number, got {type(predicted).__name__} {predicted!r}")
+        guess, truth = float(predicted), float(actual)  # type: ignore[arg-type]
+        ex.expect(math.isfinite(guess), f"`{variable}` must be a finite number, got {guess}")
+        said = f"you predicted {_show(guess)}, the run gives {_show(truth)}"
+        allowed = tolerance * abs(truth) if relative else tolerance
+        gap = guess - truth
+        if abs(gap) <= allowed * (1 + 1e-12):
+            ex.passed(f"{said} ({within}). {why}".rstrip())
+            return
+        direction = "too high" if gap > 0 else "too low"
+        reason = too_high if gap > 0 else too_low
+        ex.fail(" ".join(part for part in (f"{said}: {direction} by {_show(abs(gap))} "
+                                           f"({passes}).", reason, why) if part))
+
+    return check
+
+
+# ----------------------------------------------------------------- explain why (multiple choice)
+def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
+           hints: Mapping[str, str]) -> Callable[[object], None]:
+    """An *explain why* checker: ``check(letter)`` for a multiple-choice question.
+
+    ``options`` maps each letter to its text (the notebook lists the same options); ``answer`` is
+    the right letter and ``why`` what the checker prints when it is chosen; ``hints`` gives every
+    wrong letter its own hint: why that option is wrong, and where the notebook shows it. The
+    learner's letter may be upper or lower case, with or without parentheses.
+    """
+    letters = list(options)
+    if answer not in options:
+        raise ValueError(f"the answer {answer!r} is not one of the options {letters}")
+    if set(hints) != set(letters) - {answer}:
+        raise ValueError(f"give a hint for each wrong option exactly: {sorted(set(letters) - {answer})}, "
+                         f"got {sorted(hints)}")
+    listed = ", ".join(f'"{letter}"' for letter in letters)
+
+    @checker(title, todo=f"set the answer to one letter ({listed}) in place of the `...`, then run the cell "
+                         "again.")
+    def check(ex: Exercise, chosen: object) -> None:
+        ex.expect(isinstance(chosen, str), f"answer with one letter as a string ({listed}), "
+                                           f"got {type(chosen).__name__} {chosen!r}")
+        letter = chosen.strip().strip("()").strip().lower()  # type: ignore[union-attr]
+        ex.expect(letter in options, f"answer with one of {listed}, got {chosen!r}")
+        if letter == answer:
+            ex.passed(f"({letter}) {why}")
+            return
+        ex.fail(f"({letter}) is not it: {hints[letter]}")
+
+    return check

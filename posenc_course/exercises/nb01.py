@@ -1,25 +1,61 @@
 """Checkers for notebook 01 (sinusoidal encoding).
 
-Each checker and the function it expects::
+Each checker and what it expects::
 
-    check_exercise_1(fn)  fn(max_len, d_model) -> the concat-layout table [sin | cos], (max_len, d_model)
-    check_exercise_2(fn)  fn(d_model, base, length) -> how many sin/cos pairs complete a full turn
-                          within ``length`` positions (wavelength <= length)
-    check_exercise_3(fn)  fn(k, d_model) -> the shift matrix of the concat layout: PE(p+k) = M @ PE(p)
+    check_exercise_1(predicted, actual)  predict, then run: how many of the 32 sin/cos pairs
+                                         (d = 64, base 10000) complete a full turn within 512
+                                         positions (wavelength <= 512)
+    check_exercise_2(letter)             explain why: a sine *and* a cosine per frequency
+    check_exercise_3(fn)                 fn(k, d_model) -> the shift matrix of the concat layout:
+                                         PE(p+k) = M @ PE(p)
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
-from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_table
+from posenc_course.exercises import Exercise, checker, choice, prediction
+from posenc_lib.embeddings.sinusoidal import sinusoidal_table
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+
+check_exercise_1 = prediction(
+    "Exercise 1 (predict the pairs that turn within 512 positions)", variable="predicted_turns", tolerance=0,
+    too_low="The wavelengths grow by the same factor 10000^(2/64), about 1.33, from one pair to the next, "
+            "starting at 2 pi = 6.28 for pair 0: more of them stay under 512 than a doubling ladder would "
+            "allow.",
+    too_high="The last pair's wavelength is nearly 10000 x 2 pi: the ladder passes 512 about half way up.",
+    why="Pair i turns fully when 2 pi 10000^(2i/64) <= 512, that is i <= 32 log(512 / 2 pi) / log 10000, "
+        "about 15.3: pairs 0 to 15. The wavelengths are evenly spaced on a log scale from 2 pi to nearly "
+        "10000 x 2 pi, and 512 sits near the middle of that scale.",
+)
+
+check_exercise_2 = choice(
+    "Exercise 2 (why a sine and a cosine per frequency)",
+    options={
+        "a": "Without the cosine the values would not stay between -1 and 1.",
+        "b": "With both, moving k positions turns every pair by the same angle k theta_i whatever p is, so "
+             "one matrix M_k maps PE(p) to PE(p+k); from the sine alone, sin((p+k) theta) also needs "
+             "cos(p theta), which the vector would not hold.",
+        "c": "The cosines make the table trainable.",
+        "d": "The cosines carry the low frequencies and the sines the high ones.",
+    },
+    answer="b",
+    why="The pair (sin p theta, cos p theta) is a point on a circle; a shift by k is a rotation of that "
+        "point by k theta, and the rotation does not depend on p. Section 6 builds M_k from these "
+        "rotations, and RoPE (03) applies the same rotations to queries and keys.",
+    hints={
+        "a": "a sine is bounded by 1 as well; boundedness is what the waves fixed about the integer p "
+             "(section 1), with or without the cosine.",
+        "c": "the table is a buffer, not a parameter (section 8): nothing in it is trained, sines or "
+             "cosines.",
+        "d": "the sine and the cosine of one pair share one frequency theta_i; the frequency changes from "
+             "pair to pair (sections 1 and 4).",
+    },
+)
 
 
 def _as_float64(ex: Exercise, answer: object, shape: tuple[int, ...]) -> Tensor:
@@ -28,54 +64,6 @@ def _as_float64(ex: Exercise, answer: object, shape: tuple[int, ...]) -> Tensor:
     ex.expect(answer.dtype.is_floating_point, f"return a floating-point tensor, got dtype {answer.dtype}")
     ex.expect(tuple(answer.shape) == shape, f"expected shape {shape}, got {tuple(answer.shape)}")
     return answer.detach().to("cpu", torch.float64)
-
-
-@checker("Exercise 1 (concatenated table)")
-def check_exercise_1(ex: Exercise, fn: Callable[[int, int], Tensor]) -> None:
-    """fn(max_len, d_model) must return the concatenated [sin | cos] table of positions 0..max_len-1."""
-    for max_len, d_model in [(1, 2), (7, 4), (50, 16), (300, 64)]:
-        got = _as_float64(ex, ex.call(fn, max_len, d_model), (max_len, d_model))
-        want = sinusoidal_table(max_len, d_model, layout="concat", dtype=torch.float64)
-        if torch.allclose(got, want, rtol=0, atol=1e-5):
-            continue
-        inter = sinusoidal_table(max_len, d_model, layout="interleaved", dtype=torch.float64)
-        ex.expect(not torch.allclose(got, inter, rtol=0, atol=1e-5),
-                  "this is the interleaved layout (sin, cos, sin, cos, ...); put all sines first, then all cosines")
-        ex.expect(not torch.allclose(got, torch.cat([want[:, d_model // 2 :], want[:, : d_model // 2]], 1),
-                                     rtol=0, atol=1e-5), "sines and cosines are swapped: sines come first")
-        from_one = sinusoidal_table(max_len + 1, d_model, layout="concat", dtype=torch.float64)[1:]
-        ex.expect(not torch.allclose(got, from_one, rtol=0, atol=1e-5),
-                  "the rows are shifted by one: positions count from 0, so row 0 is [0, ..., 0, 1, ..., 1]")
-        bad = (got - want).abs().argmax().item()
-        row, col = divmod(bad, d_model)
-        ex.fail(f"for max_len={max_len}, d_model={d_model}, entry [{row}, {col}] is "
-                f"{got[row, col].item():.6f}, expected {want[row, col].item():.6f} "
-                f"(frequency of pair i is 10000^(-2i/d_model))")
-    ex.passed("matches sinusoidal_table(..., layout='concat') for 4 sizes")
-
-
-def _full_turns(d_model: int, base: float, length: float) -> int:
-    wavelengths = 2 * math.pi / sinusoidal_frequencies(d_model, base)
-    return int((wavelengths <= length).sum())
-
-
-@checker("Exercise 2 (pairs that turn fully)")
-def check_exercise_2(ex: Exercise, fn: Callable[[int, float, int], int]) -> None:
-    """fn(d_model, base, length) must count the pairs whose wavelength 2*pi/w_i is <= length."""
-    cases = [(64, 10000.0, 512), (64, 10000.0, 6), (64, 10000.0, 7), (128, 10000.0, 2048), (128, 500000.0, 2048),
-             (16, 100.0, 10**6)]
-    for d_model, base, length in cases:
-        got = ex.call(fn, d_model, base, length)
-        ex.expect(isinstance(got, int) and not isinstance(got, bool),
-                  f"return a Python int (use int(...)), got {type(got).__name__}")
-        want = _full_turns(d_model, base, length)
-        hint = f"for d_model={d_model}, base={base:g}, length={length} expected {want}, got {got}"
-        if got == d_model // 2 - want:
-            hint += " - did you count the pairs that do NOT complete a turn?"
-        elif got == want - 1 or got == want + 1:
-            hint += " - off by one: pair i=0 has wavelength exactly 2*pi, and compare with <="
-        ex.expect(got == want, hint)
-    ex.passed(f"{len(cases)} cases, e.g. {_full_turns(64, 10000.0, 512)} of 32 pairs turn within 512 positions")
 
 
 @checker("Exercise 3 (shift matrix, concatenated layout)")

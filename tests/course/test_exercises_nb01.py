@@ -9,15 +9,9 @@ import torch
 
 from posenc_course.exercises import ExerciseFailure
 from posenc_course.exercises.nb01 import check_exercise_1, check_exercise_2, check_exercise_3
-from posenc_lib.embeddings.sinusoidal import shift_matrix, sinusoidal_layout_permutation, sinusoidal_table
+from posenc_lib.embeddings.sinusoidal import shift_matrix, sinusoidal_frequencies, sinusoidal_layout_permutation
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
-
-
-def concat_float32(max_len, d_model):
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
-    w = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model * math.log(10000.0))
-    return torch.cat([(pos * w).sin(), (pos * w).cos()], dim=1)
 
 
 def count_turns(d_model, base, length):
@@ -30,46 +24,33 @@ def concat_shift(k, d_model):
     return shift_matrix(k, d_model)[perm][:, perm]
 
 
+TURNS = int((2 * math.pi / sinusoidal_frequencies(64) <= 512).sum())  # what the notebook computes
+
+
 def test_right_answers_pass(capsys):
-    check_exercise_1(concat_float32)
-    check_exercise_1(lambda n, d: sinusoidal_table(n, d, layout="concat"))
-    check_exercise_2(count_turns)
+    assert TURNS == count_turns(64, 10000.0, 512) == 16
+    check_exercise_1(16, TURNS)
+    check_exercise_2("b")
+    check_exercise_2("(B)")
     check_exercise_3(concat_shift)
     check_exercise_3(lambda k, d: shift_matrix(k, d, layout="concat", dtype=torch.float32))
     out = capsys.readouterr().out
     assert out.count("[passed]") == 5
 
 
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (lambda n, d: sinusoidal_table(n, d), "interleaved layout"),
-        (lambda n, d: sinusoidal_table(n, d, layout="concat").roll(d // 2, dims=1), "swapped"),
-        (lambda n, d: sinusoidal_table(n + 1, d, layout="concat")[1:], "shifted by one"),
-        (lambda n, d: sinusoidal_table(n, d, base=1000.0, layout="concat"), "expected"),
-        (lambda n, d: sinusoidal_table(n, d + 2, layout="concat"), "shape"),
-        (lambda n, d: sinusoidal_table(n, d, layout="concat").numpy(), "torch.Tensor"),
-        (lambda n, d: torch.zeros(n, d, dtype=torch.long), "floating-point"),
-    ],
-)
-def test_exercise_1_rejects(answer, hint):
+@pytest.mark.parametrize(("guess", "hint"), [(8, "too low by 8.*doubling ladder"), (15, "only the exact value"),
+                                             (32, "too high by 16.*half way up"), (16.5, "too high"),
+                                             ("16", "must be a number")])
+def test_exercise_1_rejects_a_wrong_count(guess, hint):
     with pytest.raises(ExerciseFailure, match=hint):
-        check_exercise_1(answer)
+        check_exercise_1(guess, TURNS)
 
 
-@pytest.mark.parametrize(
-    "answer, hint",
-    [
-        (lambda d, b, n: d // 2 - count_turns(d, b, n), "NOT complete"),
-        (lambda d, b, n: int((2 * math.pi * b ** (2 * torch.arange(d // 2) / d) < n - 1).sum()), "expected"),
-        (lambda d, b, n: int((b ** (2 * torch.arange(d // 2) / d) <= n).sum()), "expected"),  # forgot 2*pi
-        (lambda d, b, n: float(count_turns(d, b, n)), "Python int"),
-        (lambda d, b, n: torch.tensor(count_turns(d, b, n)), "Python int"),
-    ],
-)
-def test_exercise_2_rejects(answer, hint):
+@pytest.mark.parametrize(("letter", "hint"), [("a", "bounded"), ("c", "buffer"), ("d", "share one frequency"),
+                                              (2, "one letter")])
+def test_exercise_2_rejects_each_wrong_option_with_its_own_hint(letter, hint):
     with pytest.raises(ExerciseFailure, match=hint):
-        check_exercise_2(answer)
+        check_exercise_2(letter)
 
 
 @pytest.mark.parametrize(
