@@ -203,13 +203,21 @@ def _rotate(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     if layout == "half":
         rotated = torch.addcmul(pairs * torch.cat((cos, cos), dim=-1), rotate_half(pairs), torch.cat((sin, sin), dim=-1))
     else:
-        pairs = pairs.unflatten(-1, (c, 2))
-        if pairs.storage_offset() % 2 or any(step % 2 for step in pairs.stride()[:-1]):
-            pairs = pairs.contiguous()  # a complex number is two adjacent floats at an even offset
-        z = torch.view_as_complex(pairs)
+        z = _as_complex(pairs.unflatten(-1, (c, 2)))
         rotated = torch.view_as_real(z * torch.complex(cos, sin)).flatten(-2)
     rotated = rotated.to(x.dtype)
     return rotated if 2 * c == x.shape[-1] else torch.cat((rotated, x[..., 2 * c :]), dim=-1)
+
+
+def _as_complex(pairs: Tensor) -> Tensor:
+    """pairs (..., c, 2) as c complex numbers: a view of their memory where it allows one, else of a copy.
+
+    A complex number is two adjacent floats at an even offset. (Under torch.compile, always a copy:
+    the compiler plans the memory itself.)
+    """
+    aligned = not torch.compiler.is_compiling() and pairs.storage_offset() % 2 == 0 and all(
+        step % 2 == 0 for step in pairs.stride()[:-1])
+    return torch.view_as_complex(pairs if aligned else pairs.contiguous())
 
 
 class _Rotation(torch.autograd.Function):
