@@ -1,4 +1,4 @@
-"""`make bench`: RoPE speed against the memory floors and its peers, every position scheme's time and memory vs length, and where the series' training time goes.
+"""`make bench`: RoPE speed beside its peers, every position scheme's time and memory vs length, and where the series' training time goes.
 
 Writes bench/results/rope.md, bench/results/schemes.md, bench/results/schemes.png and
 bench/results/series.md, and prints the tables. Run from the repository root:
@@ -7,7 +7,7 @@ bench/results/series.md, and prints the tables. Run from the repository root:
     OMP_NUM_THREADS=2 .venv/bin/python bench/run.py --quick    # tiny shapes, a few seconds: a smoke test
 
 The numbers depend on the machine and on what else runs on it: compare ratios measured in the
-same run (every method is timed in the same interleaved rounds as its floor), not absolute times
+same run (every method is timed in the same interleaved rounds as the rows it is compared with), not absolute times
 across machines.
 """
 
@@ -24,13 +24,8 @@ from pathlib import Path
 import torch
 
 from bench.common import load_average, machine_info, machine_markdown
-from bench.rope_bench import (
-    SHAPES,
-    evaluate_targets,
-    rope_tables_markdown,
-    run_rope_bench,
-    targets_markdown,
-)
+from posenc_course.numerics import separate_inductor_cache
+from bench.rope_bench import SHAPES, evaluate_targets, rope_tables_markdown, run_rope_bench, targets_markdown
 from bench.schemes_bench import LENGTHS, run_schemes_bench, schemes_figure, schemes_markdown
 from bench.series_bench import SERIES_METHOD, run_series_bench, run_times, series_markdown
 
@@ -59,55 +54,24 @@ ROPE_METHOD = """\
 ## How it is measured
 
 - Timer: `torch.utils.benchmark.Timer`, `num_threads={threads}`; {rounds} interleaved rounds (each round
-  gives every method of a cell one `blocked_autorange(min_run_time={block})`, starting one method later
-  than the round before); the median over rounds is reported. Ratios compare methods timed in the
+  gives every row of a cell one `blocked_autorange(min_run_time={block})`, starting one row later
+  than the round before); the median over rounds is reported. Ratios compare rows timed in the
   same rounds, round by round: a ratio is the median of the per-round ratios, and the brackets give
-  their first and third quartiles (the middle half of the rounds), the spread that load from other
-  processes leaves. The load average at the start and at the end of the run is in the machine list.
-- Floors, one per kind of method (each method's "× floor" uses its own kind's): in place,
-  `q.mul_(1.0); k.mul_(1.0)` on the case's own q and k (read every element, write it back); out=,
-  `copy_` of q and k into preallocated tensors (read q and k, write two results); new output,
-  `q.clone(); k.clone()` (allocate two results and copy into them), the floor of the `new output`
-  rows and of the peers, which allocate their outputs. Forward+backward: `copy_` of q, k and the two
-  output gradients into preallocated tensors: twice the out= floor's traffic.
-- `rounding alone` (bf16 only): `copy_` of float32 copies of q and k into bf16 tensors (forward+backward:
-  of q, k and the two gradients): the cost of rounding every result once, which every method here pays
-  (all compute in float32); scored against the out= floor (forward+backward: the fwd+bwd floor). On
-  this CPU PyTorch rounds float32 to bfloat16 with about eight vector instructions per 16 numbers
-  (ATen's vectorised conversion does not use the AVX512-BF16 instruction), so this row alone costs
-  more than the bf16 copy.
-- Peers: `rotate_half formula (HF)` (eager), the same formula under `torch.compile` (`compiled`:
-  static shapes, compiled forward and backward during the correctness check, before timing) and
-  `complex formula (Meta)` allocate their outputs, as they do in a model; `complex` is float32 only
-  (PyTorch has no bfloat16 complex dtype): n/a in bf16.
-- Library, `in place`: `apply_rope_qk(q, k, cos, sin, layout, inplace=True)`, timed again and again
-  on q and k of its own (each call turns them further; nothing is re-copied inside the timing). Before
-  each round, q and k are restored from the inputs, untimed: in bf16 the rounded cos/sin do not keep
-  norms exactly, and over ~10^4 turns values drift by orders of magnitude (towards overflow or slow
-  subnormals). `out=`: `apply_rope_qk(q, k, cos, sin, layout, out=(q_buf, k_buf))`, into
-  preallocated buffers (exactly the floor's reads and writes). `new output`: `apply_rope_qk(q, k, cos, sin, layout)`, which allocates
-  its outputs; it is also the path autograd uses.
-- `compiled`: the same calls with `compiled=True`, the library's inductor path (one inductor
-  loop per call for the half layout; compiled=True leaves the interleaved layout eager, so it has no
-  such rows), compiled during the correctness check, before timing. `--eager` leaves these rows out.
-- `fixed cost` (with the compiled rows): the compiled `out=` call on the last position alone, the part
-  of a call that does not grow with the tensors (Python, inductor's wrapper, starting the threads).
-- Targets: every library row within 1.3× its own floor in fp32 forward; the fastest library row of
-  each layout (named in the target's text) no slower than the fastest peer in every cell with a
-  peer, within 1.5× the forward+backward floor in fp32, and in bf16 (forward, and forward+backward)
-  within 1.5× `rounding alone` of the same mode. A target not met says why, with the measurements of
-  the same run that show it (`why not`).
-- Forward+backward: q, k are leaves that require grad; one call is the method followed by
-  `torch.autograd.backward((q_out, k_out), (dq, dk))` with preallocated output gradients, then
-  `q.grad = k.grad = None` (no accumulation: every step writes fresh gradients, as training does).
-  In-place and out= variants cannot run under autograd: n/a.
-- cos/sin tables are built once, outside the timing, for positions 0..seq-1 (angles in float32,
-  cast to the benchmark dtype). Before any timing, every method's output and gradients are checked
-  against a float64 rotation of the same inputs.
-- Memory: `make bench` sets glibc's `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` (values in
-  the machine list above) so that freed buffers stay in the process, as in a model's steady state.
-  With glibc's defaults, a buffer over ~32 MB is fresh pages at every allocation (glibc returns it to
-  the OS), and at (1, 32, 2048, 128) the page faults of a new output can cost more than the rotation.
+  their first and third quartiles. The load average at the start and at the end is in the machine list.
+- Every row rotates q and k of the cell's shape into new tensors, positions 0..seq-1, tables built once
+  outside the timing (angles in float32, cast to the row's dtype where the formula takes them so).
+- Peers, written from the published formulas: `HF rotate_half` (half layout), Hugging Face's
+  `q * cos + rotate_half(q) * sin` with full-width tables in q's dtype; `Meta complex` (interleaved),
+  Meta's Llama `view_as_complex(q.float().reshape(..., -1, 2)) * freqs_cis`, back with `type_as(q)`.
+  Library: `apply_rope_qk(q, k, cos, sin, layout)` with half-width tables.
+- `compiled`: the same function under `torch.compile(dynamic=False, fullgraph=True)`, compiled during the
+  correctness check (forward, and forward+backward), before any timing.
+- Forward: under `torch.no_grad()`. Forward+backward: q, k are leaves that require grad; one call is the
+  row followed by `torch.autograd.backward((q_out, k_out), (dq, dk))` with fixed output gradients, then
+  `q.grad = k.grad = None`.
+- Before timing, every row's outputs and gradients are checked against a float64 rotation of the same inputs.
+- Target (issue #35, item 6): in every cell, the fastest library row of each layout (eager or compiled)
+  within 1.05× the fastest peer of that layout.
 """
 
 SCHEMES_METHOD = """\
@@ -137,9 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
     parser.add_argument("--only", choices=("rope", "schemes", "series"), help="run one of the three parts")
-    parser.add_argument("--eager", action="store_true",
-                        help="leave out the library's compiled=True rows (they compile for a few seconds first; the compiled"
-                             " rotate_half peer stays)")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
     args = parser.parse_args(argv)
     if args.out is None:
@@ -148,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     torch.set_num_threads(args.threads)
+    separate_inductor_cache()  # before anything compiles: one inductor cache per forced ATEN_CPU_CAPABILITY level
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     block = QUICK_MIN_BLOCK_S if args.quick else 0.02
@@ -155,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "rope"):
         t0, load = time.perf_counter(), load_average()
         results = run_rope_bench(QUICK_SHAPES if args.quick else SHAPES, rounds=args.rounds, threads=args.threads,
-                                 min_block_s=block, compiled=not args.eager)
+                                 min_block_s=block)
         tables = rope_tables_markdown(results)
         met = evaluate_targets(results)
-        targets = targets_markdown(met) if met else "None at these shapes (the targets are set for the default shapes)."
+        targets = targets_markdown(met)
         text = (
-            _header("RoPE speed: the library against the memory floors and its peers", args, time.perf_counter() - t0, load)
+            _header("RoPE speed: the library beside Meta's and Hugging Face's formulas, eager and compiled", args, time.perf_counter() - t0, load)
             + f"\n## Results\n\n{tables}\n\n## Targets\n\n{targets}\n\n"
             + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds, block=block)
         )

@@ -23,11 +23,14 @@ each bit of the result. Run ``python -m posenc_course.numerics`` to see this mac
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
 import platform
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["REFERENCE_FILE", "reference", "record_reference", "numerics_in_force", "probe_digest",
-           "reproduces_reference", "describe"]
+           "reproduces_reference", "describe", "separate_inductor_cache"]
 
 #: The file of the reference settings, thread count and digest (written by ``make execute``, read by ``make test``).
 REFERENCE_FILE = Path(__file__).with_name("reference_numerics.json")
@@ -141,6 +144,29 @@ def describe(matches: bool | None = None) -> str:
     return (f"Numerics: this machine's own ({settings}, {now['processor']}), not the course's reference: "
             "trained numbers may differ from the text in the last digits; every claim is still checked "
             "by an assertion.")
+
+
+def separate_inductor_cache() -> None:
+    """Point inductor at a cache folder of this ATEN_CPU_CAPABILITY level (nothing when unset or already chosen).
+
+    Inductor's on-disk cache of compiled kernels (``TORCHINDUCTOR_CACHE_DIR``, by default
+    ``<tmp>/torchinductor_<user>``) does not tell apart kernels built under different
+    ``ATEN_CPU_CAPABILITY`` levels. Measured with torch 2.13 on an AVX-512 CPU: a tiny model compiled
+    once with the native level, then again in another process under ``ATEN_CPU_CAPABILITY=avx2``
+    (the course's reference numerics) with the same cache, returned NaN. So when the level is forced
+    and the cache folder is not chosen by the user, each level gets a folder of its own,
+    ``<tmp>/torchinductor_<user>_<level>``. Called by the tests and the benchmark before they
+    compile anything; the library itself leaves the environment alone.
+    """
+    level = os.environ.get("ATEN_CPU_CAPABILITY")
+    if not level or "TORCHINDUCTOR_CACHE_DIR" in os.environ:
+        return
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    name = re.sub(r"[^\w.-]", "_", f"torchinductor_{user}_{level}")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), name)
 
 
 def _main(argv: list[str]) -> int:

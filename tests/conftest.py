@@ -14,7 +14,10 @@ import torch
 from hypothesis import settings
 from torch import Tensor, nn
 
+from posenc_course.numerics import separate_inductor_cache
 from posenc_lib.scheme import NoPosition, PositionScheme
+
+separate_inductor_cache()  # before any test compiles: one inductor cache per forced ATEN_CPU_CAPABILITY level
 
 # Same examples on every run and machine; no per-example deadline (2 shared CPU cores are slow and noisy).
 settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=True)

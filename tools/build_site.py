@@ -234,8 +234,8 @@ def api_pages(src: Path) -> list[str]:
         "# Library reference: posenc_lib\n\n"
         "Every function and class the notebooks import, from its docstring (formula, tensor shapes, "
         "errors), with a link to its source. The design: encodings grouped by where position enters "
-        "(`encodings/absolute`, `rotary`, `score_bias`, `conditional`, `vision`), the speed kernels apart "
-        "(`kernels`), the course's own support apart (`course`).\n\n"
+        "(`embeddings`, `rotary`, `score_bias`, `qk_bias`, `conditional`), the tools to measure and to connect "
+        "apart (`analysis`, `interop`).\n\n"
         f"| Module | What it holds |\n|---|---|\n{rows}\n", encoding="utf-8")
     for m in modules:
         # eval-rst: autodoc emits reST, and the docstrings are reST (Google sections via napoleon).

@@ -39,6 +39,7 @@ from posenc_lib.checks import (
     check_number,
     is_int,
 )
+from posenc_lib.frequencies import even_odd_permutation, inverse_frequencies
 from posenc_lib.scheme import PositionScheme
 
 __all__ = [
@@ -63,12 +64,12 @@ def _check_table_args(base: object, layout: object, dtype: object) -> tuple[floa
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
     """Angular frequencies ``w_i = base^(-2i/d_model)``, i = 0 .. d_model/2 - 1: shape (d_model//2,), float64.
 
-    Computed in log space, ``exp(-(2i/d_model) * ln base)``. Wavelength of pair i: ``2*pi / w_i``.
+    :func:`posenc_lib.frequencies.inverse_frequencies` in float64: computed in log space,
+    ``exp(-(2i/d_model) * ln base)``, the same ladder as RoPE's theta_i. Wavelength of pair i: ``2*pi / w_i``.
     """
     d_model = check_int("d_model", d_model, 2, even=True)
     base = check_number("base", base, above=1, finite=True)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
-    return torch.exp(-(two_i / d_model) * math.log(base))
+    return inverse_frequencies(d_model, base, dtype=torch.float64)
 
 
 def _sinusoids(positions: Tensor, d_model: int, base: float, layout: str) -> Tensor:
@@ -108,7 +109,7 @@ def sinusoidal_layout_permutation(d_model: int) -> Tensor:
     The inverse, ``torch.argsort(perm)``, maps a concat table back to interleaved.
     """
     d_model = check_int("d_model", d_model, 2, even=True)
-    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+    return even_odd_permutation(d_model)
 
 
 def shift_matrix(

@@ -22,6 +22,7 @@ from posenc_lib.checks import (
     check_number,
     check_position_range,
 )
+from posenc_lib.frequencies import inverse_frequencies
 from posenc_lib.grid import Coords, check_regrid, check_scale, coordinate_scale, resample_grid
 from posenc_lib.scheme import PositionScheme
 
@@ -58,8 +59,7 @@ def sincos_2d_table(
         raise ValueError(f"d_model must be divisible by 4 (sin and cos for two axes), got {d_model}")
     check_number("base", base, above=1, finite=True)
     row_scale, col_scale = check_scale(scale)
-    k = torch.arange(d_model // 4, dtype=torch.float64)
-    omega = torch.exp(-k / (d_model // 4) * math.log(base))
+    omega = inverse_frequencies(d_model // 2, base, dtype=torch.float64)  # base^(-k/(d/4)), k < d/4
     rows = (torch.arange(grid_h, dtype=torch.float64) * row_scale).repeat_interleave(grid_w)[:, None] * omega
     cols = (torch.arange(grid_w, dtype=torch.float64) * col_scale).repeat(grid_h)[:, None] * omega
     grid = torch.cat([rows.sin(), rows.cos(), cols.sin(), cols.cos()], dim=1)

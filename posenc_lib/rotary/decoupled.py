@@ -43,7 +43,7 @@ class DecoupledRoPE(PositionScheme):
     Args:
         nope_dim: leading dims per head without position (DeepSeek-V3: qk_nope_head_dim = 128).
         rope_dim: trailing dims per head that rotate (qk_rope_head_dim = 64), even.
-        base, layout, scaling, compiled: as for :class:`~posenc_lib.rotary.rope.RotaryPE`
+        base, layout, scaling: as for :class:`~posenc_lib.rotary.rope.RotaryPE`
             of width ``rope_dim`` (DeepSeek-V3: layout "interleaved", YaRN with factor 40,
             ``mscale`` = ``mscale_all_dim`` = 1).
 
@@ -62,12 +62,11 @@ class DecoupledRoPE(PositionScheme):
         base: float = 10000.0,
         layout: Layout = "half",
         scaling: dict[str, Any] | None = None,
-        compiled: bool = False,
     ):
         super().__init__()
         self.nope_dim = check_int("nope_dim", nope_dim, minimum=0)
         check_even_int("rope_dim", rope_dim)
-        self.rope = RotaryPE(rope_dim, base=base, layout=layout, scaling=scaling, compiled=compiled)
+        self.rope = RotaryPE(rope_dim, base=base, layout=layout, scaling=scaling)
         self.rope_dim = rope_dim
         self.head_dim = self.nope_dim + rope_dim
         m_all = self.rope.config.get("mscale_all_dim")

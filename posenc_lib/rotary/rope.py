@@ -25,10 +25,16 @@ their cos/sin (:func:`rope_cos_sin`), the rotation formula (:func:`rotate_half_r
 conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling, LongRoPE) and truncated frequencies
 (proportional RoPE) change theta_i: :mod:`.scaling`.
 
-Speed. :func:`apply_rope` and :func:`apply_rope_qk` validate their inputs here and hand the
-rotation to :mod:`posenc_lib.kernels.rope` (one call), which does the same arithmetic arranged for speed
-(cache blocking, one-pass complex multiplies, an optional compiled loop, a one-node backward);
-measured speeds are in ``bench/results/rope.md`` (``make bench``).
+Speed. The rotation is the formula above, in plain public PyTorch ops: a few multiply-adds per
+element, so its cost is memory traffic, and eager PyTorch makes one pass over memory per op.
+``torch.compile`` fuses those ops into one loop (and with the attention's other ops around
+them). So wrap the model, or the attention, in ``torch.compile``::
+
+    model = TinyTransformer(vocab, d_model, n_heads, n_layers, scheme="rope")
+    model = torch.compile(model)    # the first call compiles (seconds), later calls are fused
+    logits = model(tokens)
+
+Measured speeds beside Meta's and Hugging Face's formulas: ``docs/rope-speed.md`` (``make bench``).
 
 Shapes:
     x, q, k         (batch, heads, seq, head_dim)
@@ -53,9 +59,9 @@ from posenc_lib.checks import (
     check_number,
     is_int,
 )
-from posenc_lib.kernels import rope as kernels
+from posenc_lib.frequencies import even_odd_permutation, inverse_frequencies
+from posenc_lib.rotary import scaling as rope_scaling
 from posenc_lib.scheme import PositionScheme
-from posenc_lib.rotary import scaling as rope_scaling  # scaling builds on rope_inv_freq below; both import the other module, not names
 
 __all__ = [
     "LAYOUTS",
@@ -84,13 +90,13 @@ def rope_inv_freq(head_dim: int, base: float = 10000.0, device: torch.device | s
 
     Pair i of a head turns by angle ``m * theta_i`` at position m: theta_0 = 1 rad per token
     (wavelength 2 pi), the last pair almost ``base`` times slower. Computed in float32 exactly
-    as Hugging Face does (so tables agree bit for bit).
+    as Hugging Face does (so tables agree bit for bit): :func:`posenc_lib.frequencies.inverse_frequencies`,
+    the same ladder as the sinusoidal encoding's.
     Scaled variants for longer contexts: :func:`posenc_lib.rotary.scaling.rope_frequencies`.
     """
     check_even_int("head_dim", head_dim)
     base = check_number("base", base, above=1)
-    exponent = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float() / head_dim
-    return 1.0 / (base**exponent)
+    return inverse_frequencies(head_dim, base, device=device)
 
 
 # ----------------------------------------------------------------------------- the angles m * theta_i, as cos and sin tables
@@ -134,7 +140,7 @@ def rope_cos_sin(
     return cos.to(dtype), sin.to(dtype)
 
 
-# ----------------------------------------------------------------------------- the rotation formula (readable references)
+# ----------------------------------------------------------------------------- the rotation formula
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -183,8 +189,62 @@ def apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor
     return torch.cat((rotated, x[..., 2 * c :].to(compute)), dim=-1).to(x.dtype)
 
 
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+    """The rotation itself: x (batch, heads, seq, head_dim) turned by half-width tables (batch|1, seq, c).
+
+    Computed in float32 (float64 for float64 x) and cast back to x's dtype, so bfloat16/float16
+    are rounded once. Half layout: ``x * cos + rotate_half(x) * sin`` with full-width tables;
+    interleaved: the pairs as complex numbers times ``cos + i sin``. Dims from 2c on pass through.
+    """
+    c = cos.shape[-1]
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos, sin = cos.to(compute).unsqueeze(1), sin.to(compute).unsqueeze(1)  # (batch|1, 1, seq, c): over heads
+    pairs = x[..., : 2 * c].to(compute)
+    if layout == "half":
+        rotated = torch.addcmul(pairs * torch.cat((cos, cos), dim=-1), rotate_half(pairs), torch.cat((sin, sin), dim=-1))
+    else:
+        z = _as_complex(pairs.unflatten(-1, (c, 2)))
+        rotated = torch.view_as_real(z * torch.complex(cos, sin)).flatten(-2)
+    rotated = rotated.to(x.dtype)
+    return rotated if 2 * c == x.shape[-1] else torch.cat((rotated, x[..., 2 * c :]), dim=-1)
+
+
+def _as_complex(pairs: Tensor) -> Tensor:
+    """pairs (..., c, 2) as c complex numbers: a view of their memory where it allows one, else of a copy.
+
+    A complex number is two adjacent floats at an even offset. (Under torch.compile, always a copy:
+    the compiler plans the memory itself.)
+    """
+    aligned = not torch.compiler.is_compiling() and pairs.storage_offset() % 2 == 0 and all(
+        step % 2 == 0 for step in pairs.stride()[:-1])
+    return torch.view_as_complex(pairs if aligned else pairs.contiguous())
+
+
+class _Rotation(torch.autograd.Function):
+    """:func:`_rotate` as one autograd node: a rotation's transpose is the rotation by -angle.
+
+    So the backward pass is :func:`_rotate` of the gradient with ``-sin``, one more pass, instead
+    of autograd through the formula's ops. For tables with no gradient.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
+        ctx.save_for_backward(cos, sin)
+        ctx.layout = layout
+        return _rotate(x, cos, sin, layout)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+        cos, sin = ctx.saved_tensors
+        return _rotate(grad, cos, -sin, ctx.layout), None, None, None
+
+
 def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-    """The same rotation as plain differentiable tensor ops (for torch.compile and learnable frequencies)."""
+    """The same rotation with real pairs in x's dtype, differentiated by autograd: for tables that learn.
+
+    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), pairs (x[i], x[i + c]) or (x[2i], x[2i+1]).
+    Used when cos or sin require a gradient (learned frequencies, e.g. mixed 2-D RoPE).
+    """
     c = cos.shape[-1]
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     x1, x2 = (x[..., :c], x[..., c : 2 * c]) if layout == "half" else (x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2])
@@ -193,13 +253,11 @@ def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
     return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
 
 
-# ----------------------------------------------------------------------------- the rotation (validated here, computed by posenc_lib.kernels.rope)
+# ----------------------------------------------------------------------------- the rotation as models call it
 
 
-def apply_rope(
-    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", out: Tensor | None = None, compiled: bool = False
-) -> Tensor:
-    """Rotate the pairs of x by the angles whose cos and sin are given.
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> Tensor:
+    """Rotate the pairs of x by the angles whose cos and sin are given: a new tensor.
 
     Args:
         x: (batch, heads, seq, head_dim) float tensor (any strides).
@@ -207,17 +265,15 @@ def apply_rope(
             broadcast over heads. With 2c < head_dim only the first 2c dims are rotated
             (partial rotary, as GPT-NeoX); the rest pass through unchanged.
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
-        out: tensor like x to write into; ``out=x`` rotates x in place (no new buffer; the
-            fastest eager call, while with ``compiled=True`` a separate ``out`` is faster).
-            Not allowed while autograd records x.
-        compiled: rotate the half layout with one loop compiled by inductor (PyTorch's compiler)
-            instead of the eager ops, forward and backward. The first call per input signature
-            compiles (seconds); if compiling fails (no C++ compiler), a warning is given once
-            and the eager path is used. The interleaved layout stays eager. How each path
-            works: :mod:`posenc_lib.kernels.rope`; measured speeds: ``bench/results/rope.md``.
 
     Returns:
-        The rotated tensor, x's shape and dtype (``out`` itself when given).
+        The rotated tensor, x's shape and dtype.
+
+    How: the half layout is ``x * cos + rotate_half(x) * sin`` (full-width tables), the interleaved
+    one a complex multiply, both in float32 (float64 for float64 x) and cast back to x's dtype.
+    The backward pass turns the gradient back (rotation by -angle); tables that require a
+    gradient (learned frequencies) go through the real-pair formula in x's dtype and autograd.
+    For speed wrap the model (or the attention) in ``torch.compile``: see the module docstring.
 
     Accuracy. Against the textbook formulas (:func:`rotate_half_reference`,
     :func:`apply_rope_complex`) the result differs only by rounding: at most 1e-6 in float32
@@ -225,34 +281,23 @@ def apply_rope(
     the result is within about 1.5u ``|pair|`` of the exact rotation of the same x and tables
     (u the unit roundoff: 2**-8 for bfloat16, 2**-11 for float16; ``|pair|`` the length of the
     pair an element belongs to); the textbook formula, which rounds every product and sum to
-    x's dtype, is within about 3u ``|pair|``. The tests check ``|fast - textbook|`` <= 6u ``|pair|``
+    x's dtype, is within about 3u ``|pair|``. The tests check ``|ours - textbook|`` <= 6u ``|pair|``
     (0.023 ``|pair|`` in bfloat16, 0.0029 ``|pair|`` in float16) element by element. For long
     positions see :func:`rope_cos_sin`.
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
     cos, sin = _table_3d(cos, sin, x)
-    _check_out("out", out, x)
-    grad = torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad or sin.requires_grad)
-    if grad and out is not None:
-        raise ValueError("out= cannot be used while autograd records x, cos or sin; call apply_rope without out")
-    if torch.compiler.is_compiling() or (grad and (cos.requires_grad or sin.requires_grad)):
-        rotated = _rotate_formula(x, cos, sin, layout)
-        return rotated if out is None else out.copy_(rotated)
-    return kernels.rotate((x,), cos, sin, layout, (out,), compiled)[0]
+    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
+        return _rotate_formula(x, cos, sin, layout)
+    return _Rotation.apply(x, cos, sin, layout)
 
 
-def apply_rope_qk(
-    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", inplace: bool = False,
-    compiled: bool = False, out: tuple[Tensor, Tensor] | None = None,
-) -> tuple[Tensor, Tensor]:
-    """:func:`apply_rope` on queries and keys with the same tables; ``inplace=True`` overwrites q and k.
-
-    ``out=(q_out, k_out)`` writes into preallocated tensors instead (not with ``inplace``).
+def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> tuple[Tensor, Tensor]:
+    """:func:`apply_rope` on queries and keys with the same tables: two new tensors.
 
     q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim) (kv_heads may differ,
-    as in grouped-query attention); cos, sin: (batch|1, seq, c). With ``compiled=True`` and the
-    half layout, q and k go through one compiled call (outside autograd).
+    as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c).
     """
     _check_x("q", q)
     _check_x("k", k)
@@ -261,21 +306,7 @@ def apply_rope_qk(
             f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
             f"and k {tuple(k.shape)} {k.dtype}"
         )
-    if out is not None and (inplace or not isinstance(out, (tuple, list)) or len(out) != 2):
-        raise ValueError(f"out must be a pair (q_out, k_out), and not given with inplace=True; got {type(out).__name__} "
-                         f"with inplace={inplace}")
-    q_out, k_out = (q, k) if inplace else (None, None) if out is None else out
-    for name, x, o in (("q_out", q, q_out), ("k_out", k, k_out)):
-        _check_out(name, o, x)
-    check_choice("layout", layout, LAYOUTS)
-    cos3, sin3 = _table_3d(cos, sin, q)
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, cos3, sin3))
-    if torch.compiler.is_compiling() or (grad and (cos3.requires_grad or sin3.requires_grad or q_out is not None)):
-        return (  # the differentiable formula, or apply_rope's error for out= under autograd
-            apply_rope(q, cos, sin, layout, out=q_out, compiled=compiled),
-            apply_rope(k, cos, sin, layout, out=k_out, compiled=compiled),
-        )
-    return kernels.rotate((q, k), cos3, sin3, layout, (q_out, k_out), compiled)
+    return apply_rope(q, cos, sin, layout), apply_rope(k, cos, sin, layout)
 
 
 # ----------------------------------------------------------------------------- the position scheme
@@ -295,8 +326,6 @@ class RotaryPE(PositionScheme):
         scaling: a Hugging Face style rope-parameter dict for longer contexts, e.g.
             ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
             (see :func:`posenc_lib.rotary.scaling.rope_frequencies`).
-        compiled: rotate through :func:`apply_rope_qk`'s ``compiled=True`` path (one inductor
-            loop for q and k in the half layout; each new input shape compiles first, seconds).
 
     Half-width cos/sin tables are cached per (device, dtype) in a plain dict - not buffers,
     so never in ``state_dict`` and free to change with ``base`` - and grown on demand to the
@@ -324,7 +353,6 @@ class RotaryPE(PositionScheme):
         layout: Layout = "half",
         rotary_fraction: float = 1.0,
         scaling: dict[str, Any] | None = None,
-        compiled: bool = False,
     ):
         super().__init__()
         check_choice("layout", layout, LAYOUTS)
@@ -335,9 +363,7 @@ class RotaryPE(PositionScheme):
         for key, value in (("rope_theta", base), ("partial_rotary_factor", rotary_fraction)):
             if config.setdefault(key, value) != value:
                 raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
-        if not isinstance(compiled, bool):
-            raise TypeError(f"compiled must be a bool, got {type(compiled).__name__}")
-        self.head_dim, self.layout, self.config, self.compiled = head_dim, layout, config, compiled
+        self.head_dim, self.layout, self.config = head_dim, layout, config
         self.dynamic = config.get("rope_type") == "dynamic"
         # validates the config; for "dynamic" this is the unscaled set (lengths <= L0), for "longrope" the short one
         length = config.get("original_max_position_embeddings") if self.dynamic else None
@@ -353,13 +379,12 @@ class RotaryPE(PositionScheme):
         # float64 frequencies for a model moved to float64 (default RoPE: base^(-2i/rotary_dim)
         # computed in float64; a scaled variant keeps its float32 frequencies, angles in float64)
         plain = config.get("rope_type", "default") == "default"
-        exponent = torch.arange(0, self.rotary_dim, 2, dtype=torch.float64) / self.rotary_dim
-        self.inv_freq64 = 1.0 / float(config["rope_theta"]) ** exponent if plain else inv_freq.double()
+        self.inv_freq64 = (inverse_frequencies(self.rotary_dim, config["rope_theta"], dtype=torch.float64) if plain
+                           else inv_freq.double())
         self._tables: dict[tuple[torch.device, torch.dtype, bool], tuple[Tensor, Tensor]] = {}
 
     def extra_repr(self) -> str:
-        compiled = ", compiled=True" if self.compiled else ""
-        return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}{compiled}"
+        return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}"
 
     def _table(self, length: int, device: torch.device, dtype: torch.dtype, long: bool = False) -> tuple[Tensor, Tensor]:
         """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device.
@@ -412,7 +437,7 @@ class RotaryPE(PositionScheme):
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype)
-        return apply_rope_qk(q, k, cos, sin, self.layout, compiled=self.compiled)
+        return apply_rope_qk(q, k, cos, sin, self.layout)
 
 
 # ----------------------------------------------------------------------------- layouts and checkpoints
@@ -425,7 +450,7 @@ def rope_layout_permutation(head_dim: int) -> Tensor:
     (x[2i], x[2i+1]) lands at (i, i + d/2), where the half layout looks for it.
     """
     check_even_int("head_dim", head_dim)
-    return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
+    return even_odd_permutation(head_dim)
 
 
 def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_dim: int | None = None) -> Tensor:
@@ -510,16 +535,6 @@ def _check_x(name: str, x: Any) -> None:
         raise ValueError(f"{name} must have shape (batch, heads, seq, head_dim), got {tuple(x.shape)}")
     if x.shape[-1] % 2:
         raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
-
-
-def _check_out(name: str, out: Any, x: Tensor) -> None:
-    """out (if given) must be a tensor with x's shape, dtype and device."""
-    if out is not None and (
-        not isinstance(out, Tensor) or out.shape != x.shape or out.dtype != x.dtype or out.device != x.device
-    ):
-        got = (tuple(out.shape), out.dtype, out.device) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(f"{name} must be a tensor of the shape, dtype and device {tuple(x.shape), x.dtype, x.device}, "
-                         f"got {got}")
 
 
 def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:

@@ -2,7 +2,7 @@
 LongRoPE, proportional (p-RoPE).
 
 One function, :func:`rope_frequencies`, turns a rope-parameter dict into the inverse
-frequencies ``theta_i`` (:func:`~posenc_lib.rotary.rope.rope_inv_freq` for plain RoPE) of :mod:`posenc_lib.rotary.rope` and the *attention factor* that
+frequencies ``theta_i`` (:func:`~posenc_lib.frequencies.inverse_frequencies` for plain RoPE) of :mod:`posenc_lib.rotary.rope` and the *attention factor* that
 multiplies cos and sin (so the attention logits scale by its square).
 
 The dict uses the keys and meanings of Hugging Face's ``rope_parameters``
@@ -70,7 +70,7 @@ import torch
 from torch import Tensor
 
 from posenc_lib.checks import check_even_int, check_number, is_number
-from posenc_lib.rotary import rope  # rope_inv_freq, theta_i; rope imports this module for RotaryPE (modules, not names)
+from posenc_lib.frequencies import inverse_frequencies, wavelengths
 
 __all__ = ["RopeScaling", "ROPE_SCALINGS", "ROPE_TYPES", "rope_frequencies", "yarn_mscale"]
 
@@ -103,11 +103,6 @@ def yarn_mscale(scale: float, coefficient: float = 1.0) -> float:
     return 1.0 if scale <= 1 else 0.1 * coefficient * math.log(scale) + 1.0
 
 
-def _wavelengths(base: float, dim: int) -> Tensor:
-    """base^(2i/dim), i = 0 .. dim/2 - 1: 1 / theta_i as Hugging Face computes it (radians per unit of angle), float32."""
-    return base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)
-
-
 def _ntk_base(base: float, scale: float, dim: int) -> float:
     """NTK-aware base: base * scale^(d/(d-2)), which divides the slowest frequency by exactly ``scale``."""
     return base * scale ** (dim / (dim - 2))
@@ -115,17 +110,17 @@ def _ntk_base(base: float, scale: float, dim: int) -> float:
 
 def _default(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Plain RoPE: theta_i = base^(-2i/d)."""
-    return rope.rope_inv_freq(dim, base), 1.0
+    return inverse_frequencies(dim, base), 1.0
 
 
 def _linear(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Position interpolation (Chen et al. 2023): every theta_i / s."""
-    return rope.rope_inv_freq(dim, base) / config["factor"], 1.0
+    return inverse_frequencies(dim, base) / config["factor"], 1.0
 
 
 def _ntk(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Static NTK-aware scaling: a larger base, base * s^(d/(d-2))."""
-    return rope.rope_inv_freq(dim, _ntk_base(base, config["factor"], dim)), 1.0
+    return inverse_frequencies(dim, _ntk_base(base, config["factor"], dim)), 1.0
 
 
 def _dynamic(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
@@ -135,7 +130,7 @@ def _dynamic(base: float, dim: int, config: dict[str, Any], seq_len: int | None)
     original = config["original_max_position_embeddings"]
     factor = config["factor"]
     length = max(int(seq_len), original)
-    return rope.rope_inv_freq(dim, _ntk_base(base, factor * length / original - (factor - 1), dim)), 1.0
+    return inverse_frequencies(dim, _ntk_base(base, factor * length / original - (factor - 1), dim)), 1.0
 
 
 def _yarn(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
@@ -162,7 +157,7 @@ def _yarn(base: float, dim: int, config: dict[str, Any], seq_len: int | None) ->
         high += 0.001  # avoid dividing by zero, as Hugging Face does
     # the paper's gamma: 1 for fast dims (i <= low: keep theta), 0 for slow dims (i >= high: theta / factor)
     gamma = 1 - ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
-    wavelength = _wavelengths(base, dim)  # per radian: 1 / theta_i
+    wavelength = wavelengths(dim, base)  # per radian: 1 / theta_i
     inv_freq = 1 / (factor * wavelength) * (1 - gamma) + 1 / wavelength * gamma
     return inv_freq, float(attention_factor)
 
@@ -172,7 +167,7 @@ def _llama3(base: float, dim: int, config: dict[str, Any], seq_len: int | None) 
     factor, low, high = config["factor"], config["low_freq_factor"], config["high_freq_factor"]
     if not low <= high:
         raise ValueError(f"config['low_freq_factor'] must be <= config['high_freq_factor'], got {low!r} and {high!r}")
-    theta = rope.rope_inv_freq(dim, base)
+    theta = inverse_frequencies(dim, base)
     original = config["original_max_position_embeddings"]
     wavelength = 2 * math.pi / theta
     scaled = torch.where(wavelength > original / low, theta / factor, theta)
@@ -215,7 +210,7 @@ def _longrope(base: float, dim: int, config: dict[str, Any], seq_len: int | None
         attention_factor = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
     long = seq_len is not None and seq_len > original
     rescale = torch.tensor(config["long_factor" if long else "short_factor"], dtype=torch.float32)
-    return 1.0 / (rescale * _wavelengths(base, dim)), float(attention_factor)
+    return 1.0 / (rescale * wavelengths(dim, base)), float(attention_factor)
 
 
 def _proportional(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
@@ -224,7 +219,7 @@ def _proportional(base: float, dim: int, config: dict[str, Any], seq_len: int | 
     ``dim`` is the full head width here (``full_width``); p is ``partial_rotary_factor``.
     """
     kept = int(config.get("partial_rotary_factor", 1.0) * dim // 2)
-    theta = rope.rope_inv_freq(dim, base)
+    theta = inverse_frequencies(dim, base)
     theta = torch.where(torch.arange(dim // 2) < kept, theta, torch.zeros_like(theta))
     return theta / config.get("factor", 1.0), 1.0
 

@@ -111,26 +111,27 @@ def test_setup_notebook_prints_one_line_and_honours_the_thread_variable(monkeypa
         torch.set_num_threads(before)
 
 
-# --- inductor's cache, one folder per forced kernel level (posenc_lib/kernels/__init__.py) ---------------
+# --- inductor's cache, one folder per forced kernel level (posenc_course.numerics.separate_inductor_cache) ---
 
 
 def test_each_forced_kernel_level_compiles_into_its_own_inductor_cache(monkeypatch):
     """A kernel compiled under the native level and reused under ATEN_CPU_CAPABILITY=avx2 returned NaN here:
-    the library gives every forced level its own cache folder, and leaves a chosen folder, or none forced, alone."""
-    from posenc_lib import kernels
+    the tests and the bench give every forced level its own cache folder, and leave a chosen folder, or none
+    forced, alone."""
+    from posenc_course.numerics import separate_inductor_cache
 
     folders = {}
     for level in ("avx2", "default"):
         monkeypatch.setenv("ATEN_CPU_CAPABILITY", level)
         monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-        kernels._separate_inductor_cache()
+        separate_inductor_cache()
         folders[level] = os.environ["TORCHINDUCTOR_CACHE_DIR"]
         assert folders[level].endswith(f"_{level}")
     assert folders["avx2"] != folders["default"]
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/chosen")
-    kernels._separate_inductor_cache()
+    separate_inductor_cache()
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/somewhere/chosen"
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
-    kernels._separate_inductor_cache()
+    separate_inductor_cache()
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ  # native: inductor's own default

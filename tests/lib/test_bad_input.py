@@ -24,6 +24,7 @@ from posenc_lib.conditional.peg import PEG, peg
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.embeddings.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
 from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE, sincos_2d_table
+from posenc_lib.frequencies import inverse_frequencies
 from posenc_lib.grid import PatchEmbed, coordinate_scale, resample_grid
 from posenc_lib.interop.hf import attention_from_hf
 from posenc_lib.interop.hf_config import rope_parameters
@@ -129,7 +130,6 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("rope key of another type", lambda: RotaryPE(8, scaling={"rope_type": "linear", "factor": 2.0, "beta_fast": 32}),
      ValueError, r"config has key\(s\) \['beta_fast'\] that rope_type 'linear' does not use"),
     ("rope scaling not a dict", lambda: RotaryPE(8, scaling="yarn"), TypeError, r"scaling must be a dict .*got str"),
-    ("rope compiled not a bool", lambda: RotaryPE(8, compiled="yes"), TypeError, r"compiled must be a bool, got str"),
     ("rope contradicting base", lambda: RotaryPE(8, base=500.0, scaling={"rope_theta": 10000.0}), ValueError,
      r"scaling\['rope_theta'\] = 10000\.0 contradicts the argument given as 500\.0"),
     ("rope factor 0", lambda: rope_frequencies(8, {"rope_type": "linear", "factor": 0.0}), ValueError,
@@ -149,14 +149,12 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"cos and sin must have the same shape"),
     ("apply_rope table for another length", lambda: apply_rope(x4(seq=6), *cs), ValueError, r"cos and sin must have shape .*\(1, 5, 4\)"),
     ("apply_rope_qk q/k mismatch", lambda: apply_rope_qk(x4(), x4(seq=4), *cs), ValueError, r"q and k must agree"),
-    ("apply_rope out of another dtype", lambda: apply_rope(x4(), *cs, out=x4(dtype=torch.float64)), ValueError,
-     r"out must be a tensor of the shape, dtype and device .*float32.*got .*float64"),
-    ("apply_rope_qk out not a pair", lambda: apply_rope_qk(x4(), x4(), *cs, out=x4()), ValueError,
-     r"out must be a pair \(q_out, k_out\).*got Tensor"),
-    ("apply_rope_qk out with inplace", lambda: apply_rope_qk(x4(), x4(), *cs, inplace=True, out=(x4(), x4())), ValueError,
-     r"not given with inplace=True.*inplace=True"),
-    ("apply_rope_qk k_out of another shape", lambda: apply_rope_qk(x4(), x4(), *cs, out=(x4(), x4(seq=4))),
-     ValueError, r"k_out must be a tensor of the shape, dtype and device .*got \(\(1, 2, 4, 8\)"),
+    ("apply_rope_qk unknown layout", lambda: apply_rope_qk(x4(), x4(), *cs, layout="meta"), ValueError,
+     r"layout must be one of .*'meta'"),
+    ("inverse_frequencies odd dim", lambda: inverse_frequencies(7), ValueError, r"dim must be even \(sin/cos come in pairs\), got 7"),
+    ("inverse_frequencies base 1", lambda: inverse_frequencies(8, base=1.0), ValueError, r"base must be a finite number > 1, got 1\.0"),
+    ("inverse_frequencies float16", lambda: inverse_frequencies(8, dtype=torch.float16), ValueError,
+     r"dtype must be torch\.float32 or torch\.float64, got torch\.float16"),
     ("rope q of another head_dim", lambda: RotaryPE(8).rotate_qk(x4(head_dim=6), x4(head_dim=6), pos(5)), ValueError,
      r"q\.shape\[-1\] must be head_dim=8"),
     ("convert weight heads not dividing", lambda: convert_qk_weight(torch.zeros(16, 16), n_heads=3), ValueError,

@@ -1,85 +1,81 @@
-"""posenc_lib.analysis.pair_usage: each pair's part of the scores, its usage, and switching pairs off."""
+"""posenc_lib.frequencies: the ladder base^(-2i/d) against its formula, and the encodings that use it."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import math
+
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch.testing import assert_close
 
-from posenc_lib.analysis.pair_usage import WithoutPairs, pair_dims, pair_scores, pair_usage
-from posenc_lib.models import TinyTransformer, with_scheme
-from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib import frequencies
+from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_layout_permutation
+from posenc_lib.embeddings.tables_2d import sincos_2d_table
+from posenc_lib.frequencies import even_odd_permutation, inverse_frequencies, wavelengths
+from posenc_lib.rotary import scaling
+from posenc_lib.rotary.rope import RotaryPE, rope_inv_freq, rope_layout_permutation
+from posenc_lib.rotary.scaling import rope_frequencies
 
-pytestmark = pytest.mark.usefixtures("single_thread")
-
-
-def randn(*shape: int, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+CASES = [(dim, base) for dim in (2, 8, 64, 128, 130) for base in (10.0, 100.0, 10000.0, 500000.0)]
 
 
-def test_pair_dims_of_both_layouts():
-    assert pair_dims(8, "half").tolist() == [[0, 4], [1, 5], [2, 6], [3, 7]]
-    assert pair_dims(8, "interleaved").tolist() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+@pytest.mark.parametrize("dim, base", CASES)
+def test_the_ladder_is_base_to_the_minus_2i_over_d(dim, base):
+    exact = torch.tensor([base ** (-2 * i / dim) for i in range(dim // 2)], dtype=torch.float64)
+    torch.testing.assert_close(inverse_frequencies(dim, base, dtype=torch.float64), exact, rtol=1e-14, atol=0)
+    torch.testing.assert_close(inverse_frequencies(dim, base).double(), exact, rtol=1e-6, atol=0)
+    torch.testing.assert_close(wavelengths(dim, base).double(), 1 / exact, rtol=1e-6, atol=0)
+    theta = inverse_frequencies(dim, base)
+    assert theta.dtype == torch.float32 and theta.shape == (dim // 2,) and theta[0] == 1.0
+    assert (theta[1:] < theta[:-1]).all()  # each pair slower than the one before
 
 
-@settings(max_examples=25)
-@given(layout=st.sampled_from(["half", "interleaved"]), head_dim=st.sampled_from([2, 4, 8, 16]), seed=st.integers(0, 999))
-def test_the_parts_sum_to_the_scores_and_follow_the_rotation(layout, head_dim, seed):
-    q, k = randn(2, 3, 5, head_dim, seed=seed), randn(2, 3, 6, head_dim, seed=seed + 1)
-    parts = pair_scores(q, k, layout)
-    assert parts.shape == (2, 3, head_dim // 2, 5, 6)
-    assert_close(parts.sum(2), q @ k.transpose(-1, -2))
-    # a pair's part is a 2-D dot product: turning query and key by the same angle leaves it unchanged
-    rope = RotaryPE(head_dim, layout=layout)
-    shift = torch.full((1, 5), 7)
-    q_turned, _ = rope.rotate_qk(q, q, shift)
-    k_turned, _ = rope.rotate_qk(k, k, torch.full((1, 6), 7))
-    assert_close(pair_scores(q_turned, k_turned, layout), parts)
+@pytest.mark.parametrize("dim, base", CASES)
+def test_float32_is_hugging_face_arithmetic_and_float64_is_log_space(dim, base):
+    """Bit for bit: float32 as transformers' default RoPE init, float64 as exp(-(2i/d) ln base)."""
+    hf = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    assert torch.equal(inverse_frequencies(dim, base), hf)
+    log_space = torch.exp(-(torch.arange(0, dim, 2, dtype=torch.float64) / dim) * math.log(base))
+    assert torch.equal(inverse_frequencies(dim, base, dtype=torch.float64), log_space)
 
 
-def test_usage_counts_causal_pairs_only_and_sees_a_dead_pair():
-    q, k = randn(2, 2, 6, 8), randn(2, 2, 6, 8, seed=1)
-    q[..., [1, 5]] = 0.0  # pair 1 of the half layout is off
-    usage = pair_usage(q, k)
-    assert usage.shape == (2, 4) and (usage[:, 1] == 0).all() and (usage[:, [0, 2, 3]] > 0).all()
-    causal = torch.ones(6, 6, dtype=torch.bool).tril()
-    assert_close(usage, pair_scores(q, k).abs()[..., causal].mean(dim=(0, -1)))
-    k_future = k.clone()
-    k_future[:, :, -1] = 1e6  # the last key is seen only by the last query: one causal pair, not the others
-    assert not torch.allclose(pair_usage(q, k_future), usage)
+@pytest.mark.parametrize("dim, base", CASES)
+def test_sinusoid_and_rope_use_the_one_ladder(dim, base):
+    assert torch.equal(sinusoidal_frequencies(dim, base), inverse_frequencies(dim, base, dtype=torch.float64))
+    assert torch.equal(rope_inv_freq(dim, base), inverse_frequencies(dim, base))
+    assert torch.equal(rope_frequencies(dim, {"rope_theta": base})[0], inverse_frequencies(dim, base))
+    scheme = RotaryPE(dim, base=base)
+    positions = torch.tensor([[0, 1, 7, 1000]])
+    angles = positions.double()[..., None] * inverse_frequencies(dim, base, dtype=torch.float64)
+    torch.testing.assert_close(scheme.cos_sin(positions, torch.float64), (angles.cos(), angles.sin()), atol=0, rtol=0)
 
 
-def test_without_pairs_removes_exactly_their_parts_of_the_scores():
-    rope = RotaryPE(8, layout="interleaved")
-    off = WithoutPairs(rope, [0, 3])
-    q, k = randn(1, 2, 5, 8), randn(1, 2, 5, 8, seed=2)
-    positions = torch.arange(5)[None]
-    full_q, full_k = rope.rotate_qk(q, k, positions)
-    cut_q, cut_k = off.rotate_qk(q, k, positions)
-    expected = pair_scores(full_q, full_k, "interleaved")[:, :, [1, 2]].sum(2)
-    assert_close(cut_q @ cut_k.transpose(-1, -2), expected)
+def test_2d_sincos_table_uses_the_ladder_of_a_quarter_width():
+    """Each axis of the 2-D table gets d/4 frequencies: the ladder of width d/2."""
+    d, base = 32, 10000.0
+    table = sincos_2d_table(3, 4, d, base=base, dtype=torch.float64)
+    omega = inverse_frequencies(d // 2, base, dtype=torch.float64)
+    row = 2  # patch (2, 0): its row coordinate is 2
+    assert torch.equal(table[row * 4, : d // 4], (2.0 * omega).sin())
 
 
-def test_without_pairs_in_a_model_changes_the_output_and_none_changes_nothing():
-    torch.manual_seed(0)
-    rope = RotaryPE(8)
-    model = TinyTransformer(11, 11, 16, 2, 2, scheme=rope, causal=True, pool="none").double().eval()
-    x = torch.randint(0, 11, (2, 9), generator=torch.Generator().manual_seed(3))
-    with torch.no_grad():
-        assert_close(with_scheme(model, WithoutPairs(rope, []))(x), model(x))
-        assert not torch.allclose(with_scheme(model, WithoutPairs(rope, [0]))(x), model(x), atol=1e-4)
+@pytest.mark.parametrize("dim", [2, 8, 10, 64])
+def test_even_odd_permutation_is_the_layout_change_of_both_families(dim):
+    perm = even_odd_permutation(dim)
+    assert perm.tolist() == list(range(0, dim, 2)) + list(range(1, dim, 2))
+    assert torch.equal(sinusoidal_layout_permutation(dim), perm)
+    assert torch.equal(rope_layout_permutation(dim), perm)
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: WithoutPairs("rope", [0]), TypeError, r"rope must be a RotaryPE, got str"),
-    (lambda: WithoutPairs(RotaryPE(8), [4]), ValueError, r"pairs must be a list of pair indices in \[0, 4\), got \[4\]"),
-    (lambda: WithoutPairs(RotaryPE(8, rotary_fraction=0.5), [0]), ValueError, r"rope must rotate its whole head"),
-    (lambda: pair_scores(randn(2, 3, 8), randn(2, 3, 8)), ValueError, r"q must have shape \(batch, heads, seq, head_dim\)"),
-    (lambda: pair_usage(randn(1, 2, 5, 8), randn(1, 2, 6, 8)), ValueError, r"q and k must have the same seq"),
-    (lambda: pair_dims(7), ValueError, r"head_dim"),
-])
-def test_bad_input(call, error, match):
-    with pytest.raises(error, match=match):
-        call()
+def test_scaling_builds_on_frequencies_not_on_rope():
+    """The old cycle (rope imports scaling, scaling imported rope) is gone: scaling imports the ladder only."""
+    imported = set()
+    for node in ast.walk(ast.parse(inspect.getsource(scaling))):
+        if isinstance(node, ast.ImportFrom):
+            imported |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+    assert "posenc_lib.frequencies" in imported
+    assert not any(name.startswith("posenc_lib.rotary") for name in imported), imported
+    assert frequencies.__all__ == ["inverse_frequencies", "wavelengths", "even_odd_permutation"]

@@ -1,10 +1,9 @@
-"""posenc_lib.rotary.rope: the RoPE properties, the fast path against the readable references, precision, errors, state."""
+"""posenc_lib.rotary.rope: the RoPE properties, the rotation against the textbook formulas, gradients, precision, errors."""
 
 from __future__ import annotations
 
 import io
 import math
-import warnings
 
 import pytest
 import torch
@@ -12,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.frequencies import inverse_frequencies
 from posenc_lib.rotary.rope import (
     LAYOUTS,
     RotaryPE,
@@ -24,7 +24,6 @@ from posenc_lib.rotary.rope import (
     rope_layout_permutation,
     rotate_half_reference,
 )
-from posenc_lib.kernels import rope as kernels
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 
 HYPOTHESIS = settings(max_examples=30, deadline=None)
@@ -201,59 +200,52 @@ def test_left_padding_with_cumsum_positions(layout):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
-# ----------------------------------------------------------------------------- fast path == references
+# ----------------------------------------------------------------------------- the rotation == the formulas
 
 
 @HYPOTHESIS
 @given(shape=shapes, layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16), partial=st.booleans(),
-       batched_table=st.booleans(), mode=st.sampled_from(["new", "out", "inplace", "strided"]))
-def test_fast_path_equals_reference_fp32(shape, layout, seed, partial, batched_table, mode):
+       batched_table=st.booleans(), strided=st.booleans())
+def test_rotation_equals_the_formula_fp32(shape, layout, seed, partial, batched_table, strided):
+    """rotate_half (half layout) or complex numbers (interleaved), any table batch, partial rotary, any strides;
+    x itself is left as it was."""
     c = max(1, shape[-1] // 4) if partial else None
     x, positions, inv_freq = random_case(shape, seed, c, batched_table)
     cos, sin = rope_cos_sin(positions, inv_freq)
     expected = reference(x, positions, inv_freq, layout)
-    if mode == "new":
-        got = apply_rope(x, cos, sin, layout)
-    elif mode == "out":
-        out = torch.full_like(x, float("nan"))
-        got = apply_rope(x, cos, sin, layout, out=out)
-        assert got is out
-    elif mode == "inplace":
-        got = x.clone()
-        assert apply_rope(got, cos, sin, layout, out=got) is got
-    else:  # (batch, seq, heads, head_dim) memory seen as (batch, heads, seq, head_dim), as after a head split
-        strided = x.transpose(1, 2).contiguous().transpose(1, 2)
-        got = apply_rope(strided, cos, sin, layout, out=strided)
+    if strided:  # (batch, seq, heads, head_dim) memory seen as (batch, heads, seq, head_dim), as after a head split
+        x = x.transpose(1, 2).contiguous().transpose(1, 2)
+    before = x.clone()
+    got = apply_rope(x, cos, sin, layout)
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+    assert torch.equal(x, before) and got.shape == x.shape and got.dtype == x.dtype
 
 
-@pytest.mark.parametrize("block, whole", [(2**18, 2**21), (300, 600), (5000, 6000), (1, 1)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_blocks_cover_large_tensors(monkeypatch, block, whole, dtype):
-    """Cache blocks of every shape (part of a sequence, whole sequences, several rows) cover the whole tensor."""
-    monkeypatch.setattr(kernels, "_BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(kernels, "_WHOLE_ELEMENTS", whole)
+def test_odd_strides_and_offsets(dtype):
+    """A head_dim slice of a wider buffer (odd row strides, so no complex view of its memory) and a slice at an
+    odd offset rotate like a contiguous x, with a table per row or one shared by the batch."""
     x, positions, inv_freq = random_case((3, 2, 37, 16), seed=5, rotary_halves=6)
     x = x.to(dtype)
     odd_strided = torch.zeros(3, 2, 37, 17, dtype=dtype)[..., :16].copy_(x)
+    odd_offset = torch.zeros(3, 2, 37, 17, dtype=dtype)[..., 1:].copy_(x)
     tol = {"atol": 1e-6, "rtol": 0} if dtype == torch.float32 else {"atol": 0.05, "rtol": 0}
     for table in (slice(None), slice(0, 1)):  # a table per row, or one shared by the batch
         cos, sin = rope_cos_sin(positions[table], inv_freq, dtype=dtype)
         for layout in LAYOUTS:
             expected = reference(x, positions[table], inv_freq, layout, cos, sin)
-            for candidate in (x.clone(), odd_strided.clone()):
+            for candidate in (x, odd_strided, odd_offset):
                 torch.testing.assert_close(apply_rope(candidate, cos, sin, layout), expected, **tol)
-                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout, out=candidate), expected, **tol)
 
 
 @pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
-@pytest.mark.parametrize("layout, compiled", [("half", False), ("interleaved", False), ("half", True)])
-def test_fast_path_equals_reference_low_precision(dtype, u, layout, compiled):
-    """Documented in apply_rope: fast (eager or compiled) and textbook formula differ by at most 6u |pair|."""
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_low_precision_is_rotated_in_float32_and_cast_back(dtype, u, layout):
+    """Documented in apply_rope: ours (float32, rounded once) and the textbook formula differ by at most 6u |pair|."""
     x, positions, inv_freq = random_case((2, 3, 64, 32), seed=7, max_position=32768)
     x = x.to(dtype)
     cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
-    got = apply_rope(x, cos, sin, layout, compiled=compiled)
+    got = apply_rope(x, cos, sin, layout)
     assert got.dtype == dtype
     expected = reference(x, positions, inv_freq, layout, cos, sin)
     norm = pair_norm(x, 16, layout)
@@ -348,13 +340,6 @@ def test_learnable_tables_get_gradients():
     torch.testing.assert_close(rotated(), rotate_half_reference(x, angles.cos(), angles.sin()), atol=1e-6, rtol=0)
 
 
-def test_out_is_refused_under_autograd():
-    x, positions, inv_freq = random_case((1, 1, 3, 4), seed=12)
-    x.requires_grad_()
-    with pytest.raises(ValueError, match="out="):
-        apply_rope(x, *rope_cos_sin(positions, inv_freq), out=torch.empty_like(x))
-
-
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -387,8 +372,6 @@ def cos_sin_for(x):
          ["cos and sin", "(1|1, 5, 1..4)", "got (1, 4, 4)"]),
         (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), layout="llama"), ValueError,
          ["layout", "'llama'", "half", "interleaved"]),
-        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), out=torch.ones(1, 1, 4, 6)),
-         ValueError, ["out", "shape"]),
         (lambda: apply_rope_qk(torch.ones(1, 2, 4, 8), torch.ones(1, 2, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))),
          ValueError, ["q and k", "(1, 2, 4, 8)", "(1, 2, 5, 8)"]),
         (lambda: RotaryPE(8).rotate_qk(torch.ones(1, 1, 3, 16), torch.ones(1, 1, 3, 16), torch.arange(3)[None]),
@@ -409,21 +392,20 @@ def test_bad_input_names_parameter_and_allowed_values(call, error, words):
 # ----------------------------------------------------------------------------- the scheme: tables, state, dtypes
 
 
-def test_table_cache_grows_and_is_per_device_dtype():
+def test_scheme_tables_at_any_position_and_dtype():
+    """cos_sin equals rope_cos_sin at every position (before and after a far one), float16/bfloat16 tables are the
+    float32 ones cast, float64 tables come from float64 frequencies, negative positions are computed too."""
     scheme = RotaryPE(16)
-    q = torch.randn(1, 2, 3, 16)
-    scheme.rotate_qk(q, q, torch.tensor([[0, 1, 2]]))
-    assert {key[1] for key in scheme._tables} == {torch.float32}
-    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (256, 8)
-    scheme.rotate_qk(q.double(), q.double(), torch.tensor([[5000, 5001, 9000]]))
-    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (256, 8)  # float64 has its own float64 table
-    assert scheme._tables[(q.device, torch.float64, False)][0].shape == (16384, 8)
-    scheme.rotate_qk(q.half(), q.half(), torch.tensor([[5000, 5001, 9000]]))  # float16: float32 angles, cast
-    assert scheme._tables[(q.device, torch.float32, False)][0].shape == (16384, 8)
-    assert scheme._tables[(q.device, torch.float16, False)][0].shape == (16384, 8)
-    cos, sin = scheme.cos_sin(torch.tensor([[9000, 3, -7]]))
-    direct = rope_cos_sin(torch.tensor([[9000, 3, -7]]), rope_inv_freq(16))
-    torch.testing.assert_close((cos, sin), direct, atol=0, rtol=0)
+    inv_freq64 = inverse_frequencies(16, 10000.0, dtype=torch.float64)
+    for positions in (torch.tensor([[0, 1, 2]]), torch.tensor([[5000, 5001, 9000]]), torch.tensor([[9000, 3, -7]]),
+                      torch.tensor([[0, 1, 2]])):
+        direct = rope_cos_sin(positions, rope_inv_freq(16))
+        torch.testing.assert_close(scheme.cos_sin(positions), direct, atol=0, rtol=0)
+        for dtype in (torch.float16, torch.bfloat16):
+            torch.testing.assert_close(scheme.cos_sin(positions, dtype), tuple(t.to(dtype) for t in direct), atol=0, rtol=0)
+        torch.testing.assert_close(scheme.cos_sin(positions, torch.float64),
+                                   rope_cos_sin(positions, inv_freq64, dtype=torch.float64), atol=0, rtol=0)
+    assert len(scheme.state_dict()) == 0  # tables are not model state
 
 
 def test_yarn_scheme_scales_cos_and_sin_by_attention_factor():
@@ -472,152 +454,64 @@ def test_rotary_scheme_matches_functional_api():
     assert scheme.kind == "rotary" and scheme.rotary_dim == 16
 
 
+# ----------------------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("rotary_halves", [None, 3])
+def test_gradcheck_float64(layout, rotary_halves):
+    """The backward pass (a rotation by -angle) passes gradcheck and gradgradcheck in float64, partial rotary too."""
+    x, positions, inv_freq = random_case((2, 3, 5, 8), seed=18, rotary_halves=rotary_halves)
+    cos, sin = rope_cos_sin(positions, inv_freq.double(), dtype=torch.float64)
+    x = x.double().requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_backward_equals_autograd_of_the_formula(layout, dtype):
+    """Gradients of q and of grouped-query k equal autograd through the textbook formula (and the inverse rotation
+    of the output gradient); an unused output sends no gradient; low precision gradients keep their dtype."""
+    x, positions, inv_freq = random_case((2, 4, 9, 16), seed=18)
+    x = x.to(dtype)
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(2)).to(dtype)
+    q, k = x.clone().requires_grad_(), x[:, :2].clone().requires_grad_()
+    q_out, k_out = apply_rope_qk(q, k, cos, sin, layout)
+    q_out.backward(seed)
+    leaf = x.double().requires_grad_()
+    perm = rope_layout_permutation(16) if layout == "interleaved" else torch.arange(16)  # interleaved as half
+    rotate_half_reference(leaf[..., perm], cos.double(), sin.double())[..., torch.argsort(perm)].backward(seed.double())
+    tol = {"atol": 1e-6, "rtol": 0} if dtype == torch.float32 else {"atol": 0.05, "rtol": 0}
+    assert q.grad.dtype == dtype
+    torch.testing.assert_close(q.grad.double(), leaf.grad, **tol)
+    torch.testing.assert_close(q.grad, _inverse(seed, cos, sin, layout), atol=0, rtol=0)
+    assert k.grad is None
+
+
+def _inverse(x, cos, sin, layout="half"):
+    """The inverse rotation (sin negated)."""
+    return apply_rope(x, cos, -sin, layout)
+
+
 # ----------------------------------------------------------------------------- torch.compile
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_compiled_option_equals_eager(dtype):
-    """compiled=True (inductor's one-pass loop, half layout): new output, out=, in place, q and k together,
-    partial rotary and the backward pass all give the eager path's numbers up to rounding.
-
-    (4, 8, 96, 32) is large enough that a loop writing in place over its own input would read
-    pairs it has already turned (an earlier version did, and was off by 7.05): in place must match too.
-    """
-    x, positions, inv_freq = random_case((4, 8, 96, 32), seed=15)
-    x = x.to(dtype)
-    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
-    eager = apply_rope(x, cos, sin)
-    tol = {"atol": 0.02, "rtol": 0} if dtype == torch.bfloat16 else {"atol": 1e-6, "rtol": 0}
-    torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), eager, **tol)
-    out = torch.empty_like(x)
-    assert apply_rope(x, cos, sin, out=out, compiled=True) is out
-    torch.testing.assert_close(out, eager, **tol)
-    q, k = x.clone(), x[:, :3].clone()
-    apply_rope_qk(q, k, cos, sin, inplace=True, compiled=True)
-    torch.testing.assert_close(q, eager, **tol)
-    torch.testing.assert_close(k, eager[:, :3], **tol)
-    q_out, k_out = torch.empty_like(x), torch.empty_like(x[:, :3])
-    got = apply_rope_qk(x, x[:, :3], cos, sin, compiled=True, out=(q_out, k_out))
-    assert got[0] is q_out and got[1] is k_out
-    torch.testing.assert_close(k_out, eager[:, :3], **tol)
-    partial_cos, partial_sin = cos[..., :5], sin[..., :5]  # 10 of 32 dims rotated, the rest pass through
-    torch.testing.assert_close(apply_rope(x, partial_cos, partial_sin, compiled=True),
-                               apply_rope(x, partial_cos, partial_sin), **tol)
-    leaf = x.clone().requires_grad_()
-    seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
-    apply_rope(leaf, cos, sin, compiled=True).backward(seed)
-    torch.testing.assert_close(leaf.grad, _inverse(seed, cos, sin), **tol)
-    assert "error" not in kernels._COMPILED
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("block, whole", [(300, 600), (2000, 3000)])
-def test_compiled_in_place_goes_block_by_block(monkeypatch, block, whole):
-    """compiled=True in place turns each cache block through a scratch block: every block shape (part of a
-    sequence, whole sequences, a shorter last block), q and k with different heads, partial rotary."""
-    monkeypatch.setattr(kernels, "_BLOCK_ELEMENTS", block)
-    monkeypatch.setattr(kernels, "_WHOLE_ELEMENTS", whole)
-    x, positions, inv_freq = random_case((3, 4, 37, 16), seed=21, rotary_halves=6)
-    for table in (slice(None), slice(0, 1)):  # a table per row, or one shared by the batch
-        cos, sin = rope_cos_sin(positions[table], inv_freq)
-        q, k = x.clone(), x[:, :2].clone()
-        apply_rope_qk(q, k, cos, sin, inplace=True, compiled=True)
-        torch.testing.assert_close(q, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
-        torch.testing.assert_close(k, apply_rope(x[:, :2], cos, sin), atol=1e-6, rtol=0)
-    assert len(kernels._blocks(3, 6, 37, 16)) > 1 and "error" not in kernels._COMPILED
-    # refused part-way (a second block shape past the signature limit): nothing turned twice, eager does it all
-    monkeypatch.setattr(kernels, "_COMPILED", {})
-    monkeypatch.setattr(kernels, "_MAX_SIGNATURES", 1)
-    q = x.clone()
-    apply_rope(q, cos, sin, out=q, compiled=True)
-    torch.testing.assert_close(q, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
-
-
-def test_qk_backward_is_one_node_with_the_inverse_rotation():
-    """apply_rope_qk under autograd: one graph node for q and k (grouped-query k), gradients = inverse rotations;
-    an unused output gets a zero gradient."""
-    x, positions, inv_freq = random_case((2, 4, 9, 16), seed=18)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    for compiled in (False, True):
-        q, k = x.clone().requires_grad_(), x[:, :2].clone().requires_grad_()
-        q_out, k_out = apply_rope_qk(q, k, cos, sin, compiled=compiled)
-        assert q_out.grad_fn is k_out.grad_fn
-        seed = torch.randn(q_out.shape, generator=torch.Generator().manual_seed(2))
-        q_out.backward(seed)
-        torch.testing.assert_close(q.grad, _inverse(seed, cos, sin), atol=1e-6, rtol=0)
-        assert torch.equal(k.grad, torch.zeros_like(k))
-
-
-def test_qk_in_place_is_refused_under_autograd():
-    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=19)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    with pytest.raises(ValueError, match="out= cannot be used while autograd records x"):
-        apply_rope_qk(x.clone().requires_grad_(), x.clone(), cos, sin, inplace=True)
-
-
-def _inverse(x, cos, sin):
-    """The eager inverse rotation (sin negated)."""
-    return apply_rope(x, cos, -sin)
-
-
-@pytest.mark.slow
-def test_rotary_scheme_compiled_option_gives_the_same_model():
-    torch.manual_seed(0)
-    model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8))
-    tokens = torch.randint(0, 30, (2, 10))
-    expected = model(tokens)
-    for block in model.modules():
-        if isinstance(block, RotaryPE):
-            block.compiled = True
-    assert "compiled=True" in repr(model)
-    torch.testing.assert_close(model(tokens), expected, atol=1e-6, rtol=0)
-
-
-def test_compiled_option_stops_compiling_past_the_signature_limit(monkeypatch):
-    """Past _MAX_SIGNATURES input signatures, compiled=True quietly takes the eager path for new ones."""
-    monkeypatch.setattr(kernels, "_COMPILED", {})
-    monkeypatch.setattr(kernels, "_MAX_SIGNATURES", 1)
-    eager_calls = []
-    real = kernels._rotate_eager
-    monkeypatch.setattr(kernels, "_rotate_eager", lambda *args, **kwargs: eager_calls.append(1) or real(*args, **kwargs))
-    for seq, expect_eager in ((5, 0), (6, 1), (5, 0)):  # the second length is a second signature
-        x, positions, inv_freq = random_case((1, 2, seq, 8), seed=17)
-        cos, sin = rope_cos_sin(positions, inv_freq)
-        eager_calls.clear()
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            got = apply_rope(x, cos, sin, compiled=True)
-        assert len(eager_calls) == expect_eager, seq
-        torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=1e-6, rtol=0)
-    assert "error" not in kernels._COMPILED  # refused, not broken
-
-
-def test_compiled_option_falls_back_to_eager(monkeypatch):
-    def broken_compile(*args, **kwargs):
-        raise RuntimeError("no C++ compiler")
-
-    monkeypatch.setattr(kernels, "_COMPILED", {})
-    monkeypatch.setattr(torch._inductor, "compile", broken_compile)
-    x, positions, inv_freq = random_case((1, 2, 5, 8), seed=16)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
-        got = apply_rope(x, cos, sin, compiled=True)
-    torch.testing.assert_close(got, apply_rope(x, cos, sin), atol=0, rtol=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # warned once only
-        torch.testing.assert_close(apply_rope(x, cos, sin, compiled=True), got, atol=0, rtol=0)
-
-
-@pytest.mark.slow
 def test_torch_compile_fullgraph():
-    """Inductor compiles apply_rope and an attention layer using RotaryPE as one graph each, same results."""
+    """Inductor compiles apply_rope (forward and backward) and an attention layer using RotaryPE as one graph
+    each, with eager's results up to rounding."""
     torch._dynamo.reset()
     x, positions, inv_freq = random_case((2, 4, 16, 16), seed=14)
     cos, sin = rope_cos_sin(positions, inv_freq)
     compiled = torch.compile(apply_rope, fullgraph=True, backend="inductor")
+    seed = torch.randn(x.shape, generator=torch.Generator().manual_seed(3))
     for layout in LAYOUTS:
         torch.testing.assert_close(compiled(x, cos, sin, layout), apply_rope(x, cos, sin, layout), atol=1e-6, rtol=0)
+        leaf = x.clone().requires_grad_()
+        compiled(leaf, cos, sin, layout).backward(seed)
+        torch.testing.assert_close(leaf.grad, _inverse(seed, cos, sin, layout), atol=1e-6, rtol=0)
     torch.manual_seed(0)
     attention = MultiHeadAttention(64, 4, RotaryPE(16))
     h = torch.randn(2, 16, 64)
@@ -632,7 +526,7 @@ def test_torch_compile_fullgraph():
 
 def test_float64_tables_are_computed_in_float64():
     positions = torch.tensor([0, 3, 100_000, 100_003])
-    inv_freq64 = 1.0 / 10000.0 ** (torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    inv_freq64 = inverse_frequencies(64, 10000.0, dtype=torch.float64)
     cos, sin = rope_cos_sin(positions, inv_freq64, dtype=torch.float64)
     exact = torch.tensor([[math.cos(p * float(f)) for f in inv_freq64] for p in positions.tolist()], dtype=torch.float64)
     torch.testing.assert_close(cos, exact, rtol=0, atol=1e-9)

@@ -132,18 +132,17 @@ def test_apply_rope_matches_apply_rotary_pos_emb(dtype):
     hf_cos, hf_sin = hf(q, positions)
     hf_q, hf_k = llama.apply_rotary_pos_emb(q, k, hf_cos, hf_sin)
     cos, sin = rope_cos_sin(positions, rope_inv_freq(HEAD_DIM), dtype=dtype)
-    for inplace in (False, True):
-        ours_q, ours_k = apply_rope_qk(q.clone(), k.clone(), cos, sin, "half", inplace=inplace)
-        if dtype == torch.float32:
-            record("apply_rotary_pos_emb (Llama, half) fp32", ours_q, hf_q)
-            record("apply_rotary_pos_emb (Llama, half) fp32", ours_k, hf_k)
-        else:  # both round each op to bf16, in another order: apply_rope's documented 6u |pair| bound
-            for name, ours, theirs, x in (("q", ours_q, hf_q, q), ("k", ours_k, hf_k, k)):
-                pair = torch.cat((x[..., : HEAD_DIM // 2], x[..., : HEAD_DIM // 2]), -1).float().hypot(
-                    torch.cat((x[..., HEAD_DIM // 2 :], x[..., HEAD_DIM // 2 :]), -1).float())
-                excess = (ours.float() - theirs.float()).abs() - 6 * 2**-8 * pair
-                assert excess.max() <= 0, f"{name}: bf16 difference exceeds 6u |pair| by {excess.max():.3g}"
-                record("apply_rotary_pos_emb (Llama, half) bf16", ours, theirs, tol=float("inf"))
+    ours_q, ours_k = apply_rope_qk(q, k, cos, sin, "half")
+    if dtype == torch.float32:
+        record("apply_rotary_pos_emb (Llama, half) fp32", ours_q, hf_q)
+        record("apply_rotary_pos_emb (Llama, half) fp32", ours_k, hf_k)
+    else:  # both round each op to bf16, in another order: apply_rope's documented 6u |pair| bound
+        for name, ours, theirs, x in (("q", ours_q, hf_q, q), ("k", ours_k, hf_k, k)):
+            pair = torch.cat((x[..., : HEAD_DIM // 2], x[..., : HEAD_DIM // 2]), -1).float().hypot(
+                torch.cat((x[..., HEAD_DIM // 2 :], x[..., HEAD_DIM // 2 :]), -1).float())
+            excess = (ours.float() - theirs.float()).abs() - 6 * 2**-8 * pair
+            assert excess.max() <= 0, f"{name}: bf16 difference exceeds 6u |pair| by {excess.max():.3g}"
+            record("apply_rotary_pos_emb (Llama, half) bf16", ours, theirs, tol=float("inf"))
 
 
 def test_partial_rotary_matches_gpt_neox():

@@ -89,132 +89,59 @@ def test_formatting():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_every_rope_method_rotates_like_the_float64_reference(dtype):
+def test_the_peers_rotate_like_the_float64_reference(dtype):
+    """The peers (eager) and the library's rows, forward and backward, against float64; compiled rows in make bench."""
     x = rope_bench.make_inputs((2, 3, 16, 8), dtype)
-    assert (x.freqs_cis is None) == (dtype == torch.bfloat16)
-    rope_bench.check_methods(x)  # raises on any wrong output or gradient, the compiled rotate_half's too
-    cases, resets = rope_bench._forward_cases(x)
-    absent = {rope_bench.COMPLEX} if dtype == torch.bfloat16 else {rope_bench.ROUNDING}
-    assert set(cases) == set(rope_bench.method_names()) - absent - {rope_bench.FLOOR_FWD_BWD}
-    assert set(resets) == {"library half, in place", "library half, compiled, in place", "library interleaved, in place"}
-    assert "library interleaved, compiled, out=" not in cases  # compiled=True only changes the half layout
-    assert rope_bench.ROTATE_HALF_COMPILED in rope_bench._autograd_methods(x)
-    assert set(rope_bench._forward_backward_cases(x)) >= {rope_bench.FLOOR_FWD_BWD, rope_bench.ROTATE_HALF_COMPILED}
+    tol = 1e-5 if dtype == torch.float32 else 0.05
+    for method in rope_bench.METHODS:
+        if method.name.endswith(", compiled"):
+            continue
+        q, k = x.q.clone().requires_grad_(), x.k.clone().requires_grad_()
+        outs = method.fn(q, k, *x.tables[method.family])
+        torch.autograd.backward(outs, (x.dq, x.dk))
+        for got, want in ((outs[0], x.q), (outs[1], x.k)):
+            assert (got.double() - rope_bench._reference(want, x.angles, method.layout)).abs().max() <= tol, method.name
+        assert (q.grad.double() - rope_bench._reference(x.dq, x.angles, method.layout, -1.0)).abs().max() <= tol
 
 
-def test_the_floors_do_what_they_say():
-    x = rope_bench.make_inputs((1, 2, 8, 8), torch.bfloat16)
-    cases, _ = rope_bench._forward_cases(x)
-    q_new, k_new = cases[rope_bench.FLOOR_NEW]()
-    assert torch.equal(q_new, x.q) and torch.equal(k_new, x.k) and q_new.data_ptr() != x.q.data_ptr()
-    q_own, k_own = cases[rope_bench.FLOOR_IN_PLACE]()  # its own copies, unchanged by * 1.0
-    assert torch.equal(q_own, x.q) and torch.equal(k_own, x.k) and q_own.data_ptr() != x.q.data_ptr()
-    assert cases[rope_bench.FLOOR_IN_PLACE]()[0].data_ptr() == q_own.data_ptr()  # in place: the same tensor
-    cases["library interleaved, in place"]()  # the library's in-place rows turn tensors of their own, not the floor's
-    assert torch.equal(cases[rope_bench.FLOOR_IN_PLACE]()[0], x.q)
+def test_rows_layouts_and_peers():
+    rb = rope_bench
+    assert rb.PEERS == {"half": ["HF rotate_half", "HF rotate_half, compiled"],
+                        "interleaved": ["Meta complex", "Meta complex, compiled"]}
+    assert {m.name for m in rb.METHODS if not m.peer} == {
+        "library half", "library half, compiled", "library interleaved", "library interleaved, compiled"}
+    x = rb.make_inputs((1, 2, 8, 8), torch.float32)
+    assert set(rb.cases(x, "fwd")) == set(rb.METHOD_NAMES) == set(rb.cases(x, "fwd+bwd"))
 
 
 def test_the_check_catches_a_wrong_layout(monkeypatch):
     x = rope_bench.make_inputs((1, 2, 8, 8), torch.float32)
-    real = rope_bench.apply_rope_qk
-    swapped = {"half": "interleaved", "interleaved": "half"}
-    monkeypatch.setattr(rope_bench, "apply_rope_qk", lambda q, k, c, s, layout="half", **kw: real(q, k, c, s, swapped[layout], **kw))
-    with pytest.raises(AssertionError, match="library half"):
+    swapped = [rope_bench.Method(m.name, m.layout, m.peer, m.family, rope_bench.library(
+        {"half": "interleaved", "interleaved": "half"}[m.layout])) if m.name == "library half" else m
+        for m in rope_bench.METHODS if not m.name.endswith(", compiled")]
+    monkeypatch.setattr(rope_bench, "METHODS", swapped)
+    with pytest.raises(AssertionError, match="library half \\(fwd\\): output off"):
         rope_bench.check_methods(x)
 
 
-def test_the_check_catches_a_wrong_compiled_peer(monkeypatch):
-    x = rope_bench.make_inputs((1, 2, 8, 8), torch.float32)
-    monkeypatch.setattr(rope_bench, "_rotate_half_compiled", lambda q, k, c, s: (q, k))
-    with pytest.raises(AssertionError, match="rotate_half formula \\(HF\\), compiled"):
-        rope_bench.check_methods(x, compiled=False)
-
-
-def test_each_kind_is_scored_against_its_own_floor():
+def test_ratios_and_targets_against_the_fastest_peer_of_the_layout():
     rb = rope_bench
-    assert {name: rb.floor_of(name, "fwd") for name in rb.method_names()} == {
-        **{name: name for name in rb.FLOORS},
-        rb.ROUNDING: rb.FLOOR_OUT, rb.FIXED_COST: rb.FLOOR_OUT, rb.ROTATE_HALF: rb.FLOOR_NEW,
-        rb.ROTATE_HALF_COMPILED: rb.FLOOR_NEW,
-        rb.COMPLEX: rb.FLOOR_NEW,
-        **{name: rb.FLOOR_IN_PLACE for name in rb.method_names() if name.endswith(", in place")},
-        **{name: rb.FLOOR_OUT for name in rb.method_names() if name.endswith(", out=")},
-        **{name: rb.FLOOR_NEW for name in rb.method_names() if name.endswith(", new output")},
-    }
-    assert {rb.floor_of(name, "fwd+bwd") for name in rb.method_names()} == {rb.FLOOR_FWD_BWD}
-    timing = lambda s: rb.Timing(s, (s,))  # noqa: E731
-    shape = (1, 2, 8, 8)
-    times = {rb.FLOOR_IN_PLACE: 1.0, rb.FLOOR_OUT: 2.0, rb.FLOOR_NEW: 4.0, "library half, in place": 3.0,
-             "library half, out=": 3.0, "library half, new output": 3.0, rb.ROTATE_HALF: 3.0}
-    results = [rb.RopeResult(shape, torch.float32, "fwd", name, timing(s)) for name, s in times.items()]
-    rows = {line.split(" | ")[0][2:]: line.split(" | ")[2] for line in rb.rope_tables_markdown(results).splitlines()
-            if line.startswith("| ") and "× floor" not in line}
-    assert rows == {rb.FLOOR_IN_PLACE: "1.00×", rb.FLOOR_OUT: "1.00×", rb.FLOOR_NEW: "1.00×",
-                    "library half, in place": "3.00×", "library half, out=": "1.50×",
-                    "library half, new output": "0.75×", rb.ROTATE_HALF: "0.75×"}
-
-
-def test_targets_follow_the_issue():
-    rb = rope_bench
-    timing = lambda s: rb.Timing(s, (s,))  # noqa: E731
-    shape = (1, 32, 2048, 128)
-    times = {
-        (torch.float32, "fwd"): {rb.FLOOR_IN_PLACE: 1.0, rb.FLOOR_OUT: 1.0, rb.FLOOR_NEW: 2.0,
-                                 "library half, in place": 1.2, "library half, compiled, out=": 1.4,
-                                 "library interleaved, new output": 2.5, rb.ROTATE_HALF: 5.0,
-                                 rb.ROTATE_HALF_COMPILED: 1.3, rb.COMPLEX: 3.0},
-        (torch.float32, "fwd+bwd"): {rb.FLOOR_FWD_BWD: 2.0, "library half, new output": 2.8, rb.ROTATE_HALF: 9.0},
-        (torch.bfloat16, "fwd"): {rb.FLOOR_OUT: 1.0, rb.ROUNDING: 2.0, "library interleaved, out=": 3.5},
-        (torch.bfloat16, "fwd+bwd"): {rb.FLOOR_FWD_BWD: 1.0, rb.ROUNDING: 3.0, "library half, compiled, new output": 4.0},
-    }
-    results = [rb.RopeResult(shape, dtype, mode, name, timing(s))
-               for (dtype, mode), cell in times.items() for name, s in cell.items()]
-    got = {t.text: (round(t.measured, 3), t.met) for t in rb.evaluate_targets(results)}
-    assert got == {
-        f"library half, in place: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_IN_PLACE}": (1.2, True),
-        f"library half, compiled, out=: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_OUT}": (1.4, False),
-        f"library interleaved, new output: fwd fp32 {shape} ≤ 1.3× {rb.FLOOR_NEW}": (1.25, True),
-        f"library half, in place: fwd fp32 {shape} no slower than the fastest peer ({rb.ROTATE_HALF_COMPILED})":
-            (1.083, True),
-        f"library interleaved, new output: fwd fp32 {shape} no slower than the fastest peer"
-        f" ({rb.ROTATE_HALF_COMPILED})": (0.52, False),
-        f"library half, new output: fwd+bwd fp32 {shape} no slower than the fastest peer ({rb.ROTATE_HALF})":
-            (3.214, True),
-        f"library half, new output: fwd+bwd fp32 {shape} ≤ 1.5× {rb.FLOOR_FWD_BWD}": (1.4, True),
-        f"library interleaved, out=: fwd bf16 {shape} ≤ 1.5× {rb.ROUNDING}": (1.75, False),
-        # bf16 forward+backward is judged against rounding its four results, not against the bf16 copies
-        f"library half, compiled, new output: fwd+bwd bf16 {shape} ≤ 1.5× {rb.ROUNDING}": (1.333, True),
-    }
-    targets = {t.text: t for t in rb.evaluate_targets(results)}
-    assert all((t.why == "") == t.met for t in targets.values())  # every target not met says why
-    # the why quotes measurements of the same run: here the compiled row of the same call (1.4 / 1.0)
-    markdown = rb.targets_markdown(targets.values())
-    assert "| NOT MET |" in markdown and "| why not |" in markdown
-    assert "the same multiply into a new output, takes 1.50× a clone" in markdown  # complex (3.0) over clone (2.0)
-
-
-def test_reasons_quote_the_run():
-    """Each kind of row not at its floor gets its mechanism and the same run's measurements."""
-    rb = rope_bench
-    timing = lambda s: rb.Timing(s, (s,))  # noqa: E731
+    timing = lambda s: rb.Timing(s, (s, s))  # noqa: E731
     cell = ((8, 8, 256, 64), torch.float32, "fwd")
-    times = {rb.FLOOR_IN_PLACE: 1.0, rb.FLOOR_OUT: 2.0, rb.FLOOR_NEW: 2.5, rb.COMPLEX: 4.0,
-             "library half, out=": 8.0, "library half, compiled, out=": 3.0, "library half, compiled, in place": 6.0}
-    table = {(*cell, name): timing(s) for name, s in times.items()}
-    assert "the same call with compiled=True: 1.50× its floor" in rb._why(cell, "library half, out=", "floor", table)
-    in_place = rb._why(cell, "library half, compiled, in place", "floor", table)
-    assert "out=: 1.50× a copy; a copy: 2.00× the in-place pass" in in_place
-    assert "takes 1.60× a clone" in rb._why(cell, "library interleaved, in place", "floor", table)
-    bf16 = ((8, 8, 256, 64), torch.bfloat16, "fwd")
-    table[(*bf16, rb.ROUNDING)], table[(*bf16, rb.FLOOR_OUT)] = timing(3.0), timing(1.0)
-    assert "rounding alone is one (3.00× a bf16 copy)" in rb._why(bf16, "library interleaved, out=", "rounding", table)
-    assert "(the same call on one position: n/a)" in rb._why(cell, "library half, compiled, out=", "floor", table)
-    table[(*cell, rb.FIXED_COST)] = timing(0.75)
-    assert f"one position: 750 ms, 25% of this call; the loop alone, less that cost: 1.12× `{rb.FLOOR_OUT}`)" in rb._why(
-        cell, "library half, compiled, out=", "floor", table)
-    both = rb._why((cell[0], cell[1], "fwd+bwd"), "library interleaved, new output", "floor", table)
-    assert both.startswith("the forward and the backward pass are one pass each of the forward's method, which alone "
-                           "takes n/a its floor: one complex multiply")  # the forward's reason follows
+    times = {"HF rotate_half": 4.0, "HF rotate_half, compiled": 2.0, "Meta complex": 3.0, "Meta complex, compiled": 5.0,
+             "library half": 6.0, "library half, compiled": 2.1, "library interleaved": 3.3,
+             "library interleaved, compiled": 4.0}
+    results = [rb.RopeResult(cell[0], cell[1], cell[2], name, timing(s)) for name, s in times.items()]
+    targets = {t.layout: t for t in rb.evaluate_targets(results)}
+    assert (targets["half"].row, targets["half"].peer, round(targets["half"].ratio.median, 3)) == (
+        "library half, compiled", "HF rotate_half, compiled", 1.05)
+    assert targets["half"].met and not targets["interleaved"].met
+    assert (targets["interleaved"].peer, round(targets["interleaved"].ratio.median, 3)) == ("Meta complex", 1.1)
+    table = rb.rope_tables_markdown(results)
+    assert "| library half | 6 s | 3.00× |" in table and "| HF rotate_half, compiled | 2 s | 1.00×* |" in table
+    assert "| Meta complex | 3 s | 1.00×* |" in table and "| library interleaved | 3.3 s | 1.10× |" in table
+    markdown = rb.targets_markdown(list(targets.values()))
+    assert "1 of 2 met" in markdown and "| NOT MET |" in markdown and "| MET |" in markdown
 
 
 def test_ratios_are_taken_round_by_round():
@@ -323,7 +250,7 @@ def test_make_bench_quick_writes_every_result(tmp_path, capsys):
     finally:  # main sets the process's thread count (a command's job); later tests in this process keep theirs
         torch.set_num_threads(threads)
     rope_md = (tmp_path / "rope.md").read_text()
-    for name in rope_bench.method_names():
+    for name in rope_bench.METHOD_NAMES:
         assert f"| {name} |" in rope_md
     assert "torch threads (Timer num_threads): 1" in rope_md and torch.__version__ in rope_md
     assert "load average (1 / 5 / 15 min), at the start; at the end: " in rope_md  # how busy the machine was
@@ -332,4 +259,5 @@ def test_make_bench_quick_writes_every_result(tmp_path, capsys):
     assert (tmp_path / "schemes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob("*.tmp"))
     out = capsys.readouterr().out
-    assert all(f"| {floor} |" in out for floor in rope_bench.FLOORS) and rope_bench.FLOOR_NOTE in rope_md
+    assert all(f"| {name} |" in out for name in rope_bench.METHOD_NAMES) and rope_bench.RATIO_NOTE in rope_md
+    assert "within 1.05× the fastest peer of that layout" in rope_md
