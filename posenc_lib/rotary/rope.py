@@ -30,7 +30,7 @@ element, so its cost is memory traffic, and eager PyTorch makes one pass over me
 ``torch.compile`` fuses those ops into one loop (and with the attention's other ops around
 them). So wrap the model, or the attention, in ``torch.compile``::
 
-    model = TinyTransformer(vocab, d_model, n_heads, n_layers, scheme="rope")
+    model = TinyTransformer(vocab, vocab, d_model=64, n_heads=4, scheme=RotaryPE(head_dim=16))
     model = torch.compile(model)    # the first call compiles (seconds), later calls are fused
     logits = model(tokens)
 
