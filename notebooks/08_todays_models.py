@@ -305,6 +305,7 @@ with torch.no_grad():
     agree("Llama 3 scaling: attention output", attention_from_hf(hf, rotary_scheme(config))(x, causal=True),
           hf(x, LlamaRotaryEmbedding(config)(x, positions), additive_causal_mask(40))[0])
 
+# %% [markdown]
 # ### M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three coordinates, one per pair
 #
 # A video token has three coordinates: its frame $t$, row $h$ and column $w$. M-RoPE turns each
