@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -45,7 +46,10 @@ def test_check_cells_print_only_what_they_checked(path):
         where = f"{path.name}, cell {index}"
         assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, f"{where}: a check cell's source is hidden"
         assert "nbval-check-output" in cell.metadata["tags"], f"{where}: a check cell's line is compared by nbval"
-        assert re.search(r"\bchecked\(", cell.source.strip().splitlines()[-1]), f"{where}: a check cell ends with checked(...)"
+        last = ast.parse(cell.source).body[-1]
+        assert (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and getattr(last.value.func, "id", getattr(last.value.func, "attr", None)) == "checked"), (
+            f"{where}: a check cell ends with checked(...)")
         lines = _text(cell.outputs).splitlines()
         assert lines and all(line.startswith("checked: ") for line in lines), (
             f"{where}: a check cell prints only 'checked: ...' lines, printed {lines!r}")
