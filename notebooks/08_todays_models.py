@@ -611,8 +611,8 @@ growth = {name: m[-1] / m[0] for name, m in mean.items()}
 
 
 def clearly_below(a: str, b: str, at: int) -> bool:
-    """Setting a has lower perplexity than b at LENGTHS[at], by the series' rule."""
-    return clearly_ahead(ppl[a][:, at], ppl[b][:, at], higher_is_better=False)
+    """Setting a has lower perplexity than b at LENGTHS[at], by the series' rule (floor: 2% of b's perplexity)."""
+    return clearly_ahead(ppl[a][:, at], ppl[b][:, at], higher_is_better=False, relative=True)
 
 
 hybrid = "local RoPE + global NoPE"
