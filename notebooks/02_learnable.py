@@ -490,9 +490,9 @@ for n in SIZES:
 #   sinusoid are not separated at 256 and 2048 sequences: the differences of the means (-0.0062
 #   and +0.0004) are far inside the seed spread and the floor. At 64 sequences the sinusoid leads,
 #   by more than one standard deviation but less than the rule asks: a gap of 0.0483 against a
-#   spread of 0.0589, so by the series' rule the two are not separated there either. The notebook asserts only what holds
-#   under every CPU setting of the numerics matrix: the lead is in the sinusoid's favour and
-#   larger than one standard deviation. Taken at face value it would mean something modest:
+#   spread of 0.0589, so by the series' rule the two are not separated there either. The notebook
+#   asserts only what is far from any bar: the lead is in the sinusoid's favour and larger than
+#   one standard deviation. Taken at face value it would mean something modest:
 #   from 64 memorised sequences, the fixed, smooth table generalises a little better to new
 #   ones (about 5 more test tokens in 100) than a table that must learn its structure from them.
 #   Three seeds cannot tell that from chance; the open-ended experiment at the end of this

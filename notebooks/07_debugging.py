@@ -296,9 +296,9 @@ assert detached_runs.mean() > 4 / PROBE_LEN                     # and far above 
 # position-blind model gets exactly (section 1), and on average far above it. The table's random
 # rows still differ from each other, so they are a fixed position code (as the sinusoidal table is
 # a fixed one), and the layers above learn to read them. How far the probe gets in 100 steps
-# depends on the seed and even on the CPU's rounding: under PyTorch's portable `default` kernels
-# on an Intel CPU, one seed of three ended barely above 1/16. So the check asserts only "above
-# chance on every seed, far above on average". The one clear symptom is that the table never
+# depends on the seed, and even on how the computer rounds: on one machine, one seed of three
+# ended barely above 1/16. So the check asserts only "above chance on every seed, far above on
+# average". The one clear symptom is that the table never
 # moved, and the gradient check says so:
 
 # %% tags=["nbval-check-output"]
