@@ -6,9 +6,10 @@ among the outputs of the code cells of the same section, at the precision it is 
 0.49 matches a printed 0.492), or literally in the notebook's code (a setting such as an init
 scale of 0.02). A number printed by another section passes only where the markdown cell cites that
 section, in the same paragraph, list item or table row: "05 §7" (notebook 05, section 7), "section 4 of [06 · ...](06_....ipynb)", or "§7" and
-"section 7" (this notebook's section 7); a notebook cited without a section ("notebook 03", a link
-to ``03_rope.ipynb``) lends all its outputs. The only other numbers allowed are those cited from
-papers, each listed with its source in notebooks/cited_numbers.toml.
+"section 7" (this notebook's section 7). A notebook cited without a section ("notebook 03", a link
+to ``03_rope.ipynb``) lends nothing: a number is tied to the section that prints it. The only
+other numbers allowed are those cited from papers, each listed with its source in
+notebooks/cited_numbers.toml.
 
 Not counted: math ($...$, which states definitions and formulas), inline code, link targets,
 headings, section/table/figure numbers, and software or model versions (Llama 3.1).
@@ -39,6 +40,7 @@ NOT_PROSE = [
     re.compile(r"(?:§|\b[Ss]ections? |\b[Tt]ables? |\b[Ff]igures? |\bEq\. ?)\s*\d+(?:\.\d+)*"),
     re.compile(rf"\b{VERSIONED}[ -]?v?\d+(?:\.\d+)+"),
 ]
+#: How a text names a notebook (tests/test_docs_numbers.py: a document's section takes the numbers of those it names).
 CITES = [re.compile(r"\b(\d\d)_\w+\.ipynb"), re.compile(r"\b[Nn]otebooks? (\d\d)\b"), re.compile(r"\b(\d\d) §")]
 
 
@@ -146,7 +148,7 @@ def printed_by_section(nb: nbformat.NotebookNode) -> dict[str, set[str]]:
 
 def cited_pool(text: str, stem: str, executed: dict[str, nbformat.NotebookNode],
                sections: dict[str, dict[str, set[str]]]) -> set[str]:
-    """What a markdown cell of notebook ``stem`` may quote beyond its own section: the sections and notebooks it cites."""
+    """What a paragraph of notebook ``stem`` may quote beyond its own section: what the sections it cites print."""
     by_number = {s[:2]: s for s in executed}
     pool: set[str] = set()
     cited_sections = [(nn, sec) for nn, sec in CITES_SECTION.findall(text)]
@@ -159,10 +161,6 @@ def cited_pool(text: str, stem: str, executed: dict[str, nbformat.NotebookNode],
         for sec in match.groups():
             if sec:
                 pool |= sections[stem].get(sec, set())
-    for pattern in CITES[:2]:   # a link to NN_name.ipynb, "notebook NN": the whole notebook
-        for nn in pattern.findall(text):
-            if nn in by_number and nn != stem[:2]:
-                pool |= printed(executed[by_number[nn]])
     return pool
 
 
