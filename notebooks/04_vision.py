@@ -520,8 +520,9 @@ plt.show()
 
 # %% [markdown]
 # **Check.** The orderings below are those the series' rule supports ([02](02_learnable.ipynb):
-# a gap of the means larger than twice the larger seed spread, `clearly_ahead`); every other
-# gap is within the seed spread.
+# a gap of the means larger than twice the larger seed spread and than a floor of two points,
+# `clearly_ahead`, short for `compare(a, b).a_ahead`); every other pair is *not separated*, which with seeds that differ this much
+# (one seed of a learned table can stall) says three seeds cannot tell, not that the schemes are equal.
 #
 # *Direction task, held-out offsets.* (1) Without position the model is exactly at the ceiling.
 # (2) Axial and mixed RoPE stay above 0.95 in every seed and are ahead of PEG and of the 1-D
@@ -568,7 +569,8 @@ print(f"digits: bag of patches {np.mean(held('none', df=digits)):.2f}; schemes w
 # - The learned tables solve the task in some seeds and stall in others; the 1-D sinusoid, which
 #   must undo the row wrap-around, is lowest among the schemes with position (0.54).
 # - On the digits, content alone gives 0.42; position adds a lot, and the seven schemes with
-#   position are within the seed spread of one another at this size.
+#   position are not separated by the rule at this size: with three seeds that spread this much
+#   the rule cannot order them, which does not make them equal.
 
 # %% [markdown]
 # **A checkpoint read with the other axis order.** Load the trained axial-RoPE model of seed 0
@@ -669,7 +671,7 @@ assert clearly_ahead(seeds_of(one_d, "contrast", task="direction"), seeds_of(one
 # - A 1-D table starts as noise and learns the grid when the task needs it: on the direction
 #   task every seed ends with clear 2-D neighbourhoods (contrast 1.08), even seeds whose
 #   classifier stalled.
-# - On the digits the same table shows no grid (contrast -0.08) yet its models reach 0.80: they
+# - On the digits the same table shows no grid (contrast -0.08) yet its models reach 0.80 (§4): they
 #   use position, but not as "nearby patches look alike".
 # - The 2-D table has the grid built in (patches that share a row share a vector), so its maps
 #   are made of row and column bands. ViT's famous maps come from ImageNet-scale training.
@@ -802,14 +804,14 @@ plt.show()
 # *Direction task (held-out offsets on the 6x6 canvas).* (1) Without position the model stays at
 # exactly 1/4. (2) At extrapolated coordinates both RoPEs lose clearly zero-shot; at
 # interpolated coordinates they are clearly ahead of their extrapolated selves and stay above
-# 0.9 in every seed. (3) For 2-D sin-cos the two coordinate choices are within the seed spread.
-# (4) The resampled 1-D table keeps its small-grid accuracy (within the spread), and the
-# interpolated RoPEs are within the spread of it. (5) PEG loses clearly zero-shot.
+# 0.9 in every seed. (3) For 2-D sin-cos the two coordinate choices are not separated.
+# (4) The resampled 1-D table keeps its small-grid accuracy (not separated from it), and the
+# interpolated RoPEs are not separated from it. (5) PEG loses clearly zero-shot.
 #
 # *Digits (upsampled).* (6) Every extrapolated scheme loses clearly zero-shot; (7) interpolated
 # axial and mixed RoPE are clearly ahead of their extrapolated selves zero-shot; (8) zero-shot and
-# after the fine-tune, the resampled 1-D table is within the seed spread of each interpolated
-# fixed scheme, in both directions.
+# after the fine-tune, the resampled 1-D table and each interpolated fixed scheme are not
+# separated, in either direction.
 
 # %% tags=["nbval-check-output"]
 def moved(task_name: str, variant: str, stage: int) -> list[float]:
@@ -852,7 +854,7 @@ for task_name in MOVED:
 # **Takeaway**
 # - Most of "the learned table carries over best" was "interpolated beats extrapolated": put
 #   2-D sin-cos and RoPE at interpolated coordinates and, on the upsampled digits, they are
-#   within the seed spread of the resampled learned table, zero-shot and after the fine-tune.
+#   not separated from the resampled learned table, zero-shot and after the fine-tune.
 # - On the direction task interpolated RoPE keeps its accuracy at 6x6 with no fine-tune at all;
 #   extrapolated RoPE meets rows and columns 4 and 5 it never saw and falls to 0.57-0.75.
 # - PEG works at any grid size, but at this scale it transfers no better: it falls to 0.47 on
@@ -923,25 +925,25 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 # ## Summary
 #
 # - A ViT reads its patches row-major; a 1-D encoding makes the last patch of a row the neighbour
-#   of the first of the next (1 token apart, 3.16 patches apart in the image), and the 1-D
+#   of the first of the next (§1: 1 token apart, 3.16 patches apart in the image), and the 1-D
 #   sinusoid rates that pair more similar (0.957) than the patch right below (0.729).
 # - Each 2-D scheme is a formula and ten lines of code, checked against the library: row +
 #   column tables, 2-D sin-cos (half the channels per axis; MAE puts the column first), axial
 #   RoPE (column pairs first, base 100 for a short grid) and mixed RoPE (learned frequencies).
 #   A checkpoint read with the other axis order answers the transposed direction every time.
-# - Direction task, tested on 36 images whose offsets were never seen in training (ceiling
+# - Direction task (§4), tested on 36 images whose offsets were never seen in training (ceiling
 #   0.25): axial and mixed RoPE 1.00 in every seed; 2-D sin-cos 0.92 and the learned tables
 #   0.70-0.71 with stalled seeds; PEG 1.00 on its training images but 0.71 held out; the 1-D
 #   sinusoid 0.54.
-# - Digits: a bag of patches reaches 0.42; the seven schemes with position 0.70-0.86, within
-#   the seed spread of one another.
-# - Growing the grid 4x4 -> 6x6: at extrapolated coordinates (indices never seen) sin-cos and
+# - Digits (§4): a bag of patches reaches 0.42; the seven schemes with position 0.70-0.86, not
+#   separated from one another by the rule.
+# - Growing the grid 4x4 -> 6x6 (§6): at extrapolated coordinates (indices never seen) sin-cos and
 #   RoPE collapse zero-shot (0.11-0.18 on the upsampled digits); at interpolated coordinates
-#   (rescaled into the trained range) they are within the seed spread of the resampled learned
+#   (rescaled into the trained range) they are not separated from the resampled learned
 #   table (0.47-0.51 against 0.52 zero-shot, 0.69-0.72 against 0.77 fine-tuned), and
 #   interpolated RoPE keeps 0.99-1.00 on the larger canvas. The gap "learned beats fixed" was
 #   mostly "interpolated beats extrapolated".
-# - PEG runs at any grid size but transfers no better here (0.47 and 0.29 zero-shot).
+# - PEG runs at any grid size but transfers no better here (§6: 0.47 and 0.29 zero-shot).
 # - Position costs little at this size: at most 544 parameters of 13,834 and under 3% of the
 #   arithmetic.
 #
@@ -966,7 +968,7 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 # keep the held-out accuracy near their training accuracy (they learned a rule about offsets),
 # and which ones fall towards the 0.25 ceiling (they learned the images). Does RoPE, whose
 # scores depend only on the offset, degrade more gracefully than the added tables? Use
-# `clearly_ahead` before calling any gap an ordering.
+# `compare` (it prints the verdict with its gap, spread and floor) before calling any gap an ordering.
 #
 # ## Exercises
 #

@@ -296,9 +296,9 @@ assert detached_runs.mean() > 4 / PROBE_LEN                     # and far above 
 # position-blind model gets exactly (section 1), and on average far above it. The table's random
 # rows still differ from each other, so they are a fixed position code (as the sinusoidal table is
 # a fixed one), and the layers above learn to read them. How far the probe gets in 100 steps
-# depends on the seed and even on the CPU's rounding: under PyTorch's portable `default` kernels
-# on an Intel CPU, one seed of three ended barely above 1/16. So the check asserts only "above
-# chance on every seed, far above on average". The one clear symptom is that the table never
+# depends on the seed, and even on how the computer rounds: on one machine, one seed of three
+# ended barely above 1/16. So the check asserts only "above chance on every seed, far above on
+# average". The one clear symptom is that the table never
 # moved, and the gradient check says so:
 
 # %% tags=["nbval-check-output"]
@@ -861,25 +861,25 @@ assert drift[False] < 1e-4 < 0.05 < drift[True]
 # %% [markdown]
 # ## Summary
 #
-# - **Probe** (identical tokens, predict the index; 3 seeds): sinusoidal and learnable give
+# - **Probe** (§1: identical tokens, predict the index; 3 seeds): sinusoidal and learnable give
 #   **absolute** position (1.00 on every seed, encoder and decoder); RoPE, T5 and ALiBi are
 #   **relative only** (exactly chance, 0.062; shift-invariant up to rounding); no encoding in an
 #   encoder gives **none**. With a start token every decoder learns absolute position, even one
 #   without any encoding (1.00; RoPE 0.98 ± 0.04, T5 0.87 ± 0.12): the causal mask and a BOS
 #   token are position signals.
-# - **Gradients** reach a learnable table exactly at the rows real tokens use (rows 0-9 of 128
+# - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use (rows 0-9 of 128
 #   here). A detached table never moved (largest change 0.0) while the probe still reached
 #   0.83 ± 0.14 (chance 0.062):
 #   only the gradient check names the bug.
-# - **Attention maps** of a trained RoPE decoder put 0.9 of a head's weight on the key 3 back;
+# - **Attention maps** (§3) of a trained RoPE decoder put 0.9 of a head's weight on the key 3 back;
 #   with all position ids 0 no offset gets more than 0.26 and accuracy falls from 0.999 to 0.160.
-# - **Padding:** right padding with a mask changes real tokens by float32 rounding only (at most
+# - **Padding** (§4): right padding with a mask changes real tokens by float32 rounding only (at most
 #   4e-07). Left padding with default positions moves sinusoidal and learnable logits by 0.81 and
 #   2.00 and drops a trained first-token model from 1.000 to 0.377; RoPE, T5 and ALiBi are immune
 #   in exact arithmetic (float32 differences of rounding size, under $10^{-5}$); `cumsum(mask) - 1`
 #   fixes every one of them. RoPE with dynamic NTK is not immune, even with positions from the
 #   mask: its frequencies follow the padded batch's length.
-# - **Bug zoo**, measured: wrong RoPE layout 0.999 -> 0.257; bf16 angles 0.999 -> 0.158 at
+# - **Bug zoo** (§5), measured: wrong RoPE layout 0.999 -> 0.257; bf16 angles 0.999 -> 0.158 at
 #   positions + 4000; clamped positions past `max_len` 0.068; no $1/\sqrt d$: mean largest
 #   attention weight 0.833 instead of 0.166; decode step at position 0: 1.000 -> 0.107; rotated
 #   values: outputs move by 3.7 under a shift. Each caught by a check or a library error.

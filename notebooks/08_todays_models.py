@@ -305,6 +305,7 @@ with torch.no_grad():
     agree("Llama 3 scaling: attention output", attention_from_hf(hf, rotary_scheme(config))(x, causal=True),
           hf(x, LlamaRotaryEmbedding(config)(x, positions), additive_causal_mask(40))[0])
 
+# %% [markdown]
 # ### M-RoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): three coordinates, one per pair
 #
 # A video token has three coordinates: its frame $t$, row $h$ and column $w$. M-RoPE turns each
@@ -610,8 +611,8 @@ growth = {name: m[-1] / m[0] for name, m in mean.items()}
 
 
 def clearly_below(a: str, b: str, at: int) -> bool:
-    """Setting a has lower perplexity than b at LENGTHS[at], by the series' rule."""
-    return clearly_ahead(ppl[a][:, at], ppl[b][:, at], higher_is_better=False)
+    """Setting a has lower perplexity than b at LENGTHS[at], by the series' rule (floor: 2% of b's perplexity)."""
+    return clearly_ahead(ppl[a][:, at], ppl[b][:, at], higher_is_better=False, relative=True)
 
 
 hybrid = "local RoPE + global NoPE"

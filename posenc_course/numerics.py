@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["REFERENCE_FILE", "reference", "record_reference", "numerics_in_force", "probe_digest",
-           "reproduces_reference", "describe", "separate_inductor_cache"]
+           "reproduces_reference", "notice", "describe", "DIFFERS", "separate_inductor_cache"]
 
 #: The file of the reference settings, thread count and digest (written by ``make execute``, read by ``make test``).
 REFERENCE_FILE = Path(__file__).with_name("reference_numerics.json")
@@ -133,8 +133,20 @@ def reproduces_reference() -> bool:
     return probe_digest() == reference()["digest"]
 
 
+#: The one sentence a notebook prints where this machine does not reproduce the reference numerics.
+DIFFERS = ("This computer's arithmetic rounds differently from the machine that produced the printed "
+           "numbers: trained results may differ in the last digits.")
+
+
+def notice(matches: bool | None = None) -> str:
+    """What a notebook's first cell says about the numerics: nothing (``""``) on a machine that
+    reproduces the reference, else :data:`DIFFERS`, one plain sentence."""
+    matches = reproduces_reference() if matches is None else matches
+    return "" if matches else DIFFERS
+
+
 def describe(matches: bool | None = None) -> str:
-    """One line for a learner: the numerics in force and what they mean for the printed numbers."""
+    """One line for the command line and ``make``: the numerics in force and whether they are the reference."""
     matches = reproduces_reference() if matches is None else matches
     now = numerics_in_force()
     settings = (f"PyTorch kernels {now['PyTorch kernels']}, oneDNN {now['oneDNN']}, MKL {now['MKL']}, "

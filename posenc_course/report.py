@@ -8,7 +8,7 @@ measurements (one per seed) are shown as "mean ± std".
 The series' rule for comparing trained models is :func:`compare` (docs/comparison.md): A is ahead
 of B when the gap clears both the seed spread and a floor on the size of the effect; otherwise the
 two are "not separated", which never means "the same". :func:`clearly_ahead` and
-:func:`rule_margin` are the first edition's spread-only rule. :func:`checked` prints the one line a
+:func:`rule_margin` are shorthands of it. :func:`checked` prints the one line a
 hidden check cell shows.
 """
 
@@ -53,29 +53,6 @@ def _mean_sd(name: str, values: Sequence[float], minimum: int) -> tuple[float, f
         raise ValueError(f"{name} must hold at least {minimum} measurements (one per seed), got {len(data)}")
     mean = sum(data) / len(data)
     return mean, (sum((v - mean) ** 2 for v in data) / (len(data) - 1)) ** 0.5
-
-
-def rule_margin(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> tuple[float, float]:
-    """The two numbers the series' rule compares: ``(gap, threshold)``.
-
-    a, b: one measurement per seed (at least 3 each). ``gap = mean(a) - mean(b)``, negated when lower
-    is better (so a positive gap means ``a`` is ahead); ``threshold = 2 * max(std(a), std(b))``,
-    ddof=1 standard deviations. For printing how far a verdict is from flipping.
-    """
-    (mean_x, std_x), (mean_y, std_y) = _mean_sd("a", a, 3), _mean_sd("b", b, 3)
-    gap = (mean_x - mean_y) if higher_is_better else (mean_y - mean_x)
-    return gap, 2 * max(std_x, std_y)
-
-
-def clearly_ahead(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> bool:
-    """The series' rule: is setting ``a`` ahead of ``b`` by more than twice the larger seed spread?
-
-    a, b: one measurement per seed (at least 3 each), e.g. accuracies or perplexities.
-    higher_is_better: True for accuracy-like numbers, False for losses and perplexities.
-    Returns ``gap > threshold`` of :func:`rule_margin`.
-    """
-    gap, threshold = rule_margin(a, b, higher_is_better)
-    return gap > threshold
 
 
 def mean_std(values: Sequence[float], digits: int = 3) -> str:
@@ -160,6 +137,23 @@ def compare(a: Sequence[float], b: Sequence[float], *, higher_is_better: bool = 
         spread = 2 * max(sd_a, sd_b)
     return Verdict(gap=sign * (mean_a - mean_b), spread=spread,
                    floor=floor * abs(mean_b) if relative else float(floor), paired=paired)
+
+
+def clearly_ahead(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True, *,
+                  paired: bool = False, floor: float = 0.02, relative: bool = False) -> bool:
+    """Whether A is ahead of B by the series' rule: ``compare(a, b, ...).a_ahead``.
+
+    The same arguments as :func:`compare`; for a perplexity or a loss pass ``higher_is_better=False,
+    relative=True`` (a floor of 2% of B's mean).
+    """
+    return compare(a, b, higher_is_better=higher_is_better, paired=paired, floor=floor, relative=relative).a_ahead
+
+
+def rule_margin(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True, *,
+                paired: bool = False, floor: float = 0.02, relative: bool = False) -> tuple[float, float]:
+    """``(gap, bar)`` of :func:`compare`: A is ahead when ``gap > bar``. For printing how far a verdict is from flipping."""
+    verdict = compare(a, b, higher_is_better=higher_is_better, paired=paired, floor=floor, relative=relative)
+    return verdict.gap, verdict.bar
 
 
 def checked(what: str) -> None:

@@ -60,18 +60,19 @@ def setup_notebook(seed: int = 0) -> torch.Generator:
     """First call of every notebook: thread count, the series' figure style, seeds, print options.
 
     Fixing the threads here (not only in the Makefile) makes a notebook opened in JupyterLab run
-    as it was measured. Prints one line naming the numerics in force and whether they reproduce
-    the reference the text quotes (:mod:`posenc_course.numerics`). Returns the seeded data generator
-    of :func:`seed_everything`.
+    as it was measured. Prints nothing where this machine reproduces the reference numerics the
+    printed numbers come from, and one plain sentence where it does not
+    (:func:`posenc_course.numerics.notice`). Returns the seeded data generator of :func:`seed_everything`.
     """
-    from posenc_course.numerics import describe
+    from posenc_course.numerics import notice
     from posenc_course.plotting import use_style  # plotting imports matplotlib; keep it out of library-only imports
 
     threads = os.environ.get("POSENC_NUM_THREADS", str(NOTEBOOK_THREADS))
     if not threads.isdigit() or int(threads) < 1:
         raise ValueError(f"POSENC_NUM_THREADS must be a positive integer, got {threads!r}")
     torch.set_num_threads(int(threads))
-    print(describe())
+    if line := notice():
+        print(line)
     use_style()
     torch.set_printoptions(precision=4, sci_mode=False)
     return seed_everything(seed)

@@ -94,16 +94,22 @@ def test_the_makefile_exports_the_machine_env():
     assert numerics_env.machine_env().items() <= exported.items()
 
 
-def test_setup_notebook_prints_one_line_and_honours_the_thread_variable(monkeypatch, capsys):
+def test_setup_notebook_is_silent_on_the_reference_and_says_one_plain_sentence_elsewhere(monkeypatch, capsys):
     from posenc_course.training import setup_notebook
 
     before = torch.get_num_threads()
     try:
         monkeypatch.setenv("POSENC_NUM_THREADS", "2")
+        monkeypatch.setattr(numerics, "reproduces_reference", lambda: True)
         setup_notebook(0)
         assert torch.get_num_threads() == 2
+        assert capsys.readouterr().out == ""
+        monkeypatch.setattr(numerics, "reproduces_reference", lambda: False)
+        setup_notebook(0)
         lines = capsys.readouterr().out.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("Numerics: ") and "2 threads" in lines[0]
+        assert lines == [numerics.DIFFERS]
+        for jargon in ("AVX", "oneDNN", "MKL", "kernel", "thread", "CPU", "digest"):
+            assert jargon.lower() not in lines[0].lower(), jargon
         monkeypatch.setenv("POSENC_NUM_THREADS", "two")
         with pytest.raises(ValueError, match="POSENC_NUM_THREADS must be a positive integer, got 'two'"):
             setup_notebook(0)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from posenc_course.report import clearly_ahead, formatted, mean_std, rounding, rule_margin
+from posenc_course.report import clearly_ahead, compare, formatted, mean_std, rounding, rule_margin
 
 
 @pytest.mark.parametrize(("x", "text"), [(0.0, "< 1e-12"), (3e-13, "< 1e-12"), (2e-9, "< 1e-6"),
@@ -60,9 +60,24 @@ def test_clearly_ahead_names_a_short_argument():
         clearly_ahead([1.0, 2.0, 3.0], [1.0, 2.0])
 
 
+def test_clearly_ahead_is_compare_with_its_floor():
+    """The first edition's spread-only rule called 1.00 ahead of 0.99 when every seed sat at the ceiling
+    (05 §7); the shorthand now says what compare says: not separated, the gap is under the floor."""
+    rope, t5 = [1.0, 1.0, 1.0], [0.9931, 0.9920, 0.9906]
+    assert not clearly_ahead(rope, t5) and not compare(rope, t5).separated
+    assert clearly_ahead(rope, t5, floor=0.005)
+    low, high = [10.0, 10.01, 10.02], [10.1, 10.11, 10.12]   # 1% apart: under a 2% relative floor
+    assert not clearly_ahead(low, high, higher_is_better=False, relative=True)
+    assert clearly_ahead(low, high, higher_is_better=False, relative=True, floor=0.005)
+    for a, b in [([0.9, 0.92, 0.94], [0.8, 0.82, 0.84]), ([0.7, 0.82, 0.94], [0.6, 0.72, 0.84])]:
+        assert clearly_ahead(a, b) == compare(a, b).a_ahead
+
+
 def test_rule_margin_gives_the_gap_and_threshold_the_rule_compares():
     gap, threshold = rule_margin([3.0, 4.0, 5.0], [1.0, 1.5, 2.0])   # means 4 and 1.5, stds 1 and 0.5
     assert gap == pytest.approx(2.5) and threshold == pytest.approx(2.0)
+    gap, bar = rule_margin([1.0, 1.0, 1.0], [0.99, 0.99, 0.99])      # no spread: the bar is the floor
+    assert gap == pytest.approx(0.01) and bar == pytest.approx(0.02)
     gap, threshold = rule_margin([3.0, 4.0, 5.0], [1.0, 1.5, 2.0], higher_is_better=False)
     assert gap == pytest.approx(-2.5) and threshold == pytest.approx(2.0)
     with pytest.raises(ValueError, match="a must hold at least 3"):
@@ -71,7 +86,7 @@ def test_rule_margin_gives_the_gap_and_threshold_the_rule_compares():
 
 # --- the comparison rule (compare) -------------------------------------------------------------
 
-from posenc_course.report import Verdict, checked, compare  # noqa: E402
+from posenc_course.report import Verdict, checked  # noqa: E402
 
 
 def test_compare_needs_the_gap_to_clear_the_spread_and_the_floor():
