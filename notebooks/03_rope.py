@@ -1,32 +1,32 @@
 # %% [markdown]
 # # 03 · RoPE: rotary position embedding
 #
-# Sinusoidal and learnable encodings *add* a position vector to the token embedding, and the
-# model must then learn to read positions back out of the sum. RoPE (Su et al., RoFormer) does
-# something different: it leaves the embeddings alone and *rotates* the queries and keys inside
-# every attention layer, by an angle proportional to their position. The attention score of a
-# query at position $m$ and a key at position $n$ then depends on $m - n$ only. Most open
-# large language models (LLaMA, Mistral, Qwen, ...) use it.
+# **The question.** Notebooks 01 and 02 *add* a position vector to each token. The attention
+# score of a query at position $m$ and a key at $n$ then mixes content with both absolute
+# positions, $(x_m + p_m)^\top (x_n + p_n)$, and a model trained at positions 0-11 is lost at
+# 12-23 (02 §8). What we would want of a *relative* code:
+#
+# - the score depends on the positions only through the offset $m - n$;
+# - the content still counts, undistorted: the query and the key keep their length;
+# - nothing to learn and nothing to store per position, and each vector encoded alone, by its
+#   own position, so a key can be cached once and reused.
+#
+# Put differently: a map $f(x, m)$ applied to each query and key with
+# $\langle f(q, m), f(k, n)\rangle$ a function of $q$, $k$ and $m - n$ only. Rotations do
+# exactly that: turning $q$ by $m\theta$ and $k$ by $n\theta$ leaves the angle between them
+# changed by $(n - m)\theta$ only, and changes no length. That is RoPE (Su et al., RoFormer),
+# used by most open large language models (LLaMA, Mistral, Qwen, ...).
 #
 # **What you will learn**
-# - why rotating 2-D pairs makes a dot product depend only on the relative position, proved in
-#   two lines and checked to float precision;
-# - the two implementations you will meet (real cos/sin arithmetic and complex multiplication)
-#   and the two memory layouts (interleaved pairs as in Meta's LLaMA, half-split pairs as in
-#   Hugging Face), with the weight permutation that converts a checkpoint from one to the other;
-# - the long-term decay bound of the RoFormer paper, plotted;
-# - where RoPE sits inside attention (queries and keys, never values) and how a KV-cache decode
-#   step must pass the new token's absolute position;
-# - why angles must be computed in float32 even in a bf16/fp16 model;
-# - that plain RoPE does **not** extrapolate well beyond its training length (a correction of the
-#   source article, the Chinese-language tutorial *Transformer positional encoding: from sinusoidal to RoPE*;
-#   erratum E3), and why: unseen relative distances, not attention spread over more keys;
-# - partial rotary: rotating only part of each head, as GPT-NeoX and Phi do.
+# - why rotating 2-D pairs makes a score depend on the offset only, proved in two lines;
+# - the real (cos/sin) and complex forms, and the two memory layouts (interleaved as in Meta's
+#   LLaMA, half-split as in Hugging Face), with the permutation that converts a checkpoint;
+# - where RoPE sits in attention (queries and keys, never values) and how a KV-cache decode step
+#   passes the new token's absolute position;
+# - the long-term decay bound of RoFormer, why angles are computed in float32, partial rotary;
+# - that plain RoPE does **not** extrapolate beyond its training length (erratum E3), and why.
 #
-# **How to read it.** Sections 1-5 are the core: the idea, its two implementations and two
-# layouts, and RoPE inside a trained model's attention. Sections 6-10 are practice, each
-# independent of the others: converting checkpoints, the decay bound, precision, extrapolation,
-# partial rotary.
+# Sections 1-5 are the core; sections 6-10 are practice, each independent of the others.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
@@ -79,19 +79,21 @@ from posenc_lib.rotary.rope import (
     rotate_half_reference,
 )
 
-gen = setup_notebook(0)  # one thread, the series' figure style, seeds, print options
+gen = setup_notebook(0)  # threads, figure style, seeds, print options
 pd.set_option("display.width", 120)
 
 
 def tiny(value: float, floor: float = 1e-5) -> str:
-    """Format a difference that is rounding noise: "< 1e-05" when below ``floor``, else its value."""
+    """Format a difference that is rounding noise: "< 1e-05" when below
+    ``floor``, else its value."""
     return f"< {floor:.0e}" if value < floor else f"{value:.1e}"
+
 
 # %% [markdown]
 # ## 1 · One pair: position as an angle
 #
-# **Question.** A score is a dot product $q^\top k$. How can we make it depend on the positions
-# $m$ (of the query) and $n$ (of the key) only through $m - n$?
+# **Question.** How can a dot product $q^\top k$ depend on the positions $m$ (query) and $n$
+# (key) only through $m - n$?
 #
 # Take a 2-D query and key and turn each by an angle proportional to its position, with
 # $R(\alpha) = \begin{pmatrix}\cos\alpha & -\sin\alpha\\ \sin\alpha & \cos\alpha\end{pmatrix}$.
@@ -100,52 +102,96 @@ def tiny(value: float, floor: float = 1e-5) -> str:
 # $$\langle R(m\theta)\,q,\; R(n\theta)\,k\rangle = q^\top R(m\theta)^\top R(n\theta)\,k
 #   = q^\top R\big((n-m)\theta\big)\,k .$$
 #
-# The absolute positions cancel; only the offset $n - m$ survives. And a rotation does not change
-# a vector's length, so the content ($\lVert q\rVert$, $\lVert k\rVert$) is untouched.
+# The absolute positions cancel; only the offset $n - m$ survives, and a rotation keeps each
+# vector's length: both wants of the opening, met.
+
 
 # %% tags=["nbval-check-output"]
 def rotation(angle: float) -> torch.Tensor:
-    """The 2x2 matrix that turns a 2-D vector counter-clockwise by ``angle`` radians."""
+    """The 2x2 matrix that turns a 2-D vector counter-clockwise by ``angle``
+    radians."""
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
 
 
-theta = 0.4                                          # one frequency: radians per position
-q = torch.tensor([1.0, 0.3], dtype=torch.float64)    # a query pair
-k = torch.tensor([0.2, -0.9], dtype=torch.float64)   # a key pair
+theta = 0.4  # one frequency: radians per position
+q = torch.tensor([1.0, 0.3], dtype=torch.float64)  # a query pair
+k = torch.tensor([0.2, -0.9], dtype=torch.float64)  # a key pair
 n_pos = 12
-# scores[m, n] = <R(m theta) q, R(n theta) k>: query at position m, key at position n
+# scores[m, n] = <R(m theta) q, R(n theta) k>: query at m, key at n
 scores_2d = torch.tensor(
-    [[float((rotation(m * theta) @ q) @ (rotation(n * theta) @ k)) for n in range(n_pos)] for m in range(n_pos)],
+    [
+        [
+            float((rotation(m * theta) @ q) @ (rotation(n * theta) @ k))
+            for n in range(n_pos)
+        ]
+        for m in range(n_pos)
+    ],
     dtype=torch.float64,
 )
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for m in range(8):
     qm = rotation(m * theta) @ q
-    ax1.annotate("", xy=(float(qm[0]), float(qm[1])), xytext=(0, 0),
-                 arrowprops={"arrowstyle": "->", "color": COLORS[0], "alpha": 0.3 + 0.7 * m / 7, "lw": 1.5})
-    ax1.text(1.12 * float(qm[0]), 1.12 * float(qm[1]), f"m={m}", ha="center", va="center", fontsize=10)
-ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal", xlabel="coordinate 1", ylabel="coordinate 2",
-        title=r"Query pair at m = 0..7 ($\theta$ = 0.4)")
-heatmap(ax2, scores_2d.numpy(), "Score: query at m, key at n", "key position n", "query position m",
-        colorbar_label="score (dot product)", center=True)
+    ax1.annotate(
+        "",
+        xy=(float(qm[0]), float(qm[1])),
+        xytext=(0, 0),
+        arrowprops={
+            "arrowstyle": "->",
+            "color": COLORS[0],
+            "alpha": 0.3 + 0.7 * m / 7,
+            "lw": 1.5,
+        },
+    )
+    ax1.text(
+        1.12 * float(qm[0]),
+        1.12 * float(qm[1]),
+        f"m={m}",
+        ha="center",
+        va="center",
+        fontsize=10,
+    )
+ax1.set(
+    xlim=(-1.3, 1.3),
+    ylim=(-1.3, 1.3),
+    aspect="equal",
+    xlabel="coordinate 1",
+    ylabel="coordinate 2",
+    title=r"Query pair at m = 0..7 ($\theta$ = 0.4)",
+)
+heatmap(
+    ax2,
+    scores_2d.numpy(),
+    "Score: query at m, key at n",
+    "key position n",
+    "query position m",
+    colorbar_label="score (dot product)",
+    center=True,
+)
 plt.show()
 
 # %% [markdown]
 # The picture on the right is constant along every diagonal: the score only knows $n - m$.
-# Checked below, entry by entry, against the closed form $q^\top R((n-m)\theta)\,k$, and as a
-# shift of both positions by the same offset $c$.
+# Checked entry by entry against $q^\top R((n-m)\theta)\,k$, and as a shift of both positions.
 
-# %% tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 for m in range(n_pos):
     for n in range(n_pos):
         assert_close(scores_2d[m, n], q @ rotation((n - m) * theta) @ k)
 for c in (1, 5):
-    assert_close(scores_2d[c:, c:], scores_2d[:-c, :-c])            # shift both positions by c
+    assert_close(
+        scores_2d[c:, c:], scores_2d[:-c, :-c]
+    )  # shift both positions by c
 for angle in (0.4, 3.0, 1234.5):
-    assert_close(torch.linalg.vector_norm(rotation(angle) @ q), torch.linalg.vector_norm(q))
-print("score depends on n - m only; rotation keeps the norm")
+    assert_close(
+        torch.linalg.vector_norm(rotation(angle) @ q),
+        torch.linalg.vector_norm(q),
+    )
+checked(
+    "every score equals q^T R((n-m) theta) k; shifting both positions by 1 or"
+    " 5 changes nothing; rotations by 0.4, 3.0 and 1234.5 rad keep the norm"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -157,93 +203,144 @@ print("score depends on n - m only; rotation keeps the norm")
 #
 # **Question.** A head has `head_dim` = $d$ coordinates, not 2. How do we rotate it?
 #
-# Cut the vector into $d/2$ pairs and give pair $i$ its own frequency, exactly the frequencies of
-# the sinusoidal encoding of notebook 01:
+# Cut the vector into $d/2$ pairs and give pair $i$ its own frequency, those of notebook 01:
 # $$\theta_i = \text{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,\qquad \text{base} = 10000 .$$
 # Position $m$ turns pair $i$ by $m\,\theta_i$. The whole operation is a block-diagonal rotation
-# $R_m$. (The shift matrix $M_k$ of notebook 01 is the same rotation turned the other way,
-# $M_k = R_k^\top$, because the sinusoidal table stores each pair as $(\sin, \cos)$; checked
-# below.) The RoFormer paper and Meta's LLaMA
-# code take neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout.
-# Here it is, written out for teaching (angles in float64):
+# $R_m$ (notebook 01's shift matrix is $M_k = R_k^\top$). RoFormer and Meta's LLaMA take
+# neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout. Written
+# out for teaching (angles in float64):
+
 
 # %%
-def rope_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotate pair (x[2i], x[2i+1]) of every vector by positions * theta_i (interleaved layout).
+def rope_inline(
+    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
+) -> torch.Tensor:
+    """Rotate pair (x[2i], x[2i+1]) of every vector by positions * theta_i
+    (interleaved layout).
 
-    x: (..., seq, head_dim); positions: (seq,) integers. Returns the same shape and dtype as x.
+    x: (..., seq, head_dim); positions: (seq,) integers. Returns the same
+    shape and dtype as x.
     """
     head_dim = x.shape[-1]
-    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (head_dim/2,)
-    angle = positions.to(torch.float64)[:, None] * theta                               # (seq, head_dim/2)
+    theta = base ** (
+        -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+    )  # (head_dim/2,)
+    angle = positions.to(torch.float64)[:, None] * theta  # (seq, head_dim/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    first, second = x[..., 0::2], x[..., 1::2]            # the two coordinates of every pair
-    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)
-    return rotated.flatten(-2)                             # back to (..., seq, head_dim)
+    first, second = (
+        x[..., 0::2],
+        x[..., 1::2],
+    )  # the two coordinates of every pair
+    rotated = torch.stack(
+        [first * cos - second * sin, first * sin + second * cos], dim=-1
+    )
+    return rotated.flatten(-2)  # back to (..., seq, head_dim)
 
 
 # %% [markdown]
-# Four checks: every pair is the 2x2 rotation of section 1; shifting *all* positions by the same
-# offset leaves every score unchanged, for random content at every position (each query and key
-# is different); every vector keeps its norm; and $R_k^\top$ is notebook 01's $M_k$.
+# Four checks, on a different random query and key at every position: every pair is the 2x2
+# rotation of section 1; shifting *all* positions leaves every score unchanged; norms are kept;
+# and $R_k^\top$ is notebook 01's $M_k$.
 
-# %% tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 head_dim, seq = 64, 16
-qs = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)   # a different query per position
+qs = torch.randn(
+    seq, head_dim, dtype=torch.float64, generator=gen
+)  # a different query per position
 ks = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)
 positions = torch.arange(seq)
 rq = rope_inline(qs, positions)
 
-theta_i = 10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+theta_i = 10000.0 ** (
+    -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+)
 for m, i in [(3, 0), (7, 5), (15, 31)]:
-    assert_close(rq[m, 2 * i : 2 * i + 2], rotation(m * float(theta_i[i])) @ qs[m, 2 * i : 2 * i + 2])
+    assert_close(
+        rq[m, 2 * i : 2 * i + 2],
+        rotation(m * float(theta_i[i])) @ qs[m, 2 * i : 2 * i + 2],
+    )
 
 
 def rope_scores(offset: int) -> torch.Tensor:
-    """(seq, seq) scores <R_m q_m, R_n k_n> with all positions shifted by ``offset``."""
-    return rope_inline(qs, positions + offset) @ rope_inline(ks, positions + offset).T
+    """(seq, seq) scores <R_m q_m, R_n k_n> with all positions shifted by
+    ``offset``."""
+    return (
+        rope_inline(qs, positions + offset)
+        @ rope_inline(ks, positions + offset).T
+    )
 
 
 for offset in (1, 37, 1000, 100_000):
     assert_close(rope_scores(offset), rope_scores(0))
-assert_close(torch.linalg.vector_norm(rq, dim=-1), torch.linalg.vector_norm(qs, dim=-1))
+assert_close(
+    torch.linalg.vector_norm(rq, dim=-1), torch.linalg.vector_norm(qs, dim=-1)
+)
 for k_shift in (1, 7, 250):
-    r_k_transposed = rope_inline(torch.eye(head_dim, dtype=torch.float64), torch.full((head_dim,), k_shift))
-    assert_close(shift_matrix(k_shift, head_dim), r_k_transposed)    # row j of the result is R_k e_j
-print("pairs rotate as in section 1; scores unchanged under shifts up to 100000; norms kept; M_k = R_k^T")
+    r_k_transposed = rope_inline(
+        torch.eye(head_dim, dtype=torch.float64),
+        torch.full((head_dim,), k_shift),
+    )
+    assert_close(
+        shift_matrix(k_shift, head_dim), r_k_transposed
+    )  # row j of the result is R_k e_j
+checked(
+    "pairs rotate as in section 1; scores unchanged under shifts up to 100000;"
+    " norms kept; M_k = R_k^T"
+)
 
 # %% [markdown]
-# A picture of the relative property: give *one* fixed vector every position and plot the score
-# between positions $m$ and $n$. Without position all 64 x 64 scores would be equal; with RoPE the
-# matrix is Toeplitz (constant along diagonals), and the score is largest near the diagonal.
+# A picture: give *one* fixed vector every position. Without position all 64 x 64 scores would be
+# equal; with RoPE the matrix is constant along diagonals, largest on the diagonal.
 
 # %% tags=["nbval-check-output"]
-x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen).expand(64, head_dim)
+x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen).expand(
+    64, head_dim
+)
 rx = rope_inline(x_same, torch.arange(64))
 toeplitz = rx @ rx.T
-assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])              # constant along diagonals
-assert torch.equal(toeplitz.argmax(dim=-1), torch.arange(64))  # each row peaks at n = m (Cauchy-Schwarz)
+assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])  # constant along diagonals
+assert torch.equal(
+    toeplitz.argmax(dim=-1), torch.arange(64)
+)  # each row peaks at n = m (Cauchy-Schwarz)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
-heatmap(ax1, toeplitz.numpy(), "Same vector at every position", "key position n", "query position m",
-        colorbar_label="score", center=True)
-line_plot(ax2, np.arange(64), {"score(m=0, n)": toeplitz[0].numpy()},
-          "One row of the matrix", "relative position n - m (tokens)", "score")
+heatmap(
+    ax1,
+    toeplitz.numpy(),
+    "Same vector at every position",
+    "key position n",
+    "query position m",
+    colorbar_label="score",
+    center=True,
+)
+line_plot(
+    ax2,
+    np.arange(64),
+    {"score(m=0, n)": toeplitz[0].numpy()},
+    "One row of the matrix",
+    "relative position n - m (tokens)",
+    "score",
+)
 plt.show()
 
 # %% [markdown]
-# The library's `apply_rope` does the same with precomputed tables: `rope_inv_freq(head_dim)`
-# gives the $\theta_i$, `rope_cos_sin(positions, inv_freq)` the half-width cos/sin tables
-# (batch, seq, head_dim/2), and `apply_rope(x, cos, sin, layout="interleaved")` rotates a
-# (batch, heads, seq, head_dim) tensor. It agrees with the inline version:
+# The library does the same with precomputed tables: `rope_inv_freq` gives the $\theta_i$,
+# `rope_cos_sin` the cos/sin tables, `apply_rope` rotates a (batch, heads, seq, head_dim) tensor:
 
 # %% tags=["nbval-check-output"]
-x = torch.randn(2, 4, seq, head_dim, generator=gen)               # (batch, heads, seq, head_dim)
+x = torch.randn(
+    2, 4, seq, head_dim, generator=gen
+)  # (batch, heads, seq, head_dim)
 inv_freq = rope_inv_freq(head_dim)
 assert_close(inv_freq, theta_i.float())
-cos, sin = rope_cos_sin(positions[None], inv_freq)                 # each (1, seq, head_dim/2)
-assert_close(apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions))
+cos, sin = rope_cos_sin(positions[None], inv_freq)  # each (1, seq, head_dim/2)
+assert_close(
+    apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions)
+)
 print("library apply_rope(layout='interleaved') == rope_inline")
-print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token")
+print(
+    f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest:"
+    f" theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token"
+)
 
 # %% [markdown]
 # ### Explorer · A query at m, a key at n
@@ -251,40 +348,50 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest: theta_{hea
 # **Question:** as the positions of one query and one key move, what happens to each of their
 # pairs, and to their score?
 #
-# The explorer rotates a fixed query $q$ and key $k$ of 4 pairs (head_dim 8, base 10000) with the
-# library's `apply_rope` (interleaved layout). Top: each pair of $R_m q$ (solid) and $R_n k$
-# (dashed) as an arrow. Bottom: the score of the query at $m$ with a key at every position $n'$
-# from 0 to 47, drawn against the offset $n' - m$; the square is the key at $n$. In JupyterLab two
-# sliders move $m$ and $n$; the executed notebook shows $m = 5$, $n = 12$.
+# A fixed query and key of 4 pairs (head_dim 8). Top: each pair of $R_m q$ (solid) and $R_n k$
+# (dashed). Bottom: the score of the query at $m$ with a key at every position 0-47, against the
+# offset; the square is the key at $n$. In JupyterLab two sliders move $m$ and $n$.
 #
-# **What to try.**
-# - Move $m$ and $n$ together, by the same number of steps. In every pair both arrows turn by the
-#   same angle, so the angle between them stays, and so does the score: the square does not move.
-# - Move $n$ alone. The key's arrows turn, pair 0 by a radian per step, pair 3 by a thousandth of
-#   one; the square runs along the curve.
-# - Set $m = n$: the square sits at offset 0, at $q^\top k$ itself, whatever the position.
-#
-# **What to look for.** Whatever $m$ is, the curve against the offset is the same one (only the
-# part of it inside positions 0 to 47 is drawn): the score depends on $n - m$ alone, as section 1
-# proved. Pair 0 makes it oscillate with a period of about 6.3 tokens; the slow pairs hardly turn
-# over 47 tokens and set its level. The check below asserts each of these.
+# **What to try.** Move $m$ and $n$ together: in every pair both arrows turn by the same angle,
+# and the square does not move. Move $n$ alone: pair 0 turns a radian per step, pair 3 a
+# thousandth of one, and the square runs along the curve. Set $m = n$: the score is $q^\top k$.
+# Whatever $m$ is, the curve against the offset is the same one; pair 0 makes it oscillate with a
+# period of about 6.3 tokens, the slow pairs set its level.
 
 # %% tags=["nbval-check-output"]
 rope_explorer()
 
-# %% tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 theta_8 = rope_inv_freq(8)
-print("theta_i of the explorer's head (head_dim 8):", [round(float(t), 4) for t in theta_8],
-      f"| pair 0 repeats every 2 pi / theta_0 = {2 * math.pi / float(theta_8[0]):.2f} tokens")
-score = {(m, n): float(rope_values(m, n)["marker_score"][0]) for m, n in [(5, 12), (6, 13), (20, 27), (40, 47), (5, 20)]}
-assert all(abs(score[m, n] - score[5, 12]) < 1e-12 for m, n in [(6, 13), (20, 27), (40, 47)])  # together: unchanged
-assert abs(score[5, 20] - score[5, 12]) > 0.1                                                     # apart: it changes
+score = {
+    (m, n): float(rope_values(m, n)["marker_score"][0])
+    for m, n in [(5, 12), (6, 13), (20, 27), (40, 47), (5, 20)]
+}
+assert all(
+    abs(score[m, n] - score[5, 12]) < 1e-12
+    for m, n in [(6, 13), (20, 27), (40, 47)]
+)  # together: unchanged
+assert abs(score[5, 20] - score[5, 12]) > 0.1  # apart: it changes
 q_dot_k = sum(a * b for a, b in zip(ROPE_QUERY, ROPE_KEY))
-assert all(abs(rope_values(m, m)["marker_score"][0] - q_dot_k) < 1e-12 for m in (0, 17, 47))   # m = n: q . k
-curve = {m: dict(zip(rope_values(m, 0)["offset"].tolist(), rope_values(m, 0)["score"])) for m in (5, 30)}
-assert all(abs(curve[5][o] - curve[30][o]) < 1e-12 for o in curve[5].keys() & curve[30].keys())   # one curve
-print(f"score at (m, n) = (5, 12): {score[5, 12]:.4f}; (20, 27): {score[20, 27]:.4f}; (40, 47): {score[40, 47]:.4f}; "
-      f"(5, 20): {score[5, 20]:.4f}; at m = n: q.k = {q_dot_k:.4f}")
+assert all(
+    abs(rope_values(m, m)["marker_score"][0] - q_dot_k) < 1e-12
+    for m in (0, 17, 47)
+)  # m = n: q . k
+curve = {
+    m: dict(
+        zip(rope_values(m, 0)["offset"].tolist(), rope_values(m, 0)["score"])
+    )
+    for m in (5, 30)
+}
+assert all(
+    abs(curve[5][o] - curve[30][o]) < 1e-12
+    for o in curve[5].keys() & curve[30].keys()
+)  # one curve
+checked(
+    "the score is unchanged when m and n move together, changes when n moves"
+    " alone, is q.k at m = n, and follows one curve of the offset; pair 0"
+    f" repeats every {2 * math.pi / float(theta_8[0]):.2f} tokens"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -303,26 +410,45 @@ print(f"score at (m, n) = (5, 12): {score[5, 12]:.4f}; (20, 27): {score[20, 27]:
 # with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
 # section 7.
 
+
 # %% tags=["nbval-check-output"]
-def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Interleaved RoPE as complex multiplication. x: (..., seq, head_dim); positions: (seq,)."""
+def rope_complex_inline(
+    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
+) -> torch.Tensor:
+    """Interleaved RoPE as complex multiplication. x: (..., seq, head_dim);
+    positions: (seq,)."""
     head_dim = x.shape[-1]
-    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-    angle = positions.to(torch.float64)[:, None] * theta                          # (seq, head_dim/2)
-    pairs = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2))
-    rotated = pairs * torch.polar(torch.ones_like(angle), angle)                  # times e^{j m theta}
+    theta = base ** (
+        -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+    )
+    angle = positions.to(torch.float64)[:, None] * theta  # (seq, head_dim/2)
+    pairs = torch.view_as_complex(
+        x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2)
+    )
+    rotated = pairs * torch.polar(
+        torch.ones_like(angle), angle
+    )  # times e^{j m theta}
     return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
 
 
 assert_close(rope_complex_inline(qs, positions), rope_inline(qs, positions))
-assert_close(apply_rope_complex(x, positions[None], inv_freq), apply_rope(x, cos, sin, layout="interleaved"))
+assert_close(
+    apply_rope_complex(x, positions[None], inv_freq),
+    apply_rope(x, cos, sin, layout="interleaved"),
+)
 
 # the score formula above, for query position m and key position n
 zq = torch.view_as_complex(qs.reshape(seq, head_dim // 2, 2))
 zk = torch.view_as_complex(ks.reshape(seq, head_dim // 2, 2))
 m, n = 11, 4
-assert_close(rope_scores(0)[m, n], (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real)
-print("complex form == real form (inline and library); score = Re sum_i q_i conj(k_i) e^{j(m-n)theta_i}")
+assert_close(
+    rope_scores(0)[m, n],
+    (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real,
+)
+print(
+    "complex form == real form (inline and library); score = Re sum_i q_i"
+    " conj(k_i) e^{j(m-n)theta_i}"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -347,15 +473,21 @@ try:
 except RuntimeError as err:
     print(f"RuntimeError: {err}")
     assert "only supported for half, float and double" in str(err)
-assert_close(apply_rope(x.bfloat16(), cos.bfloat16(), sin.bfloat16(), layout="interleaved").float(),
-             apply_rope(x, cos, sin, layout="interleaved"), atol=0.05, rtol=0.02)
+assert_close(
+    apply_rope(
+        x.bfloat16(), cos.bfloat16(), sin.bfloat16(), layout="interleaved"
+    ).float(),
+    apply_rope(x, cos, sin, layout="interleaved"),
+    atol=0.05,
+    rtol=0.02,
+)
 print("the real form runs in bfloat16 as it is")
 
 # %% [markdown]
 # ## 4 · Two layouts: interleaved and half-split
 #
-# **Question.** Which coordinates form a pair? The answer differs between codebases, and mixing
-# them up is one of the most common RoPE bugs.
+# **Question.** Which coordinates form a pair? Codebases differ, and mixing them up is a
+# common RoPE bug.
 #
 # - **Interleaved** (RoFormer, Meta's `llama/model.py`): pair $i$ is $(x_{2i}, x_{2i+1})$.
 # - **Half-split** (Hugging Face, `rotate_half`): pair $i$ is $(x_i, x_{i+d/2})$. With
@@ -366,16 +498,34 @@ print("the real form runs in bfloat16 as it is")
 # %% tags=["nbval-check-output"]
 d_small = 16
 pair_of_dim = {
-    "interleaved": torch.arange(d_small) // 2,        # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
-    "half-split": torch.arange(d_small) % (d_small // 2),  # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
+    "interleaved": (
+        torch.arange(d_small) // 2
+    ),  # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
+    "half-split": (
+        torch.arange(d_small) % (d_small // 2)
+    ),  # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
 }
 fig, ax = plt.subplots(figsize=(7.5, 2.2))
-heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(), "Which pair (frequency) each dimension belongs to",
-        "dimension of the head (head_dim = 16)", "layout", colorbar_label="pair index i")
+heatmap(
+    ax,
+    torch.stack(list(pair_of_dim.values())).numpy(),
+    "Which pair (frequency) each dimension belongs to",
+    "dimension of the head (head_dim = 16)",
+    "layout",
+    colorbar_label="pair index i",
+)
 ax.set_yticks([0, 1], list(pair_of_dim))
 for row, pairs in enumerate(pair_of_dim.values()):
     for dim, i in enumerate(pairs.tolist()):
-        ax.text(dim, row, str(i), ha="center", va="center", color="white" if i < 4 else "black", fontsize=10)
+        ax.text(
+            dim,
+            row,
+            str(i),
+            ha="center",
+            va="center",
+            color="white" if i < 4 else "black",
+            fontsize=10,
+        )
 plt.show()
 
 # %% [markdown]
@@ -388,12 +538,20 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 perm = rope_layout_permutation(head_dim)
-assert torch.equal(perm, torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]))
+assert torch.equal(
+    perm,
+    torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]),
+)
 half = apply_rope(x[..., perm], cos, sin, layout="half")
 assert_close(half, apply_rope(x, cos, sin, layout="interleaved")[..., perm])
 
-assert_close(half, rotate_half_reference(x[..., perm], cos, sin))    # the textbook Hugging Face formula
-print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_half formula")
+assert_close(
+    half, rotate_half_reference(x[..., perm], cos, sin)
+)  # the textbook Hugging Face formula
+print(
+    "half(x[perm]) == interleaved(x)[perm]; library == Hugging Face"
+    " rotate_half formula"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -406,63 +564,93 @@ print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face rotate_hal
 # we decode one token at a time with a KV cache?
 #
 # RoPE acts on queries and keys **after** the q/k/v projection and the split into heads, and
-# **before** the scores. Values are never rotated. In this library it is a `PositionScheme` of
-# kind `"rotary"` whose `rotate_qk` hook `MultiHeadAttention` calls; nothing is added to the
-# embeddings. To have a model whose behaviour we can measure, we train a tiny causal decoder on a
-# task that needs relative position: at every step, output the token seen **3 steps earlier**.
+# **before** the scores; values are never rotated, nothing is added to the embeddings (here the
+# scheme's `rotate_qk` hook). We train a tiny causal decoder on a task that needs relative
+# position: at every step, output the token seen **3 steps earlier**.
 
 # %% tags=["nbval-check-output"]
 VOCAB, TRAIN_LEN, LAG = 16, 32, 3
 
 
 def rope_decoder(layout: str) -> TinyTransformer:
-    """A 1-layer causal decoder (d_model 32, 2 heads of 16) whose only position signal is RoPE."""
-    return TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1, causal=True, pool="none",
-                           scheme=RotaryPE(head_dim=16, layout=layout))
+    """A 1-layer causal decoder (d_model 32, 2 heads of 16) whose only position
+    signal is RoPE."""
+    return TinyTransformer(
+        VOCAB,
+        VOCAB,
+        d_model=32,
+        n_heads=2,
+        n_layers=1,
+        causal=True,
+        pool="none",
+        scheme=RotaryPE(head_dim=16, layout=layout),
+    )
 
 
-train_data, test_data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, gen), lag_task(512, TRAIN_LEN, VOCAB, LAG, gen)
+train_data, test_data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, gen), lag_task(
+    512, TRAIN_LEN, VOCAB, LAG, gen
+)
 model = rope_decoder("interleaved")
-train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen, desc="RoPE decoder")
+train(
+    model,
+    train_data,
+    steps=200,
+    lr=3e-3,
+    batch_size=64,
+    generator=gen,
+    desc="RoPE decoder",
+)
 test_acc = accuracy(model, *test_data)
 print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
 assert test_acc > 0.99
 
 # %% [markdown]
-# The model solves the task. Where does it look? Its attention weights on one test sequence
-# (`attention_weights` gives them for every layer, each of shape (batch, heads, queries, keys)):
+# The model solves the task. Where does it look? Its attention weights on one test sequence:
 
 # %% tags=["nbval-check-output"]
 seq_map = 16
 tokens_map = test_data[0][:1, :seq_map]
-weights = model.attention_weights(tokens_map)[0]                            # layer 0: (batch, heads, q, k)
+weights = model.attention_weights(tokens_map)[
+    0
+]  # layer 0: (batch, heads, q, k)
 fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for head, ax in enumerate(axes):
-    heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}", "key position n",
-            "query position m", colorbar_label="attention weight")
+    heatmap(
+        ax,
+        weights[0, head].numpy(),
+        f"Trained RoPE decoder, head {head}",
+        "key position n",
+        "query position m",
+        colorbar_label="attention weight",
+    )
 plt.show()
 m_idx = torch.arange(LAG, seq_map)
-on_lag = weights[0][:, m_idx, m_idx - LAG]                                 # (heads, queries): weight on key m - 3
-print("mean weight on the key 3 back, per head:", [f"{w:.2f}" for w in on_lag.mean(-1).tolist()])
-assert on_lag.max(0).values.min() > 0.5                                    # every query: some head looks 3 back
+on_lag = weights[0][
+    :, m_idx, m_idx - LAG
+]  # (heads, queries): weight on key m - 3
+print(
+    "mean weight on the key 3 back, per head:",
+    [f"{w:.2f}" for w in on_lag.mean(-1).tolist()],
+)
+assert on_lag.max(0).values.min() > 0.5  # every query: some head looks 3 back
 
 # %% [markdown]
-# A stripe at $n = m - 3$: the model learned to attend 3 tokens back, a relative offset, at
-# every query position, using nothing but the rotation of q and k. Now let us open its attention
-# layer and redo its forward pass by
-# hand: project, split heads, rotate q and k (not v), then `scaled_dot_product_attention` with a
-# causal mask, or the same with an explicit softmax. All three agree with the library layer.
+# A stripe at $n = m - 3$: the model attends 3 tokens back at every query, using nothing but the
+# rotation of q and k. Its attention layer, redone by hand (project, split heads, rotate q and k,
+# then a causal softmax, by `scaled_dot_product_attention` or explicitly), agrees with the library.
 
 # %% tags=["nbval-check-output"]
 attn = model.blocks[0].attn
 scheme = model.scheme
-h = torch.randn(2, 10, 32, generator=gen)                             # (batch, seq, d_model)
-pos = torch.arange(10)[None]                                           # (1, seq)
+h = torch.randn(2, 10, 32, generator=gen)  # (batch, seq, d_model)
+pos = torch.arange(10)[None]  # (1, seq)
 
 
 def split_heads(t: torch.Tensor) -> torch.Tensor:
     """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
-    return t.view(t.shape[0], t.shape[1], attn.n_heads, attn.head_dim).transpose(1, 2)
+    return t.view(
+        t.shape[0], t.shape[1], attn.n_heads, attn.head_dim
+    ).transpose(1, 2)
 
 
 def merge_heads(t: torch.Tensor) -> torch.Tensor:
@@ -472,74 +660,119 @@ def merge_heads(t: torch.Tensor) -> torch.Tensor:
 
 with torch.no_grad():
     q_h, k_h, v_h = (split_heads(t) for t in attn.qkv(h).chunk(3, dim=-1))
-    q_r, k_r = scheme.rotate_qk(q_h, k_h, pos)                          # rotate queries and keys only
-    by_sdpa = attn.out(merge_heads(F.scaled_dot_product_attention(q_r, k_r, v_h, is_causal=True)))
+    q_r, k_r = scheme.rotate_qk(q_h, k_h, pos)  # rotate queries and keys only
+    by_sdpa = attn.out(
+        merge_heads(
+            F.scaled_dot_product_attention(q_r, k_r, v_h, is_causal=True)
+        )
+    )
     scores = q_r @ k_r.transpose(-2, -1) / attn.head_dim**0.5
-    scores = scores.masked_fill(torch.ones(10, 10, dtype=torch.bool).triu(1), float("-inf"))
+    scores = scores.masked_fill(
+        torch.ones(10, 10, dtype=torch.bool).triu(1), float("-inf")
+    )
     by_hand = attn.out(merge_heads(scores.softmax(-1) @ v_h))
     library = attn(h, causal=True)
 assert_close(by_sdpa, library)
 assert_close(by_hand, library)
-print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with RotaryPE")
+print(
+    "hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with"
+    " RotaryPE"
+)
 
 # %% [markdown]
-# **Why not rotate the values too?** Because then the output would carry absolute positions. With
-# q and k rotated, the scores depend only on relative positions, so moving the whole sequence to
-# positions $c, c+1, \dots$ leaves the layer's output unchanged. Rotate v as well and the output
-# changes. The same holds for the whole trained model, whose only position *encoding* is RoPE
-# (the causal mask is the other source of order, see the takeaway below).
+# **Why not rotate the values too?** With q and k rotated, moving the whole sequence to positions
+# $c, c+1, \dots$ leaves the layer's output unchanged; rotate v as well and the output carries
+# absolute positions. The same holds for the whole trained model.
+
 
 # %% tags=["nbval-check-output"]
 def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
-    """The attention layer on ``h`` with positions offset..offset+9, optionally rotating v too."""
+    """The attention layer on ``h`` with positions offset..offset+9, optionally
+    rotating v too."""
     with torch.no_grad():
         q_r, k_r = scheme.rotate_qk(q_h, k_h, pos + offset)
-        v_used = scheme.rotate_qk(v_h, v_h, pos + offset)[0] if rotate_values else v_h
-        return attn.out(merge_heads(F.scaled_dot_product_attention(q_r, k_r, v_used, is_causal=True)))
+        v_used = (
+            scheme.rotate_qk(v_h, v_h, pos + offset)[0]
+            if rotate_values
+            else v_h
+        )
+        return attn.out(
+            merge_heads(
+                F.scaled_dot_product_attention(
+                    q_r, k_r, v_used, is_causal=True
+                )
+            )
+        )
 
 
 rows = []
 for offset in (7, 100):
-    drift_qk = (layer_output(offset, False) - layer_output(0, False)).abs().max().item()
-    drift_v = (layer_output(offset, True) - layer_output(0, True)).abs().max().item()
-    rows.append({"all positions + c": offset, "max |change|, q and k rotated": tiny(drift_qk),
-                 "max |change|, v rotated too": f"{drift_v:.3f}"})
+    drift_qk = (
+        (layer_output(offset, False) - layer_output(0, False))
+        .abs()
+        .max()
+        .item()
+    )
+    drift_v = (
+        (layer_output(offset, True) - layer_output(0, True)).abs().max().item()
+    )
+    rows.append({
+        "all positions + c": offset,
+        "max |change|, q and k rotated": tiny(drift_qk),
+        "max |change|, v rotated too": f"{drift_v:.3f}",
+    })
     assert drift_qk < 1e-5 < 0.05 < drift_v
 display(pd.DataFrame(rows).set_index("all positions + c"))
 
 tokens = test_data[0][:64]
 with torch.no_grad():
-    assert_close(model(tokens, positions=torch.arange(TRAIN_LEN)[None] + 100), model(tokens), atol=1e-4, rtol=1e-4)
-print("the trained RoPE model gives the same logits when every position is shifted by 100")
+    assert_close(
+        model(tokens, positions=torch.arange(TRAIN_LEN)[None] + 100),
+        model(tokens),
+        atol=1e-4,
+        rtol=1e-4,
+    )
+print(
+    "the trained RoPE model gives the same logits when every position is"
+    " shifted by 100"
+)
 
 # %% [markdown]
-# **The KV cache.** When generating, a model keeps the keys and values of earlier tokens and feeds
-# only the new token. Keys enter the cache *already rotated* by their own positions, so the new
-# token must be rotated by **its absolute position**, the cache length, not by 0. The library
-# layer counts positions on from the cache length by default; `last_token_logits_two_ways`
-# compares full recomputation with "prefix into the cache, then one decode step":
+# **The KV cache.** When generating, a model caches the keys and values of earlier tokens and
+# feeds only the new one. Cached keys are *already rotated* by their positions, so the new token
+# must be rotated by **its absolute position**, the cache length, not by 0. Full recomputation
+# against "prefix into the cache, then one decode step":
 
 # %% tags=["nbval-check-output"]
 full, cached = last_token_logits_two_ways(model, tokens)
 assert_close(cached, full)
-print(f"KV-cache step vs full recomputation: max |difference| {tiny((cached - full).abs().max().item())}")
+print(
+    "KV-cache step vs full recomputation: max |difference|"
+    f" {tiny((cached - full).abs().max().item())}"
+)
 
 # %% [markdown]
-# A hand-written decoding loop that forgets the offset passes position 0 for the new token, as if
-# the sequence restarted. The keys in the cache still sit at positions 0..30, so every relative
-# distance the query sees is wrong:
+# A decoding loop that forgets the offset rotates the new token by position 0; the cached keys
+# still sit at 0..30, so every distance the query sees is wrong:
 
 # %% tags=["nbval-check-output"]
 with torch.no_grad():
     cache = model.new_cache()
     model(tokens[:, :-1], cache=cache)
-    forgot = model(tokens[:, -1:], positions=torch.zeros(1, 1, dtype=torch.long), cache=cache)[:, -1]
+    forgot = model(
+        tokens[:, -1:],
+        positions=torch.zeros(1, 1, dtype=torch.long),
+        cache=cache,
+    )[:, -1]
 target_last = test_data[1][:64, -1]
 gap = (forgot - full).abs().max().item()
 acc_right = (cached.argmax(-1) == target_last).float().mean().item()
 acc_wrong = (forgot.argmax(-1) == target_last).float().mean().item()
 print(f"offset forgotten: max |logit difference| = {gap:.2f}")
-print(f"accuracy of the last prediction: offset right {acc_right:.3f}, offset forgotten {acc_wrong:.3f}")
+print(
+    f"accuracy of the last prediction: offset right {acc_right:.3f}, offset"
+    f" forgotten {acc_wrong:.3f}"
+)
 assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
@@ -559,7 +792,8 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 # What happens if we load its weights into a half-split implementation (as Hugging Face's), and
 # how do we fix it?
 #
-# Loading as is runs without any error. It is silently wrong:
+# Loading as is runs without any error. It is silently wrong (one trained model, as an
+# illustration; the size of the damage varies from model to model, its presence does not):
 
 # %% tags=["nbval-check-output"]
 as_is = rope_decoder("half")
@@ -567,30 +801,41 @@ as_is.load_state_dict(model.state_dict())
 with torch.no_grad():
     drift = (as_is(test_data[0]) - model(test_data[0])).abs().max().item()
 acc_as_is = accuracy(as_is, *test_data)
-print(f"loaded without conversion: accuracy {acc_as_is:.3f} (was {test_acc:.3f}), max |logit change| {drift:.2f}")
+print(
+    f"loaded without conversion: accuracy {acc_as_is:.3f} (was"
+    f" {test_acc:.3f}), max |logit change| {drift:.2f}"
+)
 assert acc_as_is < 0.5
 
 # %% [markdown]
 # The fix permutes, **inside every head**, the output rows of $W_q$ and $W_k$ (and their biases)
-# with `perm`, so that what the interleaved model called pair $i$ lands at dimensions
-# $(i, i + d/2)$. $W_v$ and $W_o$ are left alone: values are not rotated, and the scores
-# $\langle R_m P q, R_n P k\rangle$ are the same as before. `convert_qk_weight(weight, n_heads,
-# to="half")` does this on a (n_heads·head_dim, d_in) weight. In this library q, k and v share one
-# fused `qkv` projection, so `convert_rope_checkpoint(state, head_dim, to)` converts its first two
-# thirds (the q and k rows) in every layer of a state_dict.
+# with `perm`, so that pair $i$ lands at dimensions $(i, i + d/2)$; $W_v$ and $W_o$ stay, since
+# values are not rotated. `convert_qk_weight` does it on one weight, `convert_rope_checkpoint` on
+# the q and k rows of every layer of a state_dict. Converted, the model is exactly the same:
 
-# %% tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 converted = rope_decoder("half")
-converted.load_state_dict(convert_rope_checkpoint(model.state_dict(), head_dim=16, to="half"))
+converted.load_state_dict(
+    convert_rope_checkpoint(model.state_dict(), head_dim=16, to="half")
+)
 with torch.no_grad():
-    assert_close(converted.blocks[0].attn(h, causal=True), model.blocks[0].attn(h, causal=True))
+    assert_close(
+        converted.blocks[0].attn(h, causal=True),
+        model.blocks[0].attn(h, causal=True),
+    )
     assert_close(converted(test_data[0]), model(test_data[0]))
 acc_converted = accuracy(converted, *test_data)
 assert acc_converted == test_acc
-back = convert_rope_checkpoint(convert_rope_checkpoint(model.state_dict(), 16, "half"), 16, "interleaved")
-assert all(torch.equal(back[name], t) for name, t in model.state_dict().items())
-print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.3f}; "
-      "converting back restores the checkpoint exactly")
+back = convert_rope_checkpoint(
+    convert_rope_checkpoint(model.state_dict(), 16, "half"), 16, "interleaved"
+)
+assert all(
+    torch.equal(back[name], t) for name, t in model.state_dict().items()
+)
+checked(
+    "converted: attention outputs and logits equal, accuracy"
+    f" {acc_converted:.3f}; converting back restores the checkpoint exactly"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -606,57 +851,120 @@ print(f"converted: attention outputs and logits equal, accuracy {acc_converted:.
 # $S_r = \sum_{i=0}^{r-1} e^{j(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
 # $$\Big|\sum_{i=0}^{d/2-1} h_i e^{j(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{r=1}^{d/2} |S_r|
 # \qquad (h_{d/2} = 0).$$
-# The content enters only through the first factor, the distance only through the second. The
-# paper plots $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$; we do the same, up to 32768
-# tokens, and check the inequality on random queries and keys.
+# The content enters only through the first factor, the distance only through the second. We
+# plot $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$ as the paper does, up to 32768 tokens.
 
 # %% tags=["nbval-check-output"]
 d_rf = 128
-theta_rf = 10000.0 ** (-torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf)        # (64,)
-distance = torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)]).round().unique().double()
-partial = torch.polar(torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
-                      distance[:, None] * theta_rf).cumsum(-1)                        # S_1..S_{d/2}
-bound = partial.abs().mean(-1)                                                        # (1/(d/2)) sum_r |S_r|
+theta_rf = 10000.0 ** (
+    -torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf
+)  # (64,)
+distance = (
+    torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)])
+    .round()
+    .unique()
+    .double()
+)
+partial = torch.polar(
+    torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
+    distance[:, None] * theta_rf,
+).cumsum(
+    -1
+)  # S_1..S_{d/2}
+bound = partial.abs().mean(-1)  # (1/(d/2)) sum_r |S_r|
 
-# the inequality, for random complex pairs h_i = q_i conj(k_i), at every distance
+# the inequality, for random pairs h_i = q_i conj(k_i), at every distance
 h_pairs = torch.randn(20, d_rf // 2, dtype=torch.complex128, generator=gen)
-lhs = (h_pairs[:, None, :] * torch.exp(1j * distance[:, None] * theta_rf)).sum(-1).abs()        # (20, distances)
-step = (torch.diff(h_pairs, dim=-1, append=torch.zeros(20, 1, dtype=torch.complex128))).abs().amax(-1)
+lhs = (
+    (h_pairs[:, None, :] * torch.exp(1j * distance[:, None] * theta_rf))
+    .sum(-1)
+    .abs()
+)  # (20, distances)
+step = (
+    (
+        torch.diff(
+            h_pairs, dim=-1, append=torch.zeros(20, 1, dtype=torch.complex128)
+        )
+    )
+    .abs()
+    .amax(-1)
+)
 assert (lhs <= step[:, None] * partial.abs().sum(-1) + 1e-9).all()
 
 decades = [(1, 10), (10, 100), (100, 1000), (1000, 10000), (10000, 32769)]
-table = pd.DataFrame(
-    [{"distance": f"{lo}-{hi - 1}", "mean bound": bound[(distance >= lo) & (distance < hi)].mean().item(),
-      "max bound": bound[(distance >= lo) & (distance < hi)].max().item()} for lo, hi in decades]
-).set_index("distance").round(2)
+table = (
+    pd.DataFrame([
+        {
+            "distance": f"{lo}-{hi - 1}",
+            "mean bound": (
+                bound[(distance >= lo) & (distance < hi)].mean().item()
+            ),
+            "max bound": (
+                bound[(distance >= lo) & (distance < hi)].max().item()
+            ),
+        }
+        for lo, hi in decades
+    ])
+    .set_index("distance")
+    .round(2)
+)
 display(table)
 
 edges = torch.logspace(0, math.log10(32769), 25, dtype=torch.float64)
-in_bins = [(distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edges[1:])]
-centres = [(lo * hi).sqrt().item() for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins) if inside.any()]
+in_bins = [
+    (distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edges[1:])
+]
+centres = [
+    (lo * hi).sqrt().item()
+    for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins)
+    if inside.any()
+]
 bin_means = [bound[inside].mean().item() for inside in in_bins if inside.any()]
 fig, ax = plt.subplots(figsize=(7, 4))
-line_plot(ax, distance[1:].numpy(), {r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)": bound[1:].numpy()},
-          "RoPE long-term decay: upper bound of the relative score", "relative distance |m - n| (tokens, log scale)",
-          "relative upper bound", logx=True)
-ax.plot(centres, bin_means, color=COLORS[1], linestyle=LINESTYLES[1], marker=MARKERS[1], markersize=4,
-        label="its mean over log-spaced bins")
+line_plot(
+    ax,
+    distance[1:].numpy(),
+    {r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)": bound[1:].numpy()},
+    "RoPE long-term decay: upper bound of the relative score",
+    "relative distance |m - n| (tokens, log scale)",
+    "relative upper bound",
+    logx=True,
+)
+ax.plot(
+    centres,
+    bin_means,
+    color=COLORS[1],
+    linestyle=LINESTYLES[1],
+    marker=MARKERS[1],
+    markersize=4,
+    label="its mean over log-spaced bins",
+)
 ax.legend()
 plt.show()
 
 # %% [markdown]
 # At distance 0 every $|S_r| = r$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
-# first hundred tokens, then **flattens** instead of going to zero: beyond about a thousand tokens
-# its average stays near 5 while single distances still reach 11-14 (table above). The paper's
-# figure (linear axis) shows the first few hundred tokens, where the decay is clear. The decay is
-# a property of a bound, not a promise that every far-away score is small.
+# first hundred tokens, then **flattens** instead of going to zero: beyond a thousand tokens its
+# average stays near 5 while single distances still reach 11-14 (table above). The decay is a
+# property of a bound, not a promise that every far-away score is small.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 means, peaks = table["mean bound"], table["max bound"]
 assert_close(bound[0].item(), (d_rf / 2 + 1) / 2)
-assert all(a > b for a, b in zip(means[:-1], means[1:]))                      # the average decays ...
-assert abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]                # ... then flattens
-assert peaks.iloc[2:].min() > 0.3 * bound[0].item()                            # and peaks stay well above 0
+assert all(
+    a > b for a, b in zip(means[:-1], means[1:])
+)  # the average decays ...
+assert (
+    abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]
+)  # ... then flattens
+assert (
+    peaks.iloc[2:].min() > 0.3 * bound[0].item()
+)  # and peaks stay well above 0
+checked(
+    "the bound is 32.5 at distance 0, its mean decays decade by decade, then"
+    " flattens (last two decades within 10%), and its peaks stay above 30% of"
+    " the start"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -668,28 +976,32 @@ assert peaks.iloc[2:].min() > 0.3 * bound[0].item()                            #
 # **Question.** Models run in bfloat16 or float16. What happens if the angles $m\theta_i$ are
 # computed in that dtype too?
 #
-# bfloat16 keeps 8 significant bits: near position 30000 neighbouring representable numbers are
-# 128 apart. So `position.to(bf16)` is already wrong by up to 64 positions, i.e. up to 64 rad for
-# the fastest pair, before any trigonometry. The fix used by Hugging Face and by this library's
-# `rope_cos_sin`: compute angles, cos and sin in float32, and cast only the final tables. We
-# measure, for each position, the worst pair's error as the distance on the unit circle between
-# the computed $(\cos, \sin)$ and the exact float64 one (0 = exact, 2 = opposite direction).
+# bfloat16 keeps 8 significant bits: near position 30000 neighbouring numbers are 128 apart, so
+# `position.to(bf16)` is wrong by up to 64 positions before any trigonometry. The fix (Hugging
+# Face, this library's `rope_cos_sin`): angles, cos and sin in float32, cast last. The error: the
+# worst pair's distance on the unit circle from the exact value (0 exact, 2 opposite).
 
 # %% tags=["nbval-check-output"]
 d_prec = 128
 inv_freq_prec = rope_inv_freq(d_prec)
-theta64 = 10000.0 ** (-torch.arange(0, d_prec, 2, dtype=torch.float64) / d_prec)
+theta64 = 10000.0 ** (
+    -torch.arange(0, d_prec, 2, dtype=torch.float64) / d_prec
+)
 all_pos = torch.arange(32768)
-exact = all_pos.double()[:, None] * theta64                                   # (positions, pairs)
+exact = all_pos.double()[:, None] * theta64  # (positions, pairs)
 
 
 def circle_error(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Per position: max over pairs of the distance between (cos, sin) and the exact unit vector."""
-    return torch.hypot(cos.double() - exact.cos(), sin.double() - exact.sin()).amax(-1)
+    """Per position: max over pairs of the distance between (cos, sin) and the
+    exact unit vector."""
+    return torch.hypot(
+        cos.double() - exact.cos(), sin.double() - exact.sin()
+    ).amax(-1)
 
 
 def naive_cos_sin(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The bug: positions, frequencies, angles and cos/sin all in the low-precision dtype."""
+    """The bug: positions, frequencies, angles and cos/sin all in the low-
+    precision dtype."""
     angle = all_pos.to(dtype)[:, None] * inv_freq_prec.to(dtype)
     return angle.cos(), angle.sin()
 
@@ -697,38 +1009,62 @@ def naive_cos_sin(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
 errors = {
     "bf16 angles (naive)": circle_error(*naive_cos_sin(torch.bfloat16)),
     "fp16 angles (naive)": circle_error(*naive_cos_sin(torch.float16)),
-    "float32 angles, cast to bf16": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.bfloat16)),
-    "float32 angles, cast to fp16": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.float16)),
-    "float32 throughout": circle_error(*rope_cos_sin(all_pos[None], inv_freq_prec)),
+    "float32 angles, cast to bf16": circle_error(
+        *rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.bfloat16)
+    ),
+    "float32 angles, cast to fp16": circle_error(
+        *rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.float16)
+    ),
+    "float32 throughout": circle_error(
+        *rope_cos_sin(all_pos[None], inv_freq_prec)
+    ),
 }
 errors = {name: e.reshape(-1) for name, e in errors.items()}
 shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
-line_plot(ax, shown.numpy(), {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
-          "RoPE cos/sin error vs position (head_dim 128)", "position m (tokens, log scale)",
-          "worst pair: |computed - exact| on the unit circle", logx=True, logy=True)
+line_plot(
+    ax,
+    shown.numpy(),
+    {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
+    "RoPE cos/sin error vs position (head_dim 128)",
+    "position m (tokens, log scale)",
+    "worst pair: |computed - exact| on the unit circle",
+    logx=True,
+    logy=True,
+)
 ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 plt.show()
-display(pd.DataFrame([[f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)] for e in errors.values()],
-                     index=pd.Index(list(errors), name="error at position"), columns=[100, 1000, 8192, 32767]))
+display(
+    pd.DataFrame(
+        [
+            [f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)]
+            for e in errors.values()
+        ],
+        index=pd.Index(list(errors), name="error at position"),
+        columns=[100, 1000, 8192, 32767],
+    )
+)
 
 # %% [markdown]
-# From position ~1000 on, bf16 angles are as good as random for the fast pairs (error near 2,
-# the maximum), and fp16 reaches the same state by 32k. Computing in float32 and casting last
-# leaves only the rounding of the final cos/sin values (up to $2^{-9} \approx 0.002$ per coordinate
-# in bf16, whose spacing near 1 is $2^{-8}$), the same at every position. Even float32 angles lose
-# precision slowly (near 32768 neighbouring float32 numbers are $2^{-8}$ apart), which is why
-# positions stay exact integers until the multiplication and the angles never go below float32.
+# From position ~1000 on, bf16 angles are as good as random for the fast pairs, and fp16 gets
+# there by 32k. Float32 angles cast last leave only the rounding of the final values, the same at
+# every position; positions stay exact integers until the multiplication.
 
-# %% tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 late = all_pos >= 1000
 assert errors["bf16 angles (naive)"][late].mean() > 1.0
 assert errors["float32 angles, cast to bf16"].max() < 0.01
 assert errors["float32 angles, cast to fp16"].max() < 0.01
 assert errors["fp16 angles (naive)"][all_pos >= 16384].mean() > 1.0
-ratio = (errors["bf16 angles (naive)"][late] / errors["float32 angles, cast to bf16"][late]).min()
+ratio = (
+    errors["bf16 angles (naive)"][late]
+    / errors["float32 angles, cast to bf16"][late]
+).min()
 assert ratio > 100
-print(f"at every position >= 1000 the float32-then-cast error is at least {ratio:.0f}x smaller than naive bf16")
+checked(
+    "from position 1000 on, naive bf16 angles err by more than 1 on average,"
+    f" float32 angles cast last stay under 0.01, at least {ratio:.0f}x smaller"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -738,86 +1074,132 @@ print(f"at every position >= 1000 the float32-then-cast error is at least {ratio
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
-# The source article says RoPE extrapolates well to sequences longer than those seen in training.
-# Plain, unscaled RoPE does not (erratum E3). Relative position helps, but the slow pairs never
-# complete a full turn within the training length $L$, so at distances beyond $L$ they take
-# angles the model has never seen. First, how many pairs complete a turn (wavelength
-# $2\pi/\theta_i \le L$)?
+# The source article says RoPE extrapolates well beyond the training length. Plain RoPE does not
+# (erratum E3): the slow pairs never complete a turn within the training length $L$, so beyond
+# $L$ they take angles never seen. How many pairs complete a turn ($2\pi/\theta_i \le L$)?
+
 
 # %% tags=["nbval-check-output"]
 def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
-    """Number of rotary pairs whose wavelength 2 pi / theta_i fits within ``length`` tokens."""
+    """Number of rotary pairs whose wavelength 2 pi / theta_i fits within
+    ``length`` tokens."""
     wavelength = 2 * math.pi / rope_inv_freq(head_dim, base).double()
     return int((wavelength <= length).sum())
 
 
-turns = pd.DataFrame(
-    [{"setting": name, "head_dim": d, "training length L": L, "pairs": d // 2, "full turn within L": full_turns(d, L)}
-     for name, d, L in [("our tiny decoder", 16, TRAIN_LEN), ("LLaMA-2-like", 128, 4096)]]
-).set_index("setting")
+turns = pd.DataFrame([
+    {
+        "setting": name,
+        "head_dim": d,
+        "training length L": L,
+        "pairs": d // 2,
+        "full turn within L": full_turns(d, L),
+    }
+    for name, d, L in [
+        ("our tiny decoder", 16, TRAIN_LEN),
+        ("LLaMA-2-like", 128, 4096),
+    ]
+]).set_index("setting")
 display(turns)
-# closed form: theta_i = base^(-2i/d) has wavelength <= L  <=>  i <= (d/2) ln(L / 2 pi) / ln(base)
-closed_form = [math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0)) + 1
-               for d, L in zip(turns["head_dim"], turns["training length L"])]
+# closed form: theta_i = base^(-2i/d) has wavelength <= L
+#   <=>  i <= (d/2) ln(L / 2 pi) / ln(base)
+closed_form = [
+    math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0)) + 1
+    for d, L in zip(turns["head_dim"], turns["training length L"])
+]
 assert turns["full turn within L"].tolist() == closed_form
 
 # %% [markdown]
-# Now trained decoders like the one of section 5, three of them (seeds 0, 1, 2). The task needs
-# only the token 3 steps back, a relative distance present at every step of every training
-# sequence. Yet on longer sequences they degrade. Two things change at once when a sequence gets
-# longer, and either could be the cause:
+# Now three decoders like section 5's (seeds 0, 1, 2). Their task needs only the token 3 steps
+# back, a distance seen at every training step, yet on longer sequences they degrade. Two things
+# change at once, and either could be the cause:
 #
-# - **unseen relative distances (unseen angles):** a query now also meets keys more than 31
-#   tokens away, whose slow-pair angles never occurred in training;
-# - **attention spread over more keys (dilution):** the softmax shares its weight among up to
-#   256 keys instead of at most 32, so the right key could get a smaller share.
+# - **unseen relative distances (unseen angles):** keys more than 31 tokens away;
+# - **attention spread over more keys (dilution):** up to 256 keys share the softmax, not 32.
 #
-# First, accuracy per position on sequences of length 256 (8 times the training length), with
-# full causal attention and with a sliding window of 32 keys (which removes both effects at once):
+# Accuracy per position at length 256, with full causal attention and with a sliding window of
+# 32 keys (which removes both effects):
+
 
 # %% tags=["nbval-check-output"]
 def sliding_window(length: int, window: int) -> torch.Tensor:
-    """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i (causality added by the model)."""
+    """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i
+    (causality added by the model)."""
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
     return (i - j < window)[None, None]
 
 
 def trained_decoder(seed: int) -> TinyTransformer:
-    """A fresh RoPE decoder trained as in section 5, with its own seed for weights and data."""
+    """A fresh RoPE decoder trained as in section 5, with its own seed for
+    weights and data."""
     seeded = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     decoder = rope_decoder("interleaved")
-    train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=None)
+    train(
+        decoder,
+        lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded),
+        steps=200,
+        generator=seeded,
+        desc=None,
+    )
     return decoder
 
 
 SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
-decoders = dict(zip(SEEDS, run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed")))  # side by side
-long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100))
+decoders = dict(
+    zip(
+        SEEDS,
+        run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed"),
+    )
+)  # side by side
+long_tokens, long_targets = lag_task(
+    512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100)
+)
 per_position = {"full attention": [], "window of 32 keys": []}
 with torch.no_grad():
     for decoder in decoders.values():
-        for name, mask in (("full attention", None), ("window of 32 keys", sliding_window(LONG, TRAIN_LEN))):
-            right = decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
-            per_position[name].append(right[:, LAG:].float().mean(0))       # (LONG - LAG,) per position
-curves = {name: torch.stack(acc).mean(0).numpy() for name, acc in per_position.items()}
+        for name, mask in (
+            ("full attention", None),
+            ("window of 32 keys", sliding_window(LONG, TRAIN_LEN)),
+        ):
+            right = (
+                decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
+            )
+            per_position[name].append(
+                right[:, LAG:].float().mean(0)
+            )  # (LONG - LAG,) per position
+curves = {
+    name: torch.stack(acc).mean(0).numpy()
+    for name, acc in per_position.items()
+}
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
-line_plot(ax, np.arange(LAG, LONG), curves, "Lag-3 decoders on sequences 8x the training length",
-          "query position (tokens)", "accuracy (mean of 3 seeds)")
+line_plot(
+    ax,
+    np.arange(LAG, LONG),
+    curves,
+    "Lag-3 decoders on sequences 8x the training length",
+    "query position (tokens)",
+    "accuracy (mean of 3 seeds)",
+)
 ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
 ax.text(TRAIN_LEN + 3, 0.15, "training length", fontsize=10)
 plt.show()
 full_pos = curves["full attention"]
-print(f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f}, 32-63 "
-      f"{full_pos[TRAIN_LEN - LAG : 64 - LAG].mean():.3f}, 128-255 {full_pos[128 - LAG :].mean():.3f}")
-assert full_pos[: TRAIN_LEN - LAG].mean() > 0.99 and full_pos[128 - LAG :].mean() < 0.3
+print(
+    f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f},"
+    f" 32-63 {full_pos[TRAIN_LEN - LAG : 64 - LAG].mean():.3f}, 128-255"
+    f" {full_pos[128 - LAG :].mean():.3f}"
+)
+assert (
+    full_pos[: TRAIN_LEN - LAG].mean() > 0.99
+    and full_pos[128 - LAG :].mean() < 0.3
+)
 assert curves["window of 32 keys"].min() > 0.99
 
 # %% [markdown]
-# Up to position 31 nothing has changed (a causal query never sees the later tokens), and the
-# window is (near) perfect everywhere. Right after the training length, full attention starts to fail.
-# To tell the two causes apart, two controls look at the **last** query of a sequence, for
-# lengths 32 to 256:
+# Up to position 31 nothing has changed, and the window is perfect everywhere; beyond the
+# training length full attention fails. Two controls tell the causes apart, on the **last**
+# query of a sequence of 32 to 256 tokens:
 #
 # - **all keys, seen distances:** the query sees every key, but the keys before the last 32
 #   are given position ids 4 to 31 steps before the query (`positions=` of the model), so every
@@ -827,33 +1209,67 @@ assert curves["window of 32 keys"].min() > 0.99
 #   farthest ones, 32 keys as in training, half of them at unseen distances: unseen angles
 #   without dilution.
 
+
 # %% tags=["nbval-check-output"]
-def last_query_accuracy(decoder: TinyTransformer, length: int, control: str) -> float:
-    """Accuracy of the last query's prediction on 512 random sequences of ``length`` tokens."""
-    tokens, targets = lag_task(512, length, VOCAB, LAG, torch.Generator().manual_seed(length))
+def last_query_accuracy(
+    decoder: TinyTransformer, length: int, control: str
+) -> float:
+    """Accuracy of the last query's prediction on 512 random sequences of
+    ``length`` tokens."""
+    tokens, targets = lag_task(
+        512, length, VOCAB, LAG, torch.Generator().manual_seed(length)
+    )
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
     positions, mask = torch.arange(length)[None], None
     if control == "all keys, seen distances":
-        n_far = length - TRAIN_LEN                                       # keys before the last 32
+        n_far = length - TRAIN_LEN  # keys before the last 32
         positions = positions.clone()
-        positions[0, :n_far] = length - 1 - 4 - torch.arange(n_far) % (TRAIN_LEN - 4)  # distances 4..31
+        positions[0, :n_far] = (
+            length - 1 - 4 - torch.arange(n_far) % (TRAIN_LEN - 4)
+        )  # distances 4..31
     elif control == "16 near + 16 farthest keys":
         mask = ((i - j < 16) | (j < 16))[None, None]
     elif control == "window of 32 keys":
         mask = sliding_window(length, TRAIN_LEN)
     with torch.no_grad():
-        prediction = decoder(tokens, positions=positions, attn_mask=mask)[:, -1].argmax(-1)
+        prediction = decoder(tokens, positions=positions, attn_mask=mask)[
+            :, -1
+        ].argmax(-1)
     return (prediction == targets[:, -1]).float().mean().item()
 
 
-CONTROLS = ("full attention", "window of 32 keys", "all keys, seen distances", "16 near + 16 farthest keys")
-runs = pd.DataFrame([{"length": length, "control": control, "seed": seed,
-                      "accuracy": last_query_accuracy(decoder, length, control)}
-                     for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
-                     for control in CONTROLS for seed, decoder in decoders.items()])
-stats = runs.groupby(["length", "control"], sort=False)["accuracy"].agg(["mean", "std"]).unstack("control")
-extrapolation = pd.DataFrame({c: [f"{m:.3f} ± {s:.3f}" for m, s in zip(stats["mean"][c], stats["std"][c])]
-                              for c in CONTROLS}, index=pd.Index(stats.index, name="length (last query)"))
+CONTROLS = (
+    "full attention",
+    "window of 32 keys",
+    "all keys, seen distances",
+    "16 near + 16 farthest keys",
+)
+runs = pd.DataFrame([
+    {
+        "length": length,
+        "control": control,
+        "seed": seed,
+        "accuracy": last_query_accuracy(decoder, length, control),
+    }
+    for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
+    for control in CONTROLS
+    for seed, decoder in decoders.items()
+])
+stats = (
+    runs.groupby(["length", "control"], sort=False)["accuracy"]
+    .agg(["mean", "std"])
+    .unstack("control")
+)
+extrapolation = pd.DataFrame(
+    {
+        c: [
+            f"{m:.3f} ± {s:.3f}"
+            for m, s in zip(stats["mean"][c], stats["std"][c])
+        ]
+        for c in CONTROLS
+    },
+    index=pd.Index(stats.index, name="length (last query)"),
+)
 extrapolation
 
 # %% [markdown]
@@ -863,65 +1279,93 @@ extrapolation
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 mean, std = stats["mean"], stats["std"]
 beyond = mean.index > TRAIN_LEN
-assert (mean.loc[TRAIN_LEN] > 0.99).all()                                        # at L every control is perfect
-assert mean["window of 32 keys"].min() > 0.99                                    # neither effect: perfect
-assert mean["all keys, seen distances"].min() > 0.99                             # dilution alone: harmless here
+assert (mean.loc[TRAIN_LEN] > 0.99).all()  # at L every control is perfect
+assert mean["window of 32 keys"].min() > 0.99  # neither effect: perfect
+assert (
+    mean["all keys, seen distances"].min() > 0.99
+)  # dilution alone: harmless here
 unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
-per_seed = runs[(runs["length"] > TRAIN_LEN) & (runs["control"] == "16 near + 16 farthest keys")]["accuracy"]
-assert unseen.max() < 0.7 and per_seed.max() < 0.9                               # unseen angles alone: it fails
+per_seed = runs[
+    (runs["length"] > TRAIN_LEN)
+    & (runs["control"] == "16 near + 16 farthest keys")
+]["accuracy"]
+assert (
+    unseen.max() < 0.7 and per_seed.max() < 0.9
+)  # unseen angles alone: it fails
 assert mean.loc[LONG, "full attention"] < 0.2
 seeds_of = runs.set_index(["length", "control"])["accuracy"]
-COMPARED = {"seen against unseen distances": ("all keys, seen distances", "16 near + 16 farthest keys"),
-            "window against full attention": ("window of 32 keys", "full attention")}
-verdicts = {(length, pair): compare(seeds_of[length, a].tolist(), seeds_of[length, b].tolist())
-            for length in mean.index[beyond] for pair, (a, b) in COMPARED.items()}
+COMPARED = {
+    "seen against unseen distances": (
+        "all keys, seen distances",
+        "16 near + 16 farthest keys",
+    ),
+    "window against full attention": ("window of 32 keys", "full attention"),
+}
+verdicts = {
+    (length, pair): compare(
+        seeds_of[length, a].tolist(), seeds_of[length, b].tolist()
+    )
+    for length in mean.index[beyond]
+    for pair, (a, b) in COMPARED.items()
+}
 assert all(verdict.a_ahead for verdict in verdicts.values()), verdicts
-checked("every control is perfect at 32 tokens; beyond it the window and all keys at seen distances stay above "
-        "0.99 while 16 near + 16 farthest keys stays below 0.7 and full attention ends below 0.2")
+checked(
+    "every control is perfect at 32 tokens; beyond it the window and all keys"
+    " at seen distances stay above 0.99 while 16 near + 16 farthest keys stays"
+    " below 0.7 and full attention ends below 0.2"
+)
 
 # %% tags=["nbval-check-output"]
 for (length, pair), verdict in verdicts.items():
     print(f"{length:3d} tokens, {pair}: {verdict}")
-print(f"last query at length {LONG}: full {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances "
-      f"{mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen {unseen.loc[LONG]:.3f}")
+print(
+    f"last query at length {LONG}: full"
+    f" {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances"
+    f" {mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen"
+    f" {unseen.loc[LONG]:.3f}"
+)
 
 # %% [markdown]
-# In these decoders the failure comes from **unseen relative distances (unseen angles)**: with
-# every one of up to 256 keys visible but all at distances seen in training, the last query is
-# still right every time, so spreading attention over more keys costs nothing here; with only
-# 32 keys, half of them at distances never seen, accuracy collapses. At every length beyond 32
-# the seen distances beat the unseen ones by the series' rule ([02 §3](02_learnable.ipynb)), and
-# so does the window against full attention (the verdicts above). The narrowest verdicts are at
-# 64 tokens, where the seeds spread widely: 16 near + 16 farthest keys reach 0.491 ± 0.246, so
-# all keys at seen distances lead by 0.509 against a spread of 0.492, just clearing it; full
-# attention reaches 0.353 ± 0.204, and the window's lead of 0.647 clears a spread of 0.408. This is one tiny model on a
-# task whose answer is a single key; in language models both effects can matter.
+# In these decoders the failure comes from **unseen relative distances**: with up to 256 keys
+# visible but all at seen distances, the last query is right every time, so dilution costs
+# nothing here; with 32 keys, half at unseen distances, accuracy collapses. At every length
+# beyond 32, seen distances are ahead of unseen ones by the series' rule, and the window is
+# ahead of full attention. The narrowest verdicts are at 64 tokens, where the seeds spread
+# widely: all keys at seen distances lead by 0.509 against a spread of 0.492; the window leads
+# full attention (0.353 ± 0.204) by 0.647 against a spread of 0.408. This is one tiny model
+# whose answer is a single key; in language models both effects can matter.
 # [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
-# (perplexity at $L$, $2L$, $4L$, $8L$) and tests the remedies that rescale RoPE's frequencies so
-# that long distances fall back into the range of angles seen in training: position
-# interpolation, NTK-aware scaling, YaRN.
+# and tests the remedies that rescale RoPE's frequencies into the range of angles seen in
+# training: position interpolation, NTK-aware scaling, YaRN.
 #
 # ## 10 · Partial rotary
 #
 # **Question.** Must every coordinate of a head be rotated? No. GPT-NeoX rotates the first
 # quarter of each head (`rotary_pct = 0.25` in its Hugging Face config), Phi-2 40%
-# (`partial_rotary_factor = 0.4`): the remaining coordinates pass through unchanged and carry no
-# position at all. The library's `RotaryPE(head_dim, rotary_fraction=...)` does the same; the
-# rotated width `rotary_dim` gets its own frequencies $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$
-# (as in Hugging Face), and the score splits into a rotated part, which depends on $m - n$, and
-# a pass-through part, which depends on neither position.
+# (`partial_rotary_factor = 0.4`): the other coordinates pass through unchanged. In the library,
+# `RotaryPE(head_dim, rotary_fraction=...)`; the rotated width gets its own frequencies
+# $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$, and the score splits into a rotated part,
+# which depends on $m - n$, and a pass-through part, which depends on neither position.
 
 # %% tags=["nbval-check-output"]
 partial = RotaryPE(head_dim=64, rotary_fraction=0.25)
 print(partial)
-q_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)          # (batch, heads, seq, head_dim)
+q_p = torch.randn(
+    1, 2, 8, 64, dtype=torch.float64, generator=gen
+)  # (batch, heads, seq, head_dim)
 k_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)
 pos_p = torch.arange(8)[None]
 rq_p, rk_p = partial.rotate_qk(q_p, k_p, pos_p)
 rot = partial.rotary_dim
-assert rot == 16 and torch.equal(rq_p[..., rot:], q_p[..., rot:])          # 48 of 64 dims untouched
-cos_p, sin_p = rope_cos_sin(pos_p, rope_inv_freq(rot).double(), dtype=torch.float64)
-assert_close(rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p))   # the first 16: RoPE of width 16
+assert rot == 16 and torch.equal(
+    rq_p[..., rot:], q_p[..., rot:]
+)  # 48 of 64 dims untouched
+cos_p, sin_p = rope_cos_sin(
+    pos_p, rope_inv_freq(rot).double(), dtype=torch.float64
+)
+assert_close(
+    rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p)
+)  # the first 16: RoPE of width 16
 
 
 def partial_scores(offset: int) -> torch.Tensor:
@@ -930,36 +1374,56 @@ def partial_scores(offset: int) -> torch.Tensor:
 
 
 for offset in (5, 1000):
-    assert_close(partial_scores(offset), partial_scores(0))                # still relative
+    assert_close(partial_scores(offset), partial_scores(0))  # still relative
 print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
 
 # %% [markdown]
 # What the pass-through part changes: give one fixed vector every position, as in section 2, and
-# follow its score with itself as the distance grows. Fully rotated, the whole score moves with
-# distance; with a quarter rotated, the 48 untouched coordinates add the same amount at every
-# distance (their share of $|x|^2$), so the score swings less and never falls below that share
-# minus the rotated share: that part of the head matches content at any distance, while the
-# rotated part carries the relative position.
+# follow its score with itself as the distance grows. The 48 untouched coordinates add the same
+# amount at every distance (their share of $|x|^2$), so the score swings less: that part of the
+# head matches content at any distance, the rotated part carries the relative position.
 
 # %% tags=["nbval-check-output"]
-x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(1, 1, 256, 64)
+x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(
+    1, 1, 256, 64
+)
 distances = torch.arange(256)
 rows = {}
-for name, scheme_p in (("fully rotated (64 of 64)", RotaryPE(head_dim=64)), ("partial (16 of 64)", partial)):
+for name, scheme_p in (
+    ("fully rotated (64 of 64)", RotaryPE(head_dim=64)),
+    ("partial (16 of 64)", partial),
+):
     r, _ = scheme_p.rotate_qk(x_fixed, x_fixed, distances[None])
-    rows[name] = (r[0, 0, 0] @ r[0, 0].T / x_fixed[0, 0, 0].square().sum()).numpy()   # score(0, n) / |x|^2
+    rows[name] = (
+        r[0, 0, 0] @ r[0, 0].T / x_fixed[0, 0, 0].square().sum()
+    ).numpy()  # score(0, n) / |x|^2
 fig, ax = plt.subplots(figsize=(7, 3.8))
-line_plot(ax, distances.numpy(), rows, "Score of one vector with itself vs distance", "distance n - m (tokens)",
-          "score / |x|² (1 at distance 0)")
+line_plot(
+    ax,
+    distances.numpy(),
+    rows,
+    "Score of one vector with itself vs distance",
+    "distance n - m (tokens)",
+    "score / |x|² (1 at distance 0)",
+)
 plt.show()
-pass_share = float(x_fixed[0, 0, 0, rot:].square().sum() / x_fixed[0, 0, 0].square().sum())
-swing = {name: float(r[1:].max() - r[1:].min()) for name, r in rows.items()}      # over distances 1..255
-assert rows["partial (16 of 64)"].min() >= 2 * pass_share - 1 - 1e-9              # |x|^2 share minus rotated share
+pass_share = float(
+    x_fixed[0, 0, 0, rot:].square().sum() / x_fixed[0, 0, 0].square().sum()
+)
+swing = {
+    name: float(r[1:].max() - r[1:].min()) for name, r in rows.items()
+}  # over distances 1..255
+assert (
+    rows["partial (16 of 64)"].min() >= 2 * pass_share - 1 - 1e-9
+)  # |x|^2 share minus rotated share
 assert swing["partial (16 of 64)"] < swing["fully rotated (64 of 64)"]
-print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest score: full "
-      f"{rows['fully rotated (64 of 64)'].min():.2f}, partial {rows['partial (16 of 64)'].min():.2f}; "
-      f"swing over distances 1-255: full {swing['fully rotated (64 of 64)']:.2f}, "
-      f"partial {swing['partial (16 of 64)']:.2f}")
+print(
+    f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
+    f" score: full {rows['fully rotated (64 of 64)'].min():.2f}, partial"
+    f" {rows['partial (16 of 64)'].min():.2f}; swing over distances 1-255:"
+    f" full {swing['fully rotated (64 of 64)']:.2f}, partial"
+    f" {swing['partial (16 of 64)']:.2f}"
+)
 
 # %% [markdown]
 # **Takeaway.**
@@ -970,27 +1434,20 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 #
 # ## Summary
 #
-# - RoPE rotates each 2-D pair of the query and key by $m\theta_i$; the score depends on $m - n$
-#   only and norms are kept (sections 1-2, checked for shifts up to 100000).
-# - Real cos/sin arithmetic and complex multiplication are the same function (section 3).
+# - RoPE rotates each 2-D pair of the query and key by $m\theta_i$: the score depends on $m - n$
+#   only, norms are kept, nothing is learned (sections 1-2); the real and complex forms are one
+#   function (section 3).
 # - Interleaved (Meta) and half-split (Hugging Face) layouts differ by a fixed permutation of the
-#   head dimension; converting a checkpoint permutes the q and k rows within each head. Without it,
-#   our trained model lost most of its accuracy without any error message (sections 4, 6).
-# - RoPE acts on q and k after the head split, never on v; a RoPE model is invariant to shifting
-#   all position ids (a causal decoder still gets order from its mask); a KV-cache decode step
-#   must use the new token's absolute position (section 5).
-# - The RoFormer decay bound falls over the first few hundred tokens and then levels off (section 7).
-# - Build angles and cos/sin in float32, cast last: naive bf16 angles are useless beyond ~1000
-#   positions (section 8).
-# - Plain RoPE does not extrapolate beyond its training length (erratum E3). In our lag-3
-#   decoders (3 seeds) the cause is unseen relative distances (unseen angles), not attention
-#   spread over more keys (dilution): all 256 keys at seen distances stay perfect, 32 keys with
-#   half of them at unseen distances fail (section 9).
-#   [06 · Length extrapolation](06_length_extrapolation.ipynb) measures the remedies.
-# - Partial rotary rotates only the first `rotary_dim` coordinates of each head; the rest carry
-#   content only (section 10).
-
-# %% [markdown]
+#   head dimension; a checkpoint loaded in the wrong layout fails silently, and converting it
+#   permutes the q and k rows within each head (sections 4, 6).
+# - RoPE acts on q and k after the head split, never on v; a KV-cache decode step rotates the
+#   new token by its absolute position, the cache length (section 5).
+# - The decay bound falls over the first few hundred tokens, then levels off (section 7); build
+#   angles and cos/sin in float32 and cast last (section 8); partial rotary rotates only part of
+#   each head (section 10).
+# - Plain RoPE does not extrapolate beyond its training length (erratum E3): in our decoders the
+#   cause is unseen relative distances, not attention spread over more keys (section 9).
+#
 # ### Open-ended experiment · Does a larger base help RoPE extrapolate?
 #
 # **Question.** Section 9 blamed the slow pairs: they never complete a turn within the training
@@ -1024,68 +1481,69 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest sco
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise ends in a code cell with a stub: replace `raise NotImplementedError` by your
-# code and run the cell. Until then the checker prints `[to do]`; a right answer prints
-# `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in the **Solutions** section
-# at the end (folded in JupyterLab: the arrow beside its
-# heading opens it, and a cell's bar shows its code).
+# Each exercise ends in a code cell with a checker. Until you answer, it prints `[to do]`; a
+# right answer prints `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in
+# the **Solutions** section at the end (folded in JupyterLab: the arrow beside its heading opens
+# it, and a cell's bar shows its code).
 #
-# ### Exercise 1 · Write `rotate_half`
-#
-# Write `rotate_half(x)` for the half-split layout: split the last dimension into halves
-# $[x_1 \,|\, x_2]$ and return $[-x_2 \,|\, x_1]$. The checker also verifies that
-# `x * cos + rotate_half(x) * sin` (with cos/sin repeated to full width) is the library's
-# half-split RoPE.
+# ### Exercise 1 · Predict, then run: the score at offset 5
+# Take one pair, $\theta = 0.4$, and the same unit vector $(1, 0)$ as query and key. At offset 0
+# (query and key at the same position) the score is 1. What is it when the key sits 5 positions
+# after the query? Write your prediction into `predicted_score`, then run the cell after it.
+
+# %%
+predicted_score = ...  # your prediction: a number from -1 to 1
 
 # %% tags=["exercise", "nbval-check-output"]
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_1(rotate_half)
+unit = torch.tensor([1.0, 0.0], dtype=torch.float64)
+m_q, n_k = 3, 8  # any two positions 5 apart
+score_5 = float((rotation(m_q * 0.4) @ unit) @ (rotation(n_k * 0.4) @ unit))
+check_exercise_1(predicted_score, score_5)
 
 # %% [markdown]
-# ### Exercise 2 · Convert a weight between layouts
+# ### Exercise 2 · Explain why: q and k, never v
+# RoPE rotates queries and keys. Why not the values too?
+#
+# - **(a)** Rotating v too would make the layer slower, and nothing else would change.
+# - **(b)** The scores only need q and k; rotated values would carry each key's absolute
+#   position into the output, so shifting all positions would change what the layer returns.
+# - **(c)** Values have a different head_dim from queries and keys, so they cannot be rotated.
+# - **(d)** Rotating v would change the norms of the values.
+
+# %% tags=["exercise", "nbval-check-output"]
+answer_2 = ...  # "a", "b", "c" or "d"
+check_exercise_2(answer_2)
+
+# %% [markdown]
+# ### Exercise 3 · Convert a weight between layouts
 #
 # Write `interleaved_to_half(weight, n_heads)`: `weight` is a query or key projection of shape
 # (n_heads · head_dim, d_in) trained with interleaved RoPE; return the weight for a half-split
 # model, without calling `convert_qk_weight`. The checker compares attention scores of the two
 # layouts.
 
+
 # %% tags=["exercise", "nbval-check-output"]
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
 
-check_exercise_2(interleaved_to_half)
+check_exercise_3(interleaved_to_half)
 
 # %% [markdown]
-# ### Exercise 3 · The positions of a decode step
+# ### Exercise 4 · The positions of a decode step
 #
-# Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens fed
-# to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE decoder with
-# your positions and compares with full recomputation.
+# Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens
+# fed to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE
+# decoder with your positions and compares with full recomputation.
+
 
 # %% tags=["exercise", "nbval-check-output"]
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
 
-check_exercise_3(decode_positions)
-
-# %% [markdown]
-# ### Exercise 4 · Safe cos/sin tables for a bf16 model
-#
-# Write `safe_cos_sin(positions, inv_freq, dtype)`: positions (batch, seq) int64, inv_freq
-# (head_dim/2,) float32; return (cos, sin), each (batch, seq, head_dim/2) in `dtype`, accurate at
-# every position up to 32k even for `dtype=torch.bfloat16`. Do not call `rope_cos_sin`.
-
-# %% tags=["exercise", "nbval-check-output"]
-def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
-    raise NotImplementedError  # your code here
-
-
-check_exercise_4(safe_cos_sin)
+check_exercise_4(decode_positions)
 
 # %% [markdown]
 # ## Further reading
@@ -1109,41 +1567,39 @@ check_exercise_4(safe_cos_sin)
 # proves that every solution passes). Try the exercise first.
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 1
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
-
-
-check_exercise_1(rotate_half)
+# Exercise 1. The key is turned 5 x 0.4 = 2 rad further than the query;
+# the score of two unit vectors is the cosine of the angle between them.
+predicted_score = math.cos(5 * 0.4)
+check_exercise_1(predicted_score, score_5)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2
-def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    head_dim = weight.shape[0] // n_heads
-    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
-    order = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
-    return per_head[:, order].reshape(weight.shape)
+# Exercise 2. (a) section 5 shows the output changes; (c) q, k, v share
+# head_dim; (d) rotations keep norms (section 1).
+answer_2 = "b"
+check_exercise_2(answer_2)
 
-
-check_exercise_2(interleaved_to_half)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 3
+def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
+    head_dim = weight.shape[0] // n_heads
+    per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
+    order = torch.cat(
+        [torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]
+    )
+    return per_head[:, order].reshape(weight.shape)
+
+
+check_exercise_3(interleaved_to_half)
+
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# Exercise 4
 def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
     return torch.arange(cache_len, cache_len + n_new)[None]
 
 
-check_exercise_3(decode_positions)
-
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 4
-def safe_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor, dtype: torch.dtype):
-    angle = positions.to(torch.float32)[..., None] * inv_freq.to(torch.float32)
-    return angle.cos().to(dtype), angle.sin().to(dtype)
-
-
-check_exercise_4(safe_cos_sin)
+check_exercise_4(decode_positions)
 
 # %% [markdown]
 # ## End of notebook 03

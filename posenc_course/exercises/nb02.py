@@ -2,9 +2,11 @@
 
 Each checker and the function it expects::
 
-    check_exercise_1(fn)  fn(table) -> (max_len,) mean cosine similarity of rows p and p+k, for k = 0 .. max_len-1
-    check_exercise_2(fn)  fn(pe, new_max_len) -> a new LearnablePE of new_max_len rows, row p = pe row (p mod max_len)
-    check_exercise_3(fn)  fn(d_model) -> std of N(0, std) token embeddings that, once multiplied by sqrt(d_model),
+    check_exercise_1(predicted, actual)  predict, then run: the accuracy of section 4's model with the
+                                         inputs at positions 1-12 instead of 0-11
+    check_exercise_2(letter)  explain why: no row past max_len, and no generalisation past the training length
+    check_exercise_3(fn)  fn(pe, new_max_len) -> a new LearnablePE of new_max_len rows, row p = pe row (p mod max_len)
+    check_exercise_4(fn)  fn(d_model) -> std of N(0, std) token embeddings that, once multiplied by sqrt(d_model),
                           have the same mean squared norm as a sinusoidal row (d_model / 2)
 """
 
@@ -14,56 +16,55 @@ import math
 from collections.abc import Callable
 
 import torch
-from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.embeddings.sinusoidal import sinusoidal_table
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
 
 
-def _profile(table: Tensor, normalise: bool = True, wrap: bool = False) -> Tensor:
-    """Reference (and the wrong variants the hints recognise) for exercise 1, in float64."""
-    t = table.detach().to(torch.float64)
-    if normalise:
-        t = torch.nn.functional.normalize(t, dim=-1)
-    n = t.shape[0]
-    if wrap:
-        return torch.stack([(t * t.roll(-k, dims=0)).sum(-1).mean() for k in range(n)])
-    return torch.stack([(t[: n - k] * t[k:]).sum(-1).mean() for k in range(n)])
+check_exercise_1 = prediction(
+    "Exercise 1 (predict the accuracy at positions 1-12)", variable="predicted_shift", tolerance=0.15,
+    too_high="Only one row (12) is untrained, but that is not what matters: every trained row now sits "
+             "under the token of the next rank. The model reads each token one rank too high.",
+    too_low="A shift by one moves each answer to the neighbouring rank, and sorted sequences of 12 tokens "
+            "from 16 often repeat a value, so the neighbouring rank often holds the same token.",
+    why="The table tied 'rank p' to row p. At positions 1-12 the token at index p gets row p+1 and the "
+        "model outputs the (p+1)-th smallest token: right only where two neighbouring ranks hold the "
+        "same value. An absolute encoding ties what the model learns to the index itself.",
+)
+
+check_exercise_2 = choice(
+    "Exercise 2 (why past max_len, and past the training length)",
+    options={
+        "a": "Rows past max_len would be zero vectors, which LayerNorm cannot normalise; the sinusoid "
+             "fails at 12-23 because its values there exceed 1.",
+        "b": "The table has no row from max_len on while the sinusoid is a formula defined everywhere; "
+             "but the model learned what the vectors of positions 0-11 mean, and at unseen positions "
+             "either encoding hands it vectors it has never seen.",
+        "c": "The sinusoid generalises past the training length because its rows are smooth; only the "
+             "learnable table fails there.",
+        "d": "Both fail because position ids beyond the training length overflow their integer type.",
+    },
+    answer="b",
+    why="A table is a lookup: no index, no row (section 5's ValueError). The sinusoid computes a vector "
+        "for any p, but what the model learned is tied to the vectors it was trained on; at positions "
+        "12-23 both encodings score below the model without position (section 8). Encodings that depend "
+        "on the distance only (03, 05) attack that.",
+    hints={
+        "a": "no row exists to be zero: the lookup itself fails (section 5's ValueError); and sines and "
+             "cosines stay within [-1, 1] at every position.",
+        "c": "section 8 measures the sinusoidal model at positions 12-23: it fails there too, below the "
+             "model without any position. Defined is not the same as learned.",
+        "d": "the ids are int64 numbers below 24; nothing overflows. The failure is in what the model "
+             "learned, not in the arithmetic.",
+    },
+)
 
 
-@checker("Exercise 1 (similarity by distance)")
-def check_exercise_1(ex: Exercise, fn: Callable[[Tensor], Tensor]) -> None:
-    """fn(table (max_len, d)) must return (max_len,): entry k = mean over p of cos(table[p], table[p + k])."""
-    gen = torch.Generator().manual_seed(2)
-    scaled = torch.randn(9, 6, generator=gen) * torch.linspace(0.1, 5.0, 9)[:, None]  # rows of very different norms
-    tables = [torch.randn(5, 4, generator=gen), scaled, sinusoidal_table(40, 16), torch.randn(1, 3, generator=gen)]
-    for table in tables:
-        got = ex.call(fn, table.clone())
-        ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
-        n = table.shape[0]
-        ex.expect(tuple(got.shape) == (n,), f"for a ({n}, {table.shape[1]}) table expected shape ({n},), "
-                  f"got {tuple(got.shape)} (one value per distance k = 0 .. max_len-1)")
-        got = got.detach().to(torch.float64)
-        want = _profile(table)
-        if torch.allclose(got, want, rtol=0, atol=1e-5):
-            continue
-        ex.expect(not torch.allclose(got, _profile(table, normalise=False), rtol=0, atol=1e-5),
-                  "these are mean dot products; divide each row by its norm first (cosine similarity)")
-        ex.expect(not torch.allclose(got, _profile(table, wrap=True), rtol=0, atol=1e-5),
-                  "do not wrap around (roll): for distance k, only pairs (p, p+k) with p + k < max_len exist")
-        ex.expect(abs(got[0].item() - 1.0) < 1e-5, f"at distance 0 every row is compared with itself: expected "
-                  f"1.0, got {got[0].item():.4f}")
-        k = (got - want).abs().argmax().item()
-        ex.fail(f"for a ({n}, {table.shape[1]}) table, distance k={k} gives {got[k].item():.5f}, "
-                f"expected {want[k].item():.5f} (mean over p = 0 .. max_len-1-k of cos(table[p], table[p+k]))")
-    ex.passed(f"matches the reference on {len(tables)} tables, sinusoidal included")
-
-
-@checker("Exercise 2 (extend a table by copying)")
-def check_exercise_2(ex: Exercise, fn: Callable[[LearnablePE, int], LearnablePE]) -> None:
+@checker("Exercise 3 (extend a table by copying)")
+def check_exercise_3(ex: Exercise, fn: Callable[[LearnablePE, int], LearnablePE]) -> None:
     """fn(pe, new_max_len) must return a new, independent LearnablePE whose row p is pe.weight[p % pe.max_len]."""
     torch.manual_seed(5)
     for old_len, new_len, d in [(4, 10, 3), (6, 6, 2), (8, 16, 8)]:
@@ -90,8 +91,8 @@ def check_exercise_2(ex: Exercise, fn: Callable[[LearnablePE, int], LearnablePE]
     ex.passed("rows copied periodically into a new, independent table for 3 sizes")
 
 
-@checker("Exercise 3 (matching the scales)")
-def check_exercise_3(ex: Exercise, fn: Callable[[int], float]) -> None:
+@checker("Exercise 4 (matching the scales)")
+def check_exercise_4(ex: Exercise, fn: Callable[[int], float]) -> None:
     """fn(d_model) must return 1 / sqrt(2 d_model): then sqrt(d)-scaled token rows match sinusoidal rows in mean norm."""
     for d in (16, 64, 512):
         std = ex.call(fn, d)

@@ -1,9 +1,9 @@
 """Checkers for notebook 03 (RoPE).
 
-1. ``rotate_half(x)``: the half-split 90-degree turn ``[x1 | x2] -> [-x2 | x1]``.
-2. ``interleaved_to_half(weight, n_heads)``: a q/k projection converted between layouts.
-3. ``decode_positions(cache_len, n_new)``: the positions of the tokens of a KV-cache decode step.
-4. ``safe_cos_sin(positions, inv_freq, dtype)``: cos/sin tables accurate in bf16/fp16 at large positions.
+1. predict, then run: the score of one unit pair with itself at offset 5 (theta = 0.4).
+2. explain why: RoPE rotates queries and keys, never values.
+3. ``interleaved_to_half(weight, n_heads)``: a q/k projection converted between layouts.
+4. ``decode_positions(cache_len, n_new)``: the positions of the tokens of a KV-cache decode step.
 
 Each checker tests the answer on fresh random inputs (fixed seeds) against the library or a
 property, and prints a hint when it is wrong.
@@ -12,51 +12,49 @@ property, and prints a hint when it is wrong.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_lib.models import TinyTransformer
 from posenc_lib.rotary.rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
 
 
-def _same(a: Any, b: Tensor) -> bool:
-    return isinstance(a, Tensor) and a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a, b, atol=1e-6)
+check_exercise_1 = prediction(
+    "Exercise 1 (predict the score at offset 5)", variable="predicted_score", tolerance=0.1,
+    too_high="Five steps of 0.4 rad turn the key by 2 rad, more than a right angle (about 1.57 rad): the "
+             "two unit vectors now point more apart than across, so their dot product is negative.",
+    too_low="The score of two unit vectors is the cosine of the angle between them; 2 rad is less than "
+            "pi, so they are not opposite and the score stays above -1.",
+    why="Query and key are the same unit vector; at offset 5 the key is turned 5 x 0.4 = 2 rad further "
+        "than the query, and the score is cos(2) = -0.416, whatever the two absolute positions are.",
+)
 
-
-@checker("Exercise 1 (rotate_half)")
-def check_exercise_1(ex: Exercise, rotate_half: Callable[[Tensor], Tensor]) -> None:
-    """rotate_half(x) for x (..., d): returns cat(-x[..., d/2:], x[..., :d/2])."""
-    gen = torch.Generator().manual_seed(3)
-    for shape in [(8,), (2, 3, 5, 8), (1, 4, 7, 64)]:
-        x = torch.randn(shape, generator=gen)
-        original = x.clone()
-        out = ex.call(rotate_half, x)
-        ex.expect(torch.equal(x, original), "it changed its input in place; return a new tensor")
-        ex.expect(isinstance(out, Tensor) and out.shape == x.shape,
-                  f"for x of shape {tuple(x.shape)} return a tensor of the same shape, got "
-                  f"{tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__}")
-        x1, x2 = x.chunk(2, dim=-1)
-        if _same(out, torch.cat([x2, -x1], dim=-1)):
-            ex.fail("the signs are swapped: that turns by -90 degrees; the first half must be -x2")
-        if _same(out, torch.cat([x2, x1], dim=-1)):
-            ex.fail("you swapped the halves but forgot the minus sign on x2")
-        interleaved = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
-        if _same(out, interleaved):
-            ex.fail("that turns neighbouring pairs (x[2i], x[2i+1]); the half layout pairs x[i] with x[i + d/2]")
-        ex.expect(_same(out, torch.cat([-x2, x1], dim=-1)),
-                  f"for x of shape {tuple(x.shape)} the result is not [-x2 | x1] (x1, x2 = the two halves of the last dim)")
-    # the formula it exists for: half-split RoPE = x * [cos | cos] + rotate_half(x) * [sin | sin]
-    x = torch.randn(2, 3, 9, 16, generator=gen)
-    cos, sin = rope_cos_sin(torch.arange(9)[None], rope_inv_freq(16))
-    full = x * torch.cat([cos, cos], -1)[:, None] + ex.call(rotate_half, x) * torch.cat([sin, sin], -1)[:, None]
-    ex.expect(torch.allclose(full, apply_rope(x, cos, sin, layout="half"), atol=1e-5),
-              "x * cos + rotate_half(x) * sin does not match the library's half-split RoPE")
-    ex.passed("x * cos + rotate_half(x) * sin is the half-split RoPE")
+check_exercise_2 = choice(
+    "Exercise 2 (why RoPE rotates q and k, not v)",
+    options={
+        "a": "Rotating v too would make the layer slower, and nothing else would change.",
+        "b": "The scores only need q and k; rotated values would carry each key's absolute position "
+             "into the output, so shifting all positions would change what the layer returns.",
+        "c": "Values have a different head_dim from queries and keys, so they cannot be rotated.",
+        "d": "Rotating v would change the norms of the values.",
+    },
+    answer="b",
+    why="Relative position enters through the scores, <R_m q, R_n k> = q^T R_(n-m) k. The values are "
+        "mixed by those weights and passed on; rotating them by their own position n would stamp an "
+        "absolute angle on the output. Section 5 measures it: shifted positions change nothing with q "
+        "and k rotated, and change the output once v is rotated too.",
+    hints={
+        "a": "section 5 measures more than speed: with v rotated, the layer's output changes when every "
+             "position shifts by the same amount.",
+        "c": "in this library and in LLaMA, q, k and v heads share one head_dim; the reason is what a "
+             "rotated value would carry, not its shape.",
+        "d": "a rotation keeps every norm (section 1); the trouble is the absolute angle it would add.",
+    },
+)
 
 
 def _scores(w_q: Tensor, w_k: Tensor, n_heads: int, layout: str, x: Tensor) -> Tensor:
@@ -68,8 +66,8 @@ def _scores(w_q: Tensor, w_k: Tensor, n_heads: int, layout: str, x: Tensor) -> T
     return apply_rope(q, cos, sin, layout) @ apply_rope(k, cos, sin, layout).transpose(-2, -1)
 
 
-@checker("Exercise 2 (interleaved_to_half)")
-def check_exercise_2(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], Tensor]) -> None:
+@checker("Exercise 3 (interleaved_to_half)")
+def check_exercise_3(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], Tensor]) -> None:
     """interleaved_to_half(weight (n_heads*head_dim, d_in), n_heads) -> the weight for the half layout."""
     gen = torch.Generator().manual_seed(4)
     for n_heads, head_dim, d_in in [(2, 8, 12), (4, 16, 32), (1, 6, 5)]:
@@ -96,8 +94,8 @@ def check_exercise_2(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], 
     ex.passed("attention scores of the converted weights match the interleaved model")
 
 
-@checker("Exercise 3 (decode_positions)")
-def check_exercise_3(ex: Exercise, decode_positions: Callable[[int, int], Tensor]) -> None:
+@checker("Exercise 4 (decode_positions)")
+def check_exercise_4(ex: Exercise, decode_positions: Callable[[int, int], Tensor]) -> None:
     """decode_positions(cache_len, n_new) -> (1, n_new) int64 positions cache_len .. cache_len + n_new - 1."""
     for cache_len, n_new in [(0, 1), (0, 4), (5, 1), (31, 1), (7, 3)]:
         out = ex.call(decode_positions, cache_len, n_new)
@@ -123,29 +121,3 @@ def check_exercise_3(ex: Exercise, decode_positions: Callable[[int, int], Tensor
         step = model(tokens[:, 9:], positions=ex.call(decode_positions, 9, 3), cache=cache)
     ex.expect(torch.allclose(step, full, atol=1e-5), "a cached decode with these positions differs from full recomputation")
     ex.passed("a cached decode step with these positions equals full recomputation")
-
-
-@checker("Exercise 4 (safe_cos_sin)")
-def check_exercise_4(ex: Exercise, safe_cos_sin: Callable[[Tensor, Tensor, torch.dtype], tuple[Tensor, Tensor]]) -> None:
-    """safe_cos_sin(positions (batch, seq), inv_freq (c,), dtype) -> (cos, sin), each (batch, seq, c) in dtype."""
-    head_dim = 128
-    inv_freq = rope_inv_freq(head_dim)
-    small = torch.tensor([[0, 1, 2], [5, 6, 7]])
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        out = ex.call(safe_cos_sin, small, inv_freq, dtype)
-        ex.expect(isinstance(out, tuple) and len(out) == 2, f"return a tuple (cos, sin), got {type(out).__name__}")
-        for name, t in zip(("cos", "sin"), out):
-            ex.expect(isinstance(t, Tensor) and t.shape == (2, 3, head_dim // 2),
-                      f"{name} must have shape (batch, seq, head_dim/2) = (2, 3, {head_dim // 2}), got "
-                      f"{tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}")
-            ex.expect(t.dtype == dtype, f"with dtype={dtype} {name} must be {dtype}, got {t.dtype}")
-    positions = torch.arange(32768)[None]
-    exact = positions[0].double()[:, None] * (10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-    for dtype in (torch.bfloat16, torch.float16):
-        cos, sin = ex.call(safe_cos_sin, positions, inv_freq, dtype)
-        error = torch.hypot(cos[0].double() - exact.cos(), sin[0].double() - exact.sin()).amax(-1)
-        worst = int(error.argmax())
-        ex.expect(float(error.max()) < 0.01,
-                  f"with dtype={dtype} the (cos, sin) at position {worst} is off by {float(error.max()):.3f} on the unit "
-                  "circle (allowed 0.01); compute the angles in float32 and cast only cos and sin")
-    ex.passed("cos/sin within 0.01 of exact at every position < 32768, in bf16 and in fp16")
