@@ -29,9 +29,10 @@ from playwright.sync_api import Page, sync_playwright
 from tools.check_site import CHROMIUM, CHROMIUM_FLAGS
 from tools.lab import NOTEBOOKS, lab_command, lab_environment
 
-STEM = "00_permutation_blindness"  # the quickest notebook (about 8 s)
+STEM = "00_permutation_blindness"  # the first notebook (about 25 s)
 TOKEN = "posenc-lab-test"
-WRONG_ANSWER = "answer = 0.5  # a wrong answer, typed by the test"  # exercise 3: the symmetric task's ceiling
+WRONG_ANSWER = 'answer_2 = "c"  # a wrong answer, typed by the test'  # exercise 2: explain why (multiple choice)
+STUB = 'answer_2 = ...  # "a", "b", "c" or "d"'  # the committed stub of exercise 2
 NEWS_PROMPT = "official Jupyter news"
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing (make setup installs it)")
@@ -94,7 +95,7 @@ class Session:
 
     kernel: str | None
     cells: list[dict]  # after Run All
-    wrong_cell: dict  # the exercise-3 cell after running the wrong answer
+    wrong_cell: dict  # the exercise-2 cell after running the wrong answer
     visible_passed: int  # output areas with a visible "[passed]" line
     visible_news_prompt: int
     saved_ipynb: dict
@@ -144,9 +145,9 @@ def _drive(page: Page, url: str) -> tuple:
     cells = page.evaluate(CELLS)
     visible_passed = sum(loc.is_visible() for loc in page.locator(".jp-OutputArea-output", has_text="[passed]").all())
     visible_news = sum(loc.is_visible() for loc in page.get_by_text(NEWS_PROMPT).all())
-    stub = next(i for i, c in enumerate(cells) if "exercise" in c["tags"] and "check_exercise_3" in c["source"])
+    stub = next(i for i, c in enumerate(cells) if "exercise" in c["tags"] and "check_exercise_2" in c["source"])
     before = cells[stub]["executionCount"]
-    page.evaluate(RUN_CELL, [stub, f"{WRONG_ANSWER}\ncheck_exercise_3(answer)"])
+    page.evaluate(RUN_CELL, [stub, f"{WRONG_ANSWER}\ncheck_exercise_2(answer_2)"])
     _wait(page, f"() => window.jupyterapp.shell.currentWidget.content.widgets[{stub}].model.executionCount > {before}"
                 f" && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
           60, "running the edited exercise cell")
@@ -266,7 +267,7 @@ def test_a_wrong_answer_shows_the_hint_alone(session):
     outputs = session.wrong_cell["outputs"]
     assert [o["output_type"] for o in outputs] == ["stream"], outputs  # no error output: Run All would go on
     text = _text(outputs)
-    assert text.startswith("[not yet] Exercise 3") and "the mouse is never an agent" in text, text
+    assert text.startswith("[not yet] Exercise 2") and "both models are untrained" in text, text
     assert "Traceback" not in text and "File " not in text and "exercises" not in text, text
 
 
@@ -277,7 +278,7 @@ def test_saving_writes_the_paired_script(session):
     assert solutions and all(c.metadata.get("jupyter") == {"source_hidden": True} for c in solutions), [
         c.metadata for c in solutions]
     # apart from the student's edit, the .py is the committed one
-    assert session.saved_py.replace(WRONG_ANSWER, "answer = ...  # your number here") == session.committed_py
+    assert session.saved_py.replace(WRONG_ANSWER, STUB) == session.committed_py
 
 
 def test_running_and_saving_leave_the_metadata_as_committed(session):
