@@ -108,8 +108,7 @@ def tiny(value: float, floor: float = 1e-5) -> str:
 
 # %% tags=["nbval-check-output"]
 def rotation(angle: float) -> torch.Tensor:
-    """The 2x2 matrix that turns a 2-D vector counter-clockwise by ``angle``
-    radians."""
+    """The 2x2 matrix that turns a 2-D vector by ``angle`` radians."""
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
 
@@ -119,56 +118,25 @@ q = torch.tensor([1.0, 0.3], dtype=torch.float64)  # a query pair
 k = torch.tensor([0.2, -0.9], dtype=torch.float64)  # a key pair
 n_pos = 12
 # scores[m, n] = <R(m theta) q, R(n theta) k>: query at m, key at n
-scores_2d = torch.tensor(
-    [
-        [
-            float((rotation(m * theta) @ q) @ (rotation(n * theta) @ k))
-            for n in range(n_pos)
-        ]
-        for m in range(n_pos)
-    ],
-    dtype=torch.float64,
-)
+scores_2d = torch.zeros(n_pos, n_pos, dtype=torch.float64)
+for m in range(n_pos):
+    for n in range(n_pos):
+        scores_2d[m, n] = (rotation(m * theta) @ q) @ (rotation(n * theta) @ k)
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for m in range(8):
-    qm = rotation(m * theta) @ q
-    ax1.annotate(
-        "",
-        xy=(float(qm[0]), float(qm[1])),
-        xytext=(0, 0),
-        arrowprops={
-            "arrowstyle": "->",
-            "color": COLORS[0],
-            "alpha": 0.3 + 0.7 * m / 7,
-            "lw": 1.5,
-        },
-    )
-    ax1.text(
-        1.12 * float(qm[0]),
-        1.12 * float(qm[1]),
-        f"m={m}",
-        ha="center",
-        va="center",
-        fontsize=10,
-    )
-ax1.set(
-    xlim=(-1.3, 1.3),
-    ylim=(-1.3, 1.3),
-    aspect="equal",
-    xlabel="coordinate 1",
-    ylabel="coordinate 2",
-    title=r"Query pair at m = 0..7 ($\theta$ = 0.4)",
-)
-heatmap(
-    ax2,
-    scores_2d.numpy(),
-    "Score: query at m, key at n",
-    "key position n",
-    "query position m",
-    colorbar_label="score (dot product)",
-    center=True,
-)
+    x_m, y_m = (rotation(m * theta) @ q).tolist()
+    arrow = {"arrowstyle": "->", "color": COLORS[0], "lw": 1.5}
+    arrow["alpha"] = 0.3 + 0.7 * m / 7  # later positions darker
+    ax1.annotate("", xy=(x_m, y_m), xytext=(0, 0), arrowprops=arrow)
+    ax1.text(1.12 * x_m, 1.12 * y_m, f"m={m}",
+             ha="center", va="center", fontsize=10)
+ax1.set(xlim=(-1.3, 1.3), ylim=(-1.3, 1.3), aspect="equal",
+        xlabel="coordinate 1", ylabel="coordinate 2",
+        title=r"Query pair at m = 0..7 ($\theta$ = 0.4)")
+heatmap(ax2, scores_2d.numpy(), "Score: query at m, key at n",
+        "key position n", "query position m",
+        colorbar_label="score (dot product)", center=True)
 plt.show()
 
 # %% [markdown]
@@ -179,15 +147,12 @@ plt.show()
 for m in range(n_pos):
     for n in range(n_pos):
         assert_close(scores_2d[m, n], q @ rotation((n - m) * theta) @ k)
+# shift both positions by c
 for c in (1, 5):
-    assert_close(
-        scores_2d[c:, c:], scores_2d[:-c, :-c]
-    )  # shift both positions by c
+    assert_close(scores_2d[c:, c:], scores_2d[:-c, :-c])
 for angle in (0.4, 3.0, 1234.5):
-    assert_close(
-        torch.linalg.vector_norm(rotation(angle) @ q),
-        torch.linalg.vector_norm(q),
-    )
+    length = torch.linalg.vector_norm(rotation(angle) @ q)
+    assert_close(length, torch.linalg.vector_norm(q))
 checked(
     "every score equals q^T R((n-m) theta) k; shifting both positions by 1 or"
     " 5 changes nothing; rotations by 0.4, 3.0 and 1234.5 rad keep the norm"
@@ -212,28 +177,22 @@ checked(
 
 
 # %%
-def rope_inline(
-    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
-) -> torch.Tensor:
-    """Rotate pair (x[2i], x[2i+1]) of every vector by positions * theta_i
-    (interleaved layout).
+def rope_inline(x: torch.Tensor, positions: torch.Tensor,
+                base: float = 10000.0) -> torch.Tensor:
+    """Rotate pair (x[2i], x[2i+1]) of every vector by positions * theta_i.
 
-    x: (..., seq, head_dim); positions: (seq,) integers. Returns the same
-    shape and dtype as x.
+    Interleaved layout. x: (..., seq, head_dim); positions: (seq,) integers.
+    Returns the same shape and dtype as x.
     """
     head_dim = x.shape[-1]
-    theta = base ** (
-        -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
-    )  # (head_dim/2,)
+    pair_index = torch.arange(0, head_dim, 2, dtype=torch.float64)  # 2i
+    theta = base ** (-pair_index / head_dim)  # (head_dim/2,)
     angle = positions.to(torch.float64)[:, None] * theta  # (seq, head_dim/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    first, second = (
-        x[..., 0::2],
-        x[..., 1::2],
-    )  # the two coordinates of every pair
-    rotated = torch.stack(
-        [first * cos - second * sin, first * sin + second * cos], dim=-1
-    )
+    # the two coordinates of every pair
+    first, second = x[..., 0::2], x[..., 1::2]
+    rotated = torch.stack([first * cos - second * sin,
+                           first * sin + second * cos], dim=-1)
     return rotated.flatten(-2)  # back to (..., seq, head_dim)
 
 
@@ -244,45 +203,34 @@ def rope_inline(
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 head_dim, seq = 64, 16
-qs = torch.randn(
-    seq, head_dim, dtype=torch.float64, generator=gen
-)  # a different query per position
+# a different query and key at every position
+qs = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)
 ks = torch.randn(seq, head_dim, dtype=torch.float64, generator=gen)
 positions = torch.arange(seq)
 rq = rope_inline(qs, positions)
 
-theta_i = 10000.0 ** (
-    -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
-)
+pair_index = torch.arange(0, head_dim, 2, dtype=torch.float64)
+theta_i = 10000.0 ** (-pair_index / head_dim)
 for m, i in [(3, 0), (7, 5), (15, 31)]:
-    assert_close(
-        rq[m, 2 * i : 2 * i + 2],
-        rotation(m * float(theta_i[i])) @ qs[m, 2 * i : 2 * i + 2],
-    )
+    pair = slice(2 * i, 2 * i + 2)
+    assert_close(rq[m, pair], rotation(m * float(theta_i[i])) @ qs[m, pair])
 
 
 def rope_scores(offset: int) -> torch.Tensor:
-    """(seq, seq) scores <R_m q_m, R_n k_n> with all positions shifted by
-    ``offset``."""
-    return (
-        rope_inline(qs, positions + offset)
-        @ rope_inline(ks, positions + offset).T
-    )
+    """(seq, seq) scores <R_m q_m, R_n k_n>, every position + ``offset``."""
+    shifted = positions + offset
+    return rope_inline(qs, shifted) @ rope_inline(ks, shifted).T
 
 
 for offset in (1, 37, 1000, 100_000):
     assert_close(rope_scores(offset), rope_scores(0))
-assert_close(
-    torch.linalg.vector_norm(rq, dim=-1), torch.linalg.vector_norm(qs, dim=-1)
-)
+rq_norm = torch.linalg.vector_norm(rq, dim=-1)
+assert_close(rq_norm, torch.linalg.vector_norm(qs, dim=-1))
+# rotating the identity gives the matrix whose row j is R_k e_j: R_k^T
+identity = torch.eye(head_dim, dtype=torch.float64)
 for k_shift in (1, 7, 250):
-    r_k_transposed = rope_inline(
-        torch.eye(head_dim, dtype=torch.float64),
-        torch.full((head_dim,), k_shift),
-    )
-    assert_close(
-        shift_matrix(k_shift, head_dim), r_k_transposed
-    )  # row j of the result is R_k e_j
+    r_k_transposed = rope_inline(identity, torch.full((head_dim,), k_shift))
+    assert_close(shift_matrix(k_shift, head_dim), r_k_transposed)
 checked(
     "pairs rotate as in section 1; scores unchanged under shifts up to 100000;"
     " norms kept; M_k = R_k^T"
@@ -293,33 +241,20 @@ checked(
 # equal; with RoPE the matrix is constant along diagonals, largest on the diagonal.
 
 # %% tags=["nbval-check-output"]
-x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen).expand(
-    64, head_dim
-)
+x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen)
+x_same = x_same.expand(64, head_dim)  # one vector at 64 positions
 rx = rope_inline(x_same, torch.arange(64))
 toeplitz = rx @ rx.T
-assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])  # constant along diagonals
-assert torch.equal(
-    toeplitz.argmax(dim=-1), torch.arange(64)
-)  # each row peaks at n = m (Cauchy-Schwarz)
+# constant along diagonals
+assert_close(toeplitz[5:, 5:], toeplitz[:-5, :-5])
+# each row peaks at n = m (Cauchy-Schwarz)
+assert torch.equal(toeplitz.argmax(dim=-1), torch.arange(64))
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.4))
-heatmap(
-    ax1,
-    toeplitz.numpy(),
-    "Same vector at every position",
-    "key position n",
-    "query position m",
-    colorbar_label="score",
-    center=True,
-)
-line_plot(
-    ax2,
-    np.arange(64),
-    {"score(m=0, n)": toeplitz[0].numpy()},
-    "One row of the matrix",
-    "relative position n - m (tokens)",
-    "score",
-)
+heatmap(ax1, toeplitz.numpy(), "Same vector at every position",
+        "key position n", "query position m",
+        colorbar_label="score", center=True)
+line_plot(ax2, np.arange(64), {"score(m=0, n)": toeplitz[0].numpy()},
+          "One row of the matrix", "relative position n - m (tokens)", "score")
 plt.show()
 
 # %% [markdown]
@@ -327,20 +262,16 @@ plt.show()
 # `rope_cos_sin` the cos/sin tables, `apply_rope` rotates a (batch, heads, seq, head_dim) tensor:
 
 # %% tags=["nbval-check-output"]
-x = torch.randn(
-    2, 4, seq, head_dim, generator=gen
-)  # (batch, heads, seq, head_dim)
+# (batch, heads, seq, head_dim)
+x = torch.randn(2, 4, seq, head_dim, generator=gen)
 inv_freq = rope_inv_freq(head_dim)
 assert_close(inv_freq, theta_i.float())
 cos, sin = rope_cos_sin(positions[None], inv_freq)  # each (1, seq, head_dim/2)
-assert_close(
-    apply_rope(x, cos, sin, layout="interleaved"), rope_inline(x, positions)
-)
+by_library = apply_rope(x, cos, sin, layout="interleaved")
+assert_close(by_library, rope_inline(x, positions))
 print("library apply_rope(layout='interleaved') == rope_inline")
-print(
-    f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest:"
-    f" theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token"
-)
+print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest:"
+      f" theta_{head_dim // 2 - 1} = {inv_freq[-1]:.2e} rad/token")
 
 # %% [markdown]
 # ### Explorer · A query at m, a key at n
@@ -363,30 +294,23 @@ rope_explorer()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 theta_8 = rope_inv_freq(8)
-score = {
-    (m, n): float(rope_values(m, n)["marker_score"][0])
-    for m, n in [(5, 12), (6, 13), (20, 27), (40, 47), (5, 20)]
-}
-assert all(
-    abs(score[m, n] - score[5, 12]) < 1e-12
-    for m, n in [(6, 13), (20, 27), (40, 47)]
-)  # together: unchanged
-assert abs(score[5, 20] - score[5, 12]) > 0.1  # apart: it changes
+pairs = [(5, 12), (6, 13), (20, 27), (40, 47), (5, 20)]
+score = {mn: float(rope_values(*mn)["marker_score"][0]) for mn in pairs}
+# m and n together: unchanged; n alone: it changes
+together = [(6, 13), (20, 27), (40, 47)]
+assert all(abs(score[mn] - score[5, 12]) < 1e-12 for mn in together)
+assert abs(score[5, 20] - score[5, 12]) > 0.1
+# m = n: the score is q . k
 q_dot_k = sum(a * b for a, b in zip(ROPE_QUERY, ROPE_KEY))
-assert all(
-    abs(rope_values(m, m)["marker_score"][0] - q_dot_k) < 1e-12
-    for m in (0, 17, 47)
-)  # m = n: q . k
-curve = {
-    m: dict(
-        zip(rope_values(m, 0)["offset"].tolist(), rope_values(m, 0)["score"])
-    )
-    for m in (5, 30)
-}
-assert all(
-    abs(curve[5][o] - curve[30][o]) < 1e-12
-    for o in curve[5].keys() & curve[30].keys()
-)  # one curve
+for m in (0, 17, 47):
+    assert abs(rope_values(m, m)["marker_score"][0] - q_dot_k) < 1e-12
+# one curve of the offset, whatever m is
+curve = {}
+for m in (5, 30):
+    values = rope_values(m, 0)
+    curve[m] = dict(zip(values["offset"].tolist(), values["score"]))
+shared = curve[5].keys() & curve[30].keys()
+assert all(abs(curve[5][o] - curve[30][o]) < 1e-12 for o in shared)
 checked(
     "the score is unchanged when m and n move together, changes when n moves"
     " alone, is q.k at m = n, and follows one curve of the offset; pair 0"
@@ -412,43 +336,36 @@ checked(
 
 
 # %% tags=["nbval-check-output"]
-def rope_complex_inline(
-    x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
-) -> torch.Tensor:
-    """Interleaved RoPE as complex multiplication. x: (..., seq, head_dim);
-    positions: (seq,)."""
+def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor,
+                        base: float = 10000.0) -> torch.Tensor:
+    """Interleaved RoPE as complex multiplication.
+
+    x: (..., seq, head_dim); positions: (seq,).
+    """
     head_dim = x.shape[-1]
-    theta = base ** (
-        -torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
-    )
+    pair_index = torch.arange(0, head_dim, 2, dtype=torch.float64)
+    theta = base ** (-pair_index / head_dim)
     angle = positions.to(torch.float64)[:, None] * theta  # (seq, head_dim/2)
-    pairs = torch.view_as_complex(
-        x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2)
-    )
-    rotated = pairs * torch.polar(
-        torch.ones_like(angle), angle
-    )  # times e^{j m theta}
+    # pair (a, b) -> the complex number a + jb
+    pairs = x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2)
+    z = torch.view_as_complex(pairs)
+    # times e^{j m theta}
+    rotated = z * torch.polar(torch.ones_like(angle), angle)
     return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
 
 
 assert_close(rope_complex_inline(qs, positions), rope_inline(qs, positions))
-assert_close(
-    apply_rope_complex(x, positions[None], inv_freq),
-    apply_rope(x, cos, sin, layout="interleaved"),
-)
+by_complex = apply_rope_complex(x, positions[None], inv_freq)
+assert_close(by_complex, apply_rope(x, cos, sin, layout="interleaved"))
 
 # the score formula above, for query position m and key position n
 zq = torch.view_as_complex(qs.reshape(seq, head_dim // 2, 2))
 zk = torch.view_as_complex(ks.reshape(seq, head_dim // 2, 2))
 m, n = 11, 4
-assert_close(
-    rope_scores(0)[m, n],
-    (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum().real,
-)
-print(
-    "complex form == real form (inline and library); score = Re sum_i q_i"
-    " conj(k_i) e^{j(m-n)theta_i}"
-)
+formula = (zq[m] * zk[n].conj() * torch.exp(1j * (m - n) * theta_i)).sum()
+assert_close(rope_scores(0)[m, n], formula.real)
+print("complex form == real form (inline and library); score = Re sum_i q_i"
+      " conj(k_i) e^{j(m-n)theta_i}")
 
 # %% [markdown]
 # **Takeaway.**
@@ -473,14 +390,10 @@ try:
 except RuntimeError as err:
     print(f"RuntimeError: {err}")
     assert "only supported for half, float and double" in str(err)
-assert_close(
-    apply_rope(
-        x.bfloat16(), cos.bfloat16(), sin.bfloat16(), layout="interleaved"
-    ).float(),
-    apply_rope(x, cos, sin, layout="interleaved"),
-    atol=0.05,
-    rtol=0.02,
-)
+in_bf16 = apply_rope(x.bfloat16(), cos.bfloat16(), sin.bfloat16(),
+                     layout="interleaved")
+assert_close(in_bf16.float(), apply_rope(x, cos, sin, layout="interleaved"),
+             atol=0.05, rtol=0.02)
 print("the real form runs in bfloat16 as it is")
 
 # %% [markdown]
@@ -497,35 +410,23 @@ print("the real form runs in bfloat16 as it is")
 
 # %% tags=["nbval-check-output"]
 d_small = 16
+dim_index = torch.arange(d_small)
 pair_of_dim = {
-    "interleaved": (
-        torch.arange(d_small) // 2
-    ),  # dims 0,1 -> pair 0; dims 2,3 -> pair 1; ...
-    "half-split": (
-        torch.arange(d_small) % (d_small // 2)
-    ),  # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
+    # dims 0, 1 -> pair 0; dims 2, 3 -> pair 1; ...
+    "interleaved": dim_index // 2,
+    # dims 0, 8 -> pair 0; dims 1, 9 -> pair 1; ...
+    "half-split": dim_index % (d_small // 2),
 }
 fig, ax = plt.subplots(figsize=(7.5, 2.2))
-heatmap(
-    ax,
-    torch.stack(list(pair_of_dim.values())).numpy(),
-    "Which pair (frequency) each dimension belongs to",
-    "dimension of the head (head_dim = 16)",
-    "layout",
-    colorbar_label="pair index i",
-)
+heatmap(ax, torch.stack(list(pair_of_dim.values())).numpy(),
+        "Which pair (frequency) each dimension belongs to",
+        "dimension of the head (head_dim = 16)", "layout",
+        colorbar_label="pair index i")
 ax.set_yticks([0, 1], list(pair_of_dim))
-for row, pairs in enumerate(pair_of_dim.values()):
-    for dim, i in enumerate(pairs.tolist()):
-        ax.text(
-            dim,
-            row,
-            str(i),
-            ha="center",
-            va="center",
-            color="white" if i < 4 else "black",
-            fontsize=10,
-        )
+for row, pair_ids in enumerate(pair_of_dim.values()):
+    for dim, i in enumerate(pair_ids.tolist()):
+        ax.text(dim, row, str(i), ha="center", va="center",
+                color="white" if i < 4 else "black", fontsize=10)
 plt.show()
 
 # %% [markdown]
@@ -538,20 +439,15 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 perm = rope_layout_permutation(head_dim)
-assert torch.equal(
-    perm,
-    torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]),
-)
+evens_then_odds = torch.cat([torch.arange(0, head_dim, 2),
+                             torch.arange(1, head_dim, 2)])
+assert torch.equal(perm, evens_then_odds)
 half = apply_rope(x[..., perm], cos, sin, layout="half")
 assert_close(half, apply_rope(x, cos, sin, layout="interleaved")[..., perm])
-
-assert_close(
-    half, rotate_half_reference(x[..., perm], cos, sin)
-)  # the textbook Hugging Face formula
-print(
-    "half(x[perm]) == interleaved(x)[perm]; library == Hugging Face"
-    " rotate_half formula"
-)
+# the textbook Hugging Face formula
+assert_close(half, rotate_half_reference(x[..., perm], cos, sin))
+print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face"
+      " rotate_half formula")
 
 # %% [markdown]
 # **Takeaway.**
@@ -573,33 +469,20 @@ VOCAB, TRAIN_LEN, LAG = 16, 32, 3
 
 
 def rope_decoder(layout: str) -> TinyTransformer:
-    """A 1-layer causal decoder (d_model 32, 2 heads of 16) whose only position
-    signal is RoPE."""
-    return TinyTransformer(
-        VOCAB,
-        VOCAB,
-        d_model=32,
-        n_heads=2,
-        n_layers=1,
-        causal=True,
-        pool="none",
-        scheme=RotaryPE(head_dim=16, layout=layout),
-    )
+    """A 1-layer causal decoder, d_model 32 in 2 heads of 16.
+
+    Its only position signal is RoPE.
+    """
+    return TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1,
+                           causal=True, pool="none",
+                           scheme=RotaryPE(head_dim=16, layout=layout))
 
 
-train_data, test_data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, gen), lag_task(
-    512, TRAIN_LEN, VOCAB, LAG, gen
-)
+train_data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, gen)
+test_data = lag_task(512, TRAIN_LEN, VOCAB, LAG, gen)
 model = rope_decoder("interleaved")
-train(
-    model,
-    train_data,
-    steps=200,
-    lr=3e-3,
-    batch_size=64,
-    generator=gen,
-    desc="RoPE decoder",
-)
+train(model, train_data, steps=200, lr=3e-3, batch_size=64, generator=gen,
+      desc="RoPE decoder")
 test_acc = accuracy(model, *test_data)
 print(f"test accuracy at the training length {TRAIN_LEN}: {test_acc:.3f}")
 assert test_acc > 0.99
@@ -610,29 +493,21 @@ assert test_acc > 0.99
 # %% tags=["nbval-check-output"]
 seq_map = 16
 tokens_map = test_data[0][:1, :seq_map]
-weights = model.attention_weights(tokens_map)[
-    0
-]  # layer 0: (batch, heads, q, k)
+# layer 0's weights: (batch, heads, queries, keys)
+weights = model.attention_weights(tokens_map)[0]
 fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.4))
 for head, ax in enumerate(axes):
-    heatmap(
-        ax,
-        weights[0, head].numpy(),
-        f"Trained RoPE decoder, head {head}",
-        "key position n",
-        "query position m",
-        colorbar_label="attention weight",
-    )
+    heatmap(ax, weights[0, head].numpy(), f"Trained RoPE decoder, head {head}",
+            "key position n", "query position m",
+            colorbar_label="attention weight")
 plt.show()
+# the weight of every query m on the key m - 3: (heads, queries)
 m_idx = torch.arange(LAG, seq_map)
-on_lag = weights[0][
-    :, m_idx, m_idx - LAG
-]  # (heads, queries): weight on key m - 3
-print(
-    "mean weight on the key 3 back, per head:",
-    [f"{w:.2f}" for w in on_lag.mean(-1).tolist()],
-)
-assert on_lag.max(0).values.min() > 0.5  # every query: some head looks 3 back
+on_lag = weights[0][:, m_idx, m_idx - LAG]
+print("mean weight on the key 3 back, per head:",
+      [f"{w:.2f}" for w in on_lag.mean(-1).tolist()])
+# every query: some head looks 3 back
+assert on_lag.max(0).values.min() > 0.5
 
 # %% [markdown]
 # A stripe at $n = m - 3$: the model attends 3 tokens back at every query, using nothing but the
@@ -648,9 +523,8 @@ pos = torch.arange(10)[None]  # (1, seq)
 
 def split_heads(t: torch.Tensor) -> torch.Tensor:
     """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
-    return t.view(
-        t.shape[0], t.shape[1], attn.n_heads, attn.head_dim
-    ).transpose(1, 2)
+    batch, length, _ = t.shape
+    return t.view(batch, length, attn.n_heads, attn.head_dim).transpose(1, 2)
 
 
 def merge_heads(t: torch.Tensor) -> torch.Tensor:
@@ -660,24 +534,19 @@ def merge_heads(t: torch.Tensor) -> torch.Tensor:
 
 with torch.no_grad():
     q_h, k_h, v_h = (split_heads(t) for t in attn.qkv(h).chunk(3, dim=-1))
-    q_r, k_r = scheme.rotate_qk(q_h, k_h, pos)  # rotate queries and keys only
-    by_sdpa = attn.out(
-        merge_heads(
-            F.scaled_dot_product_attention(q_r, k_r, v_h, is_causal=True)
-        )
-    )
+    # rotate queries and keys only
+    q_r, k_r = scheme.rotate_qk(q_h, k_h, pos)
+    attended = F.scaled_dot_product_attention(q_r, k_r, v_h, is_causal=True)
+    by_sdpa = attn.out(merge_heads(attended))
     scores = q_r @ k_r.transpose(-2, -1) / attn.head_dim**0.5
-    scores = scores.masked_fill(
-        torch.ones(10, 10, dtype=torch.bool).triu(1), float("-inf")
-    )
+    future = torch.ones(10, 10, dtype=torch.bool).triu(1)
+    scores = scores.masked_fill(future, float("-inf"))
     by_hand = attn.out(merge_heads(scores.softmax(-1) @ v_h))
     library = attn(h, causal=True)
 assert_close(by_sdpa, library)
 assert_close(by_hand, library)
-print(
-    "hand-written layer (SDPA and explicit softmax) == MultiHeadAttention with"
-    " RotaryPE"
-)
+print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention"
+      " with RotaryPE")
 
 # %% [markdown]
 # **Why not rotate the values too?** With q and k rotated, moving the whole sequence to positions
@@ -687,55 +556,40 @@ print(
 
 # %% tags=["nbval-check-output"]
 def layer_output(offset: int, rotate_values: bool) -> torch.Tensor:
-    """The attention layer on ``h`` with positions offset..offset+9, optionally
-    rotating v too."""
+    """The attention layer on ``h`` at positions offset..offset+9."""
     with torch.no_grad():
         q_r, k_r = scheme.rotate_qk(q_h, k_h, pos + offset)
-        v_used = (
-            scheme.rotate_qk(v_h, v_h, pos + offset)[0]
-            if rotate_values
-            else v_h
-        )
-        return attn.out(
-            merge_heads(
-                F.scaled_dot_product_attention(
-                    q_r, k_r, v_used, is_causal=True
-                )
-            )
-        )
+        v_used = v_h
+        if rotate_values:
+            v_used = scheme.rotate_qk(v_h, v_h, pos + offset)[0]
+        attended = F.scaled_dot_product_attention(q_r, k_r, v_used,
+                                                  is_causal=True)
+        return attn.out(merge_heads(attended))
+
+
+def output_change(offset: int, rotate_values: bool) -> float:
+    """The largest change of the output when all positions move by offset."""
+    moved = layer_output(offset, rotate_values) - layer_output(0, rotate_values)
+    return moved.abs().max().item()
 
 
 rows = []
 for offset in (7, 100):
-    drift_qk = (
-        (layer_output(offset, False) - layer_output(0, False))
-        .abs()
-        .max()
-        .item()
-    )
-    drift_v = (
-        (layer_output(offset, True) - layer_output(0, True)).abs().max().item()
-    )
-    rows.append({
-        "all positions + c": offset,
-        "max |change|, q and k rotated": tiny(drift_qk),
-        "max |change|, v rotated too": f"{drift_v:.3f}",
-    })
+    drift_qk = output_change(offset, rotate_values=False)
+    drift_v = output_change(offset, rotate_values=True)
+    rows.append({"all positions + c": offset,
+                 "max |change|, q and k rotated": tiny(drift_qk),
+                 "max |change|, v rotated too": f"{drift_v:.3f}"})
     assert drift_qk < 1e-5 < 0.05 < drift_v
 display(pd.DataFrame(rows).set_index("all positions + c"))
 
 tokens = test_data[0][:64]
+shifted = torch.arange(TRAIN_LEN)[None] + 100
 with torch.no_grad():
-    assert_close(
-        model(tokens, positions=torch.arange(TRAIN_LEN)[None] + 100),
-        model(tokens),
-        atol=1e-4,
-        rtol=1e-4,
-    )
-print(
-    "the trained RoPE model gives the same logits when every position is"
-    " shifted by 100"
-)
+    assert_close(model(tokens, positions=shifted), model(tokens),
+                 atol=1e-4, rtol=1e-4)
+print("the trained RoPE model gives the same logits when every position is"
+      " shifted by 100")
 
 # %% [markdown]
 # **The KV cache.** When generating, a model caches the keys and values of earlier tokens and
@@ -746,10 +600,8 @@ print(
 # %% tags=["nbval-check-output"]
 full, cached = last_token_logits_two_ways(model, tokens)
 assert_close(cached, full)
-print(
-    "KV-cache step vs full recomputation: max |difference|"
-    f" {tiny((cached - full).abs().max().item())}"
-)
+difference = (cached - full).abs().max().item()
+print("KV-cache step vs full recomputation: max |difference|", tiny(difference))
 
 # %% [markdown]
 # A decoding loop that forgets the offset rotates the new token by position 0; the cached keys
@@ -759,20 +611,16 @@ print(
 with torch.no_grad():
     cache = model.new_cache()
     model(tokens[:, :-1], cache=cache)
-    forgot = model(
-        tokens[:, -1:],
-        positions=torch.zeros(1, 1, dtype=torch.long),
-        cache=cache,
-    )[:, -1]
+    # the new token fed at position 0 instead of 31
+    at_zero = torch.zeros(1, 1, dtype=torch.long)
+    forgot = model(tokens[:, -1:], positions=at_zero, cache=cache)[:, -1]
 target_last = test_data[1][:64, -1]
 gap = (forgot - full).abs().max().item()
 acc_right = (cached.argmax(-1) == target_last).float().mean().item()
 acc_wrong = (forgot.argmax(-1) == target_last).float().mean().item()
 print(f"offset forgotten: max |logit difference| = {gap:.2f}")
-print(
-    f"accuracy of the last prediction: offset right {acc_right:.3f}, offset"
-    f" forgotten {acc_wrong:.3f}"
-)
+print(f"accuracy of the last prediction: offset right {acc_right:.3f},"
+      f" offset forgotten {acc_wrong:.3f}")
 assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
@@ -801,10 +649,8 @@ as_is.load_state_dict(model.state_dict())
 with torch.no_grad():
     drift = (as_is(test_data[0]) - model(test_data[0])).abs().max().item()
 acc_as_is = accuracy(as_is, *test_data)
-print(
-    f"loaded without conversion: accuracy {acc_as_is:.3f} (was"
-    f" {test_acc:.3f}), max |logit change| {drift:.2f}"
-)
+print(f"loaded without conversion: accuracy {acc_as_is:.3f}"
+      f" (was {test_acc:.3f}), max |logit change| {drift:.2f}")
 assert acc_as_is < 0.5
 
 # %% [markdown]
@@ -814,24 +660,18 @@ assert acc_as_is < 0.5
 # the q and k rows of every layer of a state_dict. Converted, the model is exactly the same:
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+original = model.state_dict()
+to_half = convert_rope_checkpoint(original, head_dim=16, to="half")
 converted = rope_decoder("half")
-converted.load_state_dict(
-    convert_rope_checkpoint(model.state_dict(), head_dim=16, to="half")
-)
+converted.load_state_dict(to_half)
 with torch.no_grad():
-    assert_close(
-        converted.blocks[0].attn(h, causal=True),
-        model.blocks[0].attn(h, causal=True),
-    )
+    assert_close(converted.blocks[0].attn(h, causal=True),
+                 model.blocks[0].attn(h, causal=True))
     assert_close(converted(test_data[0]), model(test_data[0]))
 acc_converted = accuracy(converted, *test_data)
 assert acc_converted == test_acc
-back = convert_rope_checkpoint(
-    convert_rope_checkpoint(model.state_dict(), 16, "half"), 16, "interleaved"
-)
-assert all(
-    torch.equal(back[name], t) for name, t in model.state_dict().items()
-)
+back = convert_rope_checkpoint(to_half, 16, "interleaved")
+assert all(torch.equal(back[name], t) for name, t in original.items())
 checked(
     "converted: attention outputs and logits equal, accuracy"
     f" {acc_converted:.3f}; converting back restores the checkpoint exactly"
@@ -856,89 +696,50 @@ checked(
 
 # %% tags=["nbval-check-output"]
 d_rf = 128
-theta_rf = 10000.0 ** (
-    -torch.arange(0, d_rf, 2, dtype=torch.float64) / d_rf
-)  # (64,)
-distance = (
-    torch.cat([torch.zeros(1), torch.logspace(0, math.log10(32768), 3000)])
-    .round()
-    .unique()
-    .double()
-)
-partial = torch.polar(
-    torch.ones(len(distance), d_rf // 2, dtype=torch.float64),
-    distance[:, None] * theta_rf,
-).cumsum(
-    -1
-)  # S_1..S_{d/2}
-bound = partial.abs().mean(-1)  # (1/(d/2)) sum_r |S_r|
+pair_index = torch.arange(0, d_rf, 2, dtype=torch.float64)
+theta_rf = 10000.0 ** (-pair_index / d_rf)  # (64,)
+# distances 0 to 32768, evenly spread on a log scale
+log_spaced = torch.logspace(0, math.log10(32768), 3000)
+distance = torch.cat([torch.zeros(1), log_spaced]).round().unique().double()
+angles = distance[:, None] * theta_rf  # (distances, d/2)
+# the partial sums S_1 .. S_{d/2}, and the bound (1/(d/2)) sum_r |S_r|
+partial = torch.polar(torch.ones_like(angles), angles).cumsum(-1)
+bound = partial.abs().mean(-1)
 
 # the inequality, for random pairs h_i = q_i conj(k_i), at every distance
 h_pairs = torch.randn(20, d_rf // 2, dtype=torch.complex128, generator=gen)
-lhs = (
-    (h_pairs[:, None, :] * torch.exp(1j * distance[:, None] * theta_rf))
-    .sum(-1)
-    .abs()
-)  # (20, distances)
-step = (
-    (
-        torch.diff(
-            h_pairs, dim=-1, append=torch.zeros(20, 1, dtype=torch.complex128)
-        )
-    )
-    .abs()
-    .amax(-1)
-)
+phases = torch.exp(1j * distance[:, None] * theta_rf)
+lhs = (h_pairs[:, None, :] * phases).sum(-1).abs()  # (20, distances)
+# max_i |h_{i+1} - h_i|, with h_{d/2} = 0
+h_end = torch.zeros(20, 1, dtype=torch.complex128)
+step = torch.diff(h_pairs, dim=-1, append=h_end).abs().amax(-1)
 assert (lhs <= step[:, None] * partial.abs().sum(-1) + 1e-9).all()
 
 decades = [(1, 10), (10, 100), (100, 1000), (1000, 10000), (10000, 32769)]
-table = (
-    pd.DataFrame([
-        {
-            "distance": f"{lo}-{hi - 1}",
-            "mean bound": (
-                bound[(distance >= lo) & (distance < hi)].mean().item()
-            ),
-            "max bound": (
-                bound[(distance >= lo) & (distance < hi)].max().item()
-            ),
-        }
-        for lo, hi in decades
-    ])
-    .set_index("distance")
-    .round(2)
-)
+rows = []
+for lo, hi in decades:
+    in_decade = bound[(distance >= lo) & (distance < hi)]
+    rows.append({"distance": f"{lo}-{hi - 1}",
+                 "mean bound": in_decade.mean().item(),
+                 "max bound": in_decade.max().item()})
+table = pd.DataFrame(rows).set_index("distance").round(2)
 display(table)
 
 edges = torch.logspace(0, math.log10(32769), 25, dtype=torch.float64)
-in_bins = [
-    (distance >= lo) & (distance < hi) for lo, hi in zip(edges[:-1], edges[1:])
-]
-centres = [
-    (lo * hi).sqrt().item()
-    for lo, hi, inside in zip(edges[:-1], edges[1:], in_bins)
-    if inside.any()
-]
-bin_means = [bound[inside].mean().item() for inside in in_bins if inside.any()]
+centres, bin_means = [], []
+for lo, hi in zip(edges[:-1], edges[1:]):
+    in_bin = (distance >= lo) & (distance < hi)
+    if in_bin.any():
+        centres.append((lo * hi).sqrt().item())
+        bin_means.append(bound[in_bin].mean().item())
 fig, ax = plt.subplots(figsize=(7, 4))
-line_plot(
-    ax,
-    distance[1:].numpy(),
-    {r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)": bound[1:].numpy()},
-    "RoPE long-term decay: upper bound of the relative score",
-    "relative distance |m - n| (tokens, log scale)",
-    "relative upper bound",
-    logx=True,
-)
-ax.plot(
-    centres,
-    bin_means,
-    color=COLORS[1],
-    linestyle=LINESTYLES[1],
-    marker=MARKERS[1],
-    markersize=4,
-    label="its mean over log-spaced bins",
-)
+label = r"$\frac{1}{d/2}\sum_r |S_r|$ (d = 128, base 10000)"
+line_plot(ax, distance[1:].numpy(), {label: bound[1:].numpy()},
+          "RoPE long-term decay: upper bound of the relative score",
+          "relative distance |m - n| (tokens, log scale)",
+          "relative upper bound", logx=True)
+ax.plot(centres, bin_means, color=COLORS[1], linestyle=LINESTYLES[1],
+        marker=MARKERS[1], markersize=4, label="its mean over log-spaced bins")
 ax.legend()
 plt.show()
 
@@ -951,15 +752,12 @@ plt.show()
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 means, peaks = table["mean bound"], table["max bound"]
 assert_close(bound[0].item(), (d_rf / 2 + 1) / 2)
-assert all(
-    a > b for a, b in zip(means[:-1], means[1:])
-)  # the average decays ...
-assert (
-    abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]
-)  # ... then flattens
-assert (
-    peaks.iloc[2:].min() > 0.3 * bound[0].item()
-)  # and peaks stay well above 0
+# the average decays ...
+assert all(a > b for a, b in zip(means[:-1], means[1:]))
+# ... then flattens ...
+assert abs(means.iloc[3] - means.iloc[4]) < 0.1 * means.iloc[4]
+# ... and the peaks stay well above 0
+assert peaks.iloc[2:].min() > 0.3 * bound[0].item()
 checked(
     "the bound is 32.5 at distance 0, its mean decays decade by decade, then"
     " flattens (last two decades within 10%), and its peaks stay above 30% of"
@@ -984,66 +782,53 @@ checked(
 # %% tags=["nbval-check-output"]
 d_prec = 128
 inv_freq_prec = rope_inv_freq(d_prec)
-theta64 = 10000.0 ** (
-    -torch.arange(0, d_prec, 2, dtype=torch.float64) / d_prec
-)
+pair_index = torch.arange(0, d_prec, 2, dtype=torch.float64)
+theta64 = 10000.0 ** (-pair_index / d_prec)
 all_pos = torch.arange(32768)
 exact = all_pos.double()[:, None] * theta64  # (positions, pairs)
 
 
 def circle_error(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Per position: max over pairs of the distance between (cos, sin) and the
-    exact unit vector."""
-    return torch.hypot(
-        cos.double() - exact.cos(), sin.double() - exact.sin()
-    ).amax(-1)
+    """Per position: the worst pair's distance from the exact unit vector."""
+    return torch.hypot(cos.double() - exact.cos(),
+                       sin.double() - exact.sin()).amax(-1)
 
 
 def naive_cos_sin(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The bug: positions, frequencies, angles and cos/sin all in the low-
-    precision dtype."""
+    """The bug: positions, frequencies, angles and cos/sin all in dtype."""
     angle = all_pos.to(dtype)[:, None] * inv_freq_prec.to(dtype)
     return angle.cos(), angle.sin()
+
+
+def cast_last(dtype: torch.dtype = torch.float32):
+    """The fix: angles and cos/sin in float32, cast to dtype last."""
+    return rope_cos_sin(all_pos[None], inv_freq_prec, dtype=dtype)
 
 
 errors = {
     "bf16 angles (naive)": circle_error(*naive_cos_sin(torch.bfloat16)),
     "fp16 angles (naive)": circle_error(*naive_cos_sin(torch.float16)),
-    "float32 angles, cast to bf16": circle_error(
-        *rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.bfloat16)
-    ),
-    "float32 angles, cast to fp16": circle_error(
-        *rope_cos_sin(all_pos[None], inv_freq_prec, dtype=torch.float16)
-    ),
-    "float32 throughout": circle_error(
-        *rope_cos_sin(all_pos[None], inv_freq_prec)
-    ),
+    "float32 angles, cast to bf16": circle_error(*cast_last(torch.bfloat16)),
+    "float32 angles, cast to fp16": circle_error(*cast_last(torch.float16)),
+    "float32 throughout": circle_error(*cast_last()),
 }
 errors = {name: e.reshape(-1) for name, e in errors.items()}
 shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
+# an exact zero cannot be drawn on a log scale: show it at 1e-8
+plotted = {name: e[shown].clamp_min(1e-8).numpy()
+           for name, e in errors.items()}
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
-line_plot(
-    ax,
-    shown.numpy(),
-    {name: e[shown].clamp_min(1e-8).numpy() for name, e in errors.items()},
-    "RoPE cos/sin error vs position (head_dim 128)",
-    "position m (tokens, log scale)",
-    "worst pair: |computed - exact| on the unit circle",
-    logx=True,
-    logy=True,
-)
+line_plot(ax, shown.numpy(), plotted,
+          "RoPE cos/sin error vs position (head_dim 128)",
+          "position m (tokens, log scale)",
+          "worst pair: |computed - exact| on the unit circle",
+          logx=True, logy=True)
 ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
 plt.show()
-display(
-    pd.DataFrame(
-        [
-            [f"{e[m].item():.1e}" for m in (100, 1000, 8192, 32767)]
-            for e in errors.values()
-        ],
-        index=pd.Index(list(errors), name="error at position"),
-        columns=[100, 1000, 8192, 32767],
-    )
-)
+at = [100, 1000, 8192, 32767]
+display(pd.DataFrame(
+    [[f"{e[m].item():.1e}" for m in at] for e in errors.values()],
+    index=pd.Index(list(errors), name="error at position"), columns=at))
 
 # %% [markdown]
 # From position ~1000 on, bf16 angles are as good as random for the fast pairs, and fp16 gets
@@ -1052,14 +837,13 @@ display(
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 late = all_pos >= 1000
-assert errors["bf16 angles (naive)"][late].mean() > 1.0
-assert errors["float32 angles, cast to bf16"].max() < 0.01
+naive_bf16 = errors["bf16 angles (naive)"]
+cast_bf16 = errors["float32 angles, cast to bf16"]
+assert naive_bf16[late].mean() > 1.0
+assert cast_bf16.max() < 0.01
 assert errors["float32 angles, cast to fp16"].max() < 0.01
 assert errors["fp16 angles (naive)"][all_pos >= 16384].mean() > 1.0
-ratio = (
-    errors["bf16 angles (naive)"][late]
-    / errors["float32 angles, cast to bf16"][late]
-).min()
+ratio = (naive_bf16[late] / cast_bf16[late]).min()
 assert ratio > 100
 checked(
     "from position 1000 on, naive bf16 angles err by more than 1 on average,"
@@ -1081,24 +865,16 @@ checked(
 
 # %% tags=["nbval-check-output"]
 def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
-    """Number of rotary pairs whose wavelength 2 pi / theta_i fits within
-    ``length`` tokens."""
+    """The number of pairs whose wavelength 2 pi / theta_i is <= length."""
     wavelength = 2 * math.pi / rope_inv_freq(head_dim, base).double()
     return int((wavelength <= length).sum())
 
 
+settings = [("our tiny decoder", 16, TRAIN_LEN), ("LLaMA-2-like", 128, 4096)]
 turns = pd.DataFrame([
-    {
-        "setting": name,
-        "head_dim": d,
-        "training length L": L,
-        "pairs": d // 2,
-        "full turn within L": full_turns(d, L),
-    }
-    for name, d, L in [
-        ("our tiny decoder", 16, TRAIN_LEN),
-        ("LLaMA-2-like", 128, 4096),
-    ]
+    {"setting": name, "head_dim": d, "training length L": L,
+     "pairs": d // 2, "full turn within L": full_turns(d, L)}
+    for name, d, L in settings
 ]).set_index("setting")
 display(turns)
 # closed form: theta_i = base^(-2i/d) has wavelength <= L
@@ -1123,77 +899,57 @@ assert turns["full turn within L"].tolist() == closed_form
 
 # %% tags=["nbval-check-output"]
 def sliding_window(length: int, window: int) -> torch.Tensor:
-    """(1, 1, length, length) bool mask: query i may see keys i-window+1 .. i
-    (causality added by the model)."""
+    """(1, 1, length, length) mask: query i sees keys i-window+1 .. i.
+
+    The model adds causality.
+    """
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
     return (i - j < window)[None, None]
 
 
 def trained_decoder(seed: int) -> TinyTransformer:
-    """A fresh RoPE decoder trained as in section 5, with its own seed for
-    weights and data."""
+    """A RoPE decoder trained as in section 5, with its own seed."""
     seeded = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     decoder = rope_decoder("interleaved")
-    train(
-        decoder,
-        lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded),
-        steps=200,
-        generator=seeded,
-        desc=None,
-    )
+    data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded)
+    train(decoder, data, steps=200, generator=seeded, desc=None)
     return decoder
 
 
 SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
-decoders = dict(
-    zip(
-        SEEDS,
-        run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed"),
-    )
-)  # side by side
-long_tokens, long_targets = lag_task(
-    512, LONG, VOCAB, LAG, torch.Generator().manual_seed(100)
-)
-per_position = {"full attention": [], "window of 32 keys": []}
+# the three decoders train side by side
+trained = run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed")
+decoders = dict(zip(SEEDS, trained))
+long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG,
+                                     torch.Generator().manual_seed(100))
+masks = {"full attention": None,
+         "window of 32 keys": sliding_window(LONG, TRAIN_LEN)}
+per_position = {name: [] for name in masks}
 with torch.no_grad():
     for decoder in decoders.values():
-        for name, mask in (
-            ("full attention", None),
-            ("window of 32 keys", sliding_window(LONG, TRAIN_LEN)),
-        ):
-            right = (
-                decoder(long_tokens, attn_mask=mask).argmax(-1) == long_targets
-            )
-            per_position[name].append(
-                right[:, LAG:].float().mean(0)
-            )  # (LONG - LAG,) per position
-curves = {
-    name: torch.stack(acc).mean(0).numpy()
-    for name, acc in per_position.items()
-}
+        for name, mask in masks.items():
+            predicted = decoder(long_tokens, attn_mask=mask).argmax(-1)
+            right = (predicted == long_targets)[:, LAG:].float()
+            # accuracy at each query position, from 3 on
+            per_position[name].append(right.mean(0))
+curves = {name: torch.stack(acc).mean(0).numpy()
+          for name, acc in per_position.items()}
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
-line_plot(
-    ax,
-    np.arange(LAG, LONG),
-    curves,
-    "Lag-3 decoders on sequences 8x the training length",
-    "query position (tokens)",
-    "accuracy (mean of 3 seeds)",
-)
+line_plot(ax, np.arange(LAG, LONG), curves,
+          "Lag-3 decoders on sequences 8x the training length",
+          "query position (tokens)", "accuracy (mean of 3 seeds)")
 ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
 ax.text(TRAIN_LEN + 3, 0.15, "training length", fontsize=10)
 plt.show()
+# full attention's mean accuracy at query positions 3-31, 32-63, 128-255
 full_pos = curves["full attention"]
-print(
-    f"full attention: positions 3-31 {full_pos[: TRAIN_LEN - LAG].mean():.3f},"
-    f" 32-63 {full_pos[TRAIN_LEN - LAG : 64 - LAG].mean():.3f}, 128-255"
-    f" {full_pos[128 - LAG :].mean():.3f}"
-)
-assert (
-    full_pos[: TRAIN_LEN - LAG].mean() > 0.99
-    and full_pos[128 - LAG :].mean() < 0.3
-)
+seen = full_pos[:TRAIN_LEN - LAG].mean()
+next_32 = full_pos[TRAIN_LEN - LAG:64 - LAG].mean()
+far = full_pos[128 - LAG:].mean()
+print(f"full attention: positions 3-31 {seen:.3f}, 32-63 {next_32:.3f},"
+      f" 128-255 {far:.3f}")
+assert seen > 0.99 and far < 0.3
 assert curves["window of 32 keys"].min() > 0.99
 
 # %% [markdown]
@@ -1211,65 +967,45 @@ assert curves["window of 32 keys"].min() > 0.99
 
 
 # %% tags=["nbval-check-output"]
-def last_query_accuracy(
-    decoder: TinyTransformer, length: int, control: str
-) -> float:
-    """Accuracy of the last query's prediction on 512 random sequences of
-    ``length`` tokens."""
-    tokens, targets = lag_task(
-        512, length, VOCAB, LAG, torch.Generator().manual_seed(length)
-    )
+def last_query_accuracy(decoder: TinyTransformer, length: int,
+                        control: str) -> float:
+    """Accuracy of the last query on 512 random sequences of this length."""
+    tokens, targets = lag_task(512, length, VOCAB, LAG,
+                               torch.Generator().manual_seed(length))
     i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
     positions, mask = torch.arange(length)[None], None
     if control == "all keys, seen distances":
-        n_far = length - TRAIN_LEN  # keys before the last 32
+        # the keys before the last 32 get ids 4 to 31 steps before the query
+        n_far = length - TRAIN_LEN
+        steps_back = 4 + torch.arange(n_far) % (TRAIN_LEN - 4)
         positions = positions.clone()
-        positions[0, :n_far] = (
-            length - 1 - 4 - torch.arange(n_far) % (TRAIN_LEN - 4)
-        )  # distances 4..31
+        positions[0, :n_far] = length - 1 - steps_back
     elif control == "16 near + 16 farthest keys":
         mask = ((i - j < 16) | (j < 16))[None, None]
     elif control == "window of 32 keys":
         mask = sliding_window(length, TRAIN_LEN)
     with torch.no_grad():
-        prediction = decoder(tokens, positions=positions, attn_mask=mask)[
-            :, -1
-        ].argmax(-1)
+        logits = decoder(tokens, positions=positions, attn_mask=mask)
+    prediction = logits[:, -1].argmax(-1)
     return (prediction == targets[:, -1]).float().mean().item()
 
 
-CONTROLS = (
-    "full attention",
-    "window of 32 keys",
-    "all keys, seen distances",
-    "16 near + 16 farthest keys",
-)
+CONTROLS = ("full attention", "window of 32 keys", "all keys, seen distances",
+            "16 near + 16 farthest keys")
 runs = pd.DataFrame([
-    {
-        "length": length,
-        "control": control,
-        "seed": seed,
-        "accuracy": last_query_accuracy(decoder, length, control),
-    }
+    {"length": length, "control": control, "seed": seed,
+     "accuracy": last_query_accuracy(decoder, length, control)}
     for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
     for control in CONTROLS
     for seed, decoder in decoders.items()
 ])
-stats = (
-    runs.groupby(["length", "control"], sort=False)["accuracy"]
-    .agg(["mean", "std"])
-    .unstack("control")
-)
+stats = (runs.groupby(["length", "control"], sort=False)["accuracy"]
+         .agg(["mean", "std"]).unstack("control"))
+mean, std = stats["mean"], stats["std"]
 extrapolation = pd.DataFrame(
-    {
-        c: [
-            f"{m:.3f} ± {s:.3f}"
-            for m, s in zip(stats["mean"][c], stats["std"][c])
-        ]
-        for c in CONTROLS
-    },
-    index=pd.Index(stats.index, name="length (last query)"),
-)
+    {c: [f"{m:.3f} ± {s:.3f}" for m, s in zip(mean[c], std[c])]
+     for c in CONTROLS},
+    index=pd.Index(stats.index, name="length (last query)"))
 extrapolation
 
 # %% [markdown]
@@ -1277,34 +1013,27 @@ extrapolation
 # ([02 §3](02_learnable.ipynb)): the verdict with its gap, spread and floor.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
-mean, std = stats["mean"], stats["std"]
 beyond = mean.index > TRAIN_LEN
-assert (mean.loc[TRAIN_LEN] > 0.99).all()  # at L every control is perfect
-assert mean["window of 32 keys"].min() > 0.99  # neither effect: perfect
-assert (
-    mean["all keys, seen distances"].min() > 0.99
-)  # dilution alone: harmless here
+# at L every control is perfect
+assert (mean.loc[TRAIN_LEN] > 0.99).all()
+# neither effect: perfect; dilution alone: harmless here
+assert mean["window of 32 keys"].min() > 0.99
+assert mean["all keys, seen distances"].min() > 0.99
+# unseen angles alone: it fails, in the mean and in every seed
 unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
-per_seed = runs[
-    (runs["length"] > TRAIN_LEN)
-    & (runs["control"] == "16 near + 16 farthest keys")
-]["accuracy"]
-assert (
-    unseen.max() < 0.7 and per_seed.max() < 0.9
-)  # unseen angles alone: it fails
+half_unseen = runs[runs["control"] == "16 near + 16 farthest keys"]
+per_seed = half_unseen[half_unseen["length"] > TRAIN_LEN]["accuracy"]
+assert unseen.max() < 0.7 and per_seed.max() < 0.9
 assert mean.loc[LONG, "full attention"] < 0.2
 seeds_of = runs.set_index(["length", "control"])["accuracy"]
 COMPARED = {
-    "seen against unseen distances": (
-        "all keys, seen distances",
-        "16 near + 16 farthest keys",
-    ),
+    "seen against unseen distances": ("all keys, seen distances",
+                                      "16 near + 16 farthest keys"),
     "window against full attention": ("window of 32 keys", "full attention"),
 }
 verdicts = {
-    (length, pair): compare(
-        seeds_of[length, a].tolist(), seeds_of[length, b].tolist()
-    )
+    (length, pair): compare(seeds_of[length, a].tolist(),
+                            seeds_of[length, b].tolist())
     for length in mean.index[beyond]
     for pair, (a, b) in COMPARED.items()
 }
@@ -1318,12 +1047,10 @@ checked(
 # %% tags=["nbval-check-output"]
 for (length, pair), verdict in verdicts.items():
     print(f"{length:3d} tokens, {pair}: {verdict}")
-print(
-    f"last query at length {LONG}: full"
-    f" {mean.loc[LONG, 'full attention']:.3f}; all keys at seen distances"
-    f" {mean.loc[LONG, 'all keys, seen distances']:.3f}; 32 keys, half unseen"
-    f" {unseen.loc[LONG]:.3f}"
-)
+at_long = mean.loc[LONG]
+print(f"last query at length {LONG}: full {at_long['full attention']:.3f};"
+      f" all keys at seen distances {at_long['all keys, seen distances']:.3f};"
+      f" 32 keys, half unseen {unseen.loc[LONG]:.3f}")
 
 # %% [markdown]
 # In these decoders the failure comes from **unseen relative distances**: with up to 256 keys
@@ -1350,31 +1077,28 @@ print(
 # %% tags=["nbval-check-output"]
 partial = RotaryPE(head_dim=64, rotary_fraction=0.25)
 print(partial)
-q_p = torch.randn(
-    1, 2, 8, 64, dtype=torch.float64, generator=gen
-)  # (batch, heads, seq, head_dim)
+# (batch, heads, seq, head_dim)
+q_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)
 k_p = torch.randn(1, 2, 8, 64, dtype=torch.float64, generator=gen)
 pos_p = torch.arange(8)[None]
 rq_p, rk_p = partial.rotate_qk(q_p, k_p, pos_p)
 rot = partial.rotary_dim
-assert rot == 16 and torch.equal(
-    rq_p[..., rot:], q_p[..., rot:]
-)  # 48 of 64 dims untouched
-cos_p, sin_p = rope_cos_sin(
-    pos_p, rope_inv_freq(rot).double(), dtype=torch.float64
-)
-assert_close(
-    rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p)
-)  # the first 16: RoPE of width 16
+# 48 of 64 dims untouched; the first 16 get RoPE of width 16
+assert rot == 16 and torch.equal(rq_p[..., rot:], q_p[..., rot:])
+inv_freq_p = rope_inv_freq(rot).double()
+cos_p, sin_p = rope_cos_sin(pos_p, inv_freq_p, dtype=torch.float64)
+assert_close(rq_p[..., :rot], apply_rope(q_p[..., :rot], cos_p, sin_p))
 
 
 def partial_scores(offset: int) -> torch.Tensor:
+    """The scores of q_p and k_p with every position + offset."""
     q_r, k_r = partial.rotate_qk(q_p, k_p, pos_p + offset)
     return q_r @ k_r.transpose(-2, -1)
 
 
+# still relative
 for offset in (5, 1000):
-    assert_close(partial_scores(offset), partial_scores(0))  # still relative
+    assert_close(partial_scores(offset), partial_scores(0))
 print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
 
 # %% [markdown]
@@ -1384,46 +1108,34 @@ print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
 # head matches content at any distance, the rotated part carries the relative position.
 
 # %% tags=["nbval-check-output"]
-x_fixed = torch.randn(64, dtype=torch.float64, generator=gen).expand(
-    1, 1, 256, 64
-)
+one_vector = torch.randn(64, dtype=torch.float64, generator=gen)
+# the same vector at positions 0..255: (batch, heads, seq, head_dim)
+x_fixed = one_vector.expand(1, 1, 256, 64)
+squared_norm = one_vector.square().sum()
 distances = torch.arange(256)
 rows = {}
-for name, scheme_p in (
-    ("fully rotated (64 of 64)", RotaryPE(head_dim=64)),
-    ("partial (16 of 64)", partial),
-):
+for name, scheme_p in (("fully rotated (64 of 64)", RotaryPE(head_dim=64)),
+                       ("partial (16 of 64)", partial)):
     r, _ = scheme_p.rotate_qk(x_fixed, x_fixed, distances[None])
-    rows[name] = (
-        r[0, 0, 0] @ r[0, 0].T / x_fixed[0, 0, 0].square().sum()
-    ).numpy()  # score(0, n) / |x|^2
+    # score(0, n) / |x|^2 for n = 0..255
+    rows[name] = (r[0, 0, 0] @ r[0, 0].T / squared_norm).numpy()
 fig, ax = plt.subplots(figsize=(7, 3.8))
-line_plot(
-    ax,
-    distances.numpy(),
-    rows,
-    "Score of one vector with itself vs distance",
-    "distance n - m (tokens)",
-    "score / |x|² (1 at distance 0)",
-)
+line_plot(ax, distances.numpy(), rows,
+          "Score of one vector with itself vs distance",
+          "distance n - m (tokens)", "score / |x|² (1 at distance 0)")
 plt.show()
-pass_share = float(
-    x_fixed[0, 0, 0, rot:].square().sum() / x_fixed[0, 0, 0].square().sum()
-)
-swing = {
-    name: float(r[1:].max() - r[1:].min()) for name, r in rows.items()
-}  # over distances 1..255
-assert (
-    rows["partial (16 of 64)"].min() >= 2 * pass_share - 1 - 1e-9
-)  # |x|^2 share minus rotated share
-assert swing["partial (16 of 64)"] < swing["fully rotated (64 of 64)"]
-print(
-    f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
-    f" score: full {rows['fully rotated (64 of 64)'].min():.2f}, partial"
-    f" {rows['partial (16 of 64)'].min():.2f}; swing over distances 1-255:"
-    f" full {swing['fully rotated (64 of 64)']:.2f}, partial"
-    f" {swing['partial (16 of 64)']:.2f}"
-)
+full_r, part_r = rows["fully rotated (64 of 64)"], rows["partial (16 of 64)"]
+pass_share = float(one_vector[rot:].square().sum() / squared_norm)
+# over distances 1..255
+swing_full = float(full_r[1:].max() - full_r[1:].min())
+swing_part = float(part_r[1:].max() - part_r[1:].min())
+# the lowest possible: the pass-through share minus the rotated share
+assert part_r.min() >= 2 * pass_share - 1 - 1e-9
+assert swing_part < swing_full
+print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
+      f" score: full {full_r.min():.2f}, partial {part_r.min():.2f}; swing"
+      f" over distances 1-255: full {swing_full:.2f}, partial"
+      f" {swing_part:.2f}")
 
 # %% [markdown]
 # **Takeaway.**
@@ -1461,15 +1173,19 @@ print(
 # def decoder_with_base(base: float, seed: int = 0) -> TinyTransformer:
 #     seeded = torch.Generator().manual_seed(seed)
 #     torch.manual_seed(seed)
-#     decoder = TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2, n_layers=1, causal=True, pool="none",
-#                               scheme=RotaryPE(head_dim=16, layout="interleaved", base=base))
-#     train(decoder, lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded), steps=200, generator=seeded, desc=None)
+#     scheme = RotaryPE(head_dim=16, layout="interleaved", base=base)
+#     decoder = TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2,
+#                               n_layers=1, causal=True, pool="none",
+#                               scheme=scheme)
+#     data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded)
+#     train(decoder, data, steps=200, generator=seeded, desc=None)
 #     return decoder
 #
 # for base in (100.0, 10000.0, 1e6):
 #     decoder = decoder_with_base(base)
-#     print(base, full_turns(16, TRAIN_LEN, base),
-#           [round(last_query_accuracy(decoder, n, "full attention"), 3) for n in (64, 128, 256)])
+#     accs = [last_query_accuracy(decoder, n, "full attention")
+#             for n in (64, 128, 256)]
+#     print(base, full_turns(16, TRAIN_LEN, base), [round(a, 3) for a in accs])
 # ```
 #
 # **What to look for.** Whether accuracy beyond the training length follows the number of pairs
@@ -1584,10 +1300,9 @@ check_exercise_2(answer_2)
 def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
     head_dim = weight.shape[0] // n_heads
     per_head = weight.reshape(n_heads, head_dim, weight.shape[1])
-    order = torch.cat(
-        [torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)]
-    )
-    return per_head[:, order].reshape(weight.shape)
+    # the even coordinates of each head first, then the odd ones
+    evens, odds = torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)
+    return per_head[:, torch.cat([evens, odds])].reshape(weight.shape)
 
 
 check_exercise_3(interleaved_to_half)
