@@ -1,26 +1,21 @@
 # %% [markdown]
 # # 04 · Position in vision transformers
 #
-# A Vision Transformer (ViT) cuts an image into square patches, turns each patch into a token and
-# reads the tokens as a sequence, row after row. Attention alone sees a *bag* of patches
-# ([00 · Permutation blindness](00_permutation_blindness.ipynb)), so position must be added, but
-# an image is a grid, not a line. This notebook derives the 2-D encodings from their formulas,
-# trains tiny ViTs on CPU with eight ways of giving them position (on real handwritten digits
-# and on a synthetic task where only position tells the answer, tested on configurations never
-# seen in training), then changes the image size under them.
+# A Vision Transformer (ViT) cuts an image into square patches and reads them as a sequence, row
+# after row. Attention alone sees a *bag* of patches ([00 · Permutation blindness](00_permutation_blindness.ipynb)),
+# so position must be added; but an image is a grid, not a line. How should a grid be encoded,
+# and what becomes of the code when the image grows?
 #
 # **What you will learn**
-# - the blind spot of 1-D encodings on a row-major patch grid: the last patch of a row and the
-#   first of the next are neighbours in 1-D and far apart in the image;
-# - the 2-D encodings, each as a formula and ten lines of code checked against the library:
-#   learned row + column tables, 2-D sin-cos (MAE), axial and mixed 2-D RoPE (Heo et al. 2024),
-#   with the axis order of the reference code and what a wrong order does to a trained model;
-# - how eight schemes compare when trained (3 seeds, every seed shown) on a task a bag of
-#   patches cannot solve (its exact ceiling is 1/4), on held-out configurations, and on real digits;
-# - what a learned position table looks like after training, and where a trained model looks;
-# - what happens when the image grows, with the control that separates "learned or fixed" from
-#   "interpolated or extrapolated" coordinates, and PEG at the new size;
-# - what each scheme costs in parameters and arithmetic at this size, counted and by formula.
+# - why a 1-D encoding of a row-major patch grid makes the end of one row a neighbour of the
+#   start of the next;
+# - the 2-D encodings (learned row + column tables, 2-D sin-cos, axial and mixed 2-D RoPE), each
+#   as a formula and a few lines checked against the library, and what a wrong axis order does;
+# - how eight schemes compare when trained (3 seeds) on a task a bag of patches cannot solve, and
+#   on real digits;
+# - what a learned table and a trained model's attention look like;
+# - what happens at a larger image size, interpolated against extrapolated coordinates;
+# - what each scheme costs.
 #
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) and [03 · RoPE](03_rope.ipynb).
@@ -66,7 +61,7 @@ from posenc_course.nb04_vision import (
     vit_scheme,
 )
 from posenc_course.plotting import COLORS, MARKERS, heatmap
-from posenc_course.report import clearly_ahead
+from posenc_course.report import checked, clearly_ahead
 from posenc_course.training import (
     accuracy,
     run_each,
@@ -89,9 +84,8 @@ pd.set_option("display.width", 120)
 # **Question.** A ViT numbers its patches row-major: on a 4x4 grid patch (r, c) is token
 # `4 r + c`. What does an encoding of that single index know about the image?
 #
-# Below, every patch of a 4x4 grid is coloured by its distance to patch (1, 3), the last patch of
-# the second row: the 1-D index distance, the true 2-D distance, and the cosine similarity of the
-# 1-D sinusoidal encodings of [01](01_sinusoidal.ipynb) (d = 32).
+# Below, each patch is coloured by its distance to patch (1, 3): the index distance, the 2-D
+# distance, and the cosine similarity of the 1-D sinusoidal encodings of [01](01_sinusoidal.ipynb).
 
 # %% tags=["nbval-check-output"]
 G = 4
@@ -99,15 +93,26 @@ index = torch.arange(G * G)
 rows, cols = (t[0] for t in grid_coordinates(index[None], G, G))
 query = 1 * G + 3  # patch (1, 3)
 dist_1d = (index - query).abs().reshape(G, G).float()
-dist_2d = ((rows - rows[query]) ** 2 + (cols - cols[query]) ** 2).float().sqrt().reshape(G, G)
+dist_2d = (
+    ((rows - rows[query]) ** 2 + (cols - cols[query]) ** 2)
+    .float()
+    .sqrt()
+    .reshape(G, G)
+)
 sin_table = F.normalize(sinusoidal_table(G * G, 32), dim=-1)
 sim_1d = (sin_table @ sin_table[query]).reshape(G, G)
 
 fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.9), layout="constrained")
 for ax, m, title, label in zip(
-    axes, (dist_1d, dist_2d, sim_1d),
-    ("1-D index\ndistance", "2-D distance\nin the image", "1-D sinusoid:\ncosine similarity"),
-    ("tokens", "patches", "cosine"), strict=True,
+    axes,
+    (dist_1d, dist_2d, sim_1d),
+    (
+        "1-D index\ndistance",
+        "2-D distance\nin the image",
+        "1-D sinusoid:\ncosine similarity",
+    ),
+    ("tokens", "patches", "cosine"),
+    strict=True,
 ):
     heatmap(ax, m.numpy(), title, "column", "row", label)
     ax.set_xticks(range(G))
@@ -122,145 +127,199 @@ plt.show()
 # index, calls (2, 0) the more similar one.
 
 # %% tags=["nbval-check-output"]
-print(f"(1,3)->(2,0): 1-D distance {dist_1d[2, 0]:.0f}, 2-D distance {dist_2d[2, 0]:.3f}, sinusoid similarity {sim_1d[2, 0]:.3f}")
-print(f"(1,3)->(2,3): 1-D distance {dist_1d[2, 3]:.0f}, 2-D distance {dist_2d[2, 3]:.3f}, sinusoid similarity {sim_1d[2, 3]:.3f}")
-assert dist_1d[2, 0] == 1 and dist_2d[2, 0] > 3 and dist_1d[2, 3] == 4 and dist_2d[2, 3] == 1
+print(
+    f"(1,3)->(2,0): 1-D distance {dist_1d[2, 0]:.0f}, 2-D distance"
+    f" {dist_2d[2, 0]:.3f}, sinusoid similarity {sim_1d[2, 0]:.3f}"
+)
+print(
+    f"(1,3)->(2,3): 1-D distance {dist_1d[2, 3]:.0f}, 2-D distance"
+    f" {dist_2d[2, 3]:.3f}, sinusoid similarity {sim_1d[2, 3]:.3f}"
+)
+assert (
+    dist_1d[2, 0] == 1
+    and dist_2d[2, 0] > 3
+    and dist_1d[2, 3] == 4
+    and dist_2d[2, 3] == 1
+)
 assert sim_1d[2, 0] > sim_1d[2, 3] + 0.1
 
 # %% [markdown]
 # **Takeaway**
 # - A 1-D encoding of the row-major index puts the wrap-around patch next door and the patch
 #   below far away.
-# - A learned 1-D table can unlearn this (a free vector per patch); a fixed 1-D one cannot.
-# - 2-D encodings give the row and the column separately: section 2 writes each one down.
+# - A learned 1-D table can unlearn this; a fixed one cannot.
 #
 # ## 2 · The 2-D encodings, from formula to code
 #
-# **Question.** What exactly does each 2-D scheme compute for patch (r, c)? Each formula below
-# comes with a short implementation written from it, and a check that the library computes the
-# same numbers. Patches are row-major after one class token; *d* is the model width, $d_h$ the
-# width of one attention head.
+# **Question.** What does each 2-D scheme compute for patch (r, c)? Each formula comes with a
+# short implementation and a check against the library. Patches are row-major after one class
+# token; *d* is the model width, $d_h$ one head's width.
 #
-# **Learned row + column tables** (2-D variants of Dosovitskiy et al. 2021). Two learned
-# tables, $R \in \mathbb{R}^{H \times d}$ and $C \in \mathbb{R}^{W \times d}$, and patch (r, c) gets
+# **Learned row + column tables** (Dosovitskiy et al. 2021). Two learned tables,
+# $R \in \mathbb{R}^{H \times d}$ and $C \in \mathbb{R}^{W \times d}$, and patch (r, c) gets
 #
 # $$\begin{aligned} p_{(r,c)} &= R_r + C_c && \text{(added), or}\\
 # p_{(r,c)} &= [\,R_r \,\|\, C_c\,] && \text{(concatenated, each } d/2\text{ wide).} \end{aligned}$$
 #
 # ViT's Appendix D.4 tried the concatenated form ($(H + W)\,d/2$ numbers); the "2-D learnable"
-# trained in section 4 is the added one ($(H + W)\,d$ numbers), against $H W d$ for a 1-D table.
+# of section 4 is the added one ($(H + W)\,d$ numbers), against $H W d$ for a 1-D table.
 
 # %% tags=["nbval-check-output"]
-def row_col_table(row: torch.Tensor, col: torch.Tensor, mode: str = "add") -> torch.Tensor:
-    """Patch (r, c) gets row[r] + col[c] ("add") or [row[r] | col[c]] ("concat"): (H*W, dim)."""
+def row_col_table(
+    row: torch.Tensor, col: torch.Tensor, mode: str = "add"
+) -> torch.Tensor:
+    """Patch (r, c) gets row[r] + col[c] ("add") or [row[r] | col[c]]
+    ("concat"): (H*W, dim)."""
     h, w = len(row), len(col)
-    r = row[:, None, :].expand(h, w, -1)                  # (H, W, dim): row r repeated along the row
-    c = col[None, :, :].expand(h, w, -1)                  # (H, W, dim): column c repeated down the column
+    r = row[:, None, :].expand(
+        h, w, -1
+    )  # (H, W, dim): row r repeated along the row
+    c = col[None, :, :].expand(
+        h, w, -1
+    )  # (H, W, dim): column c repeated down the column
     grid = r + c if mode == "add" else torch.cat([r, c], dim=-1)
-    return grid.reshape(h * w, -1)                        # row-major: patch (r, c) is row r * W + c
+    return grid.reshape(h * w, -1)  # row-major: patch (r, c) is row r * W + c
 
 
-row_t, col_t, no_prefix = torch.randn(G, 8, generator=gen), torch.randn(G, 8, generator=gen), torch.zeros(0, 8)
-assert_close(row_col_table(row_t, col_t), learnable_2d_table(row_t, col_t, no_prefix, mode="add"), rtol=0, atol=0)
-assert_close(row_col_table(row_t, col_t, "concat"), learnable_2d_table(row_t, col_t, torch.zeros(0, 16), mode="concat"),
-             rtol=0, atol=0)
-print("row + column table: the inline version equals learnable_2d_table, added and concatenated")
+row_t, col_t, no_prefix = (
+    torch.randn(G, 8, generator=gen),
+    torch.randn(G, 8, generator=gen),
+    torch.zeros(0, 8),
+)
+assert_close(
+    row_col_table(row_t, col_t),
+    learnable_2d_table(row_t, col_t, no_prefix, mode="add"),
+    rtol=0,
+    atol=0,
+)
+assert_close(
+    row_col_table(row_t, col_t, "concat"),
+    learnable_2d_table(row_t, col_t, torch.zeros(0, 16), mode="concat"),
+    rtol=0,
+    atol=0,
+)
+print(
+    "row + column table: the inline version equals learnable_2d_table, added"
+    " and concatenated"
+)
 
 # %% [markdown]
 # **2-D sin-cos** (MAE, He et al. 2022). Half the channels encode the row with the sinusoids of
-# [01](01_sinusoidal.ipynb), the other half the column, with $d/4$ frequencies
-# $\omega_k = 10000^{-k/(d/4)}$, $k = 0, \dots, d/4 - 1$:
+# [01](01_sinusoidal.ipynb), half the column, with $d/4$ frequencies $\omega_k = 10000^{-k/(d/4)}$:
 #
 # $$p_{(r,c)} = \big[\,\sin(r\omega) \;\|\; \cos(r\omega) \;\|\; \sin(c\omega) \;\|\; \cos(c\omega)\,\big]
 # \qquad\text{(four blocks of } d/4) .$$
 #
-# The library writes the row's half first (as Hugging Face's `build_2d_sinusoidal_position_embedding`).
-# MAE's own `get_2d_sincos_pos_embed` builds its grid with `np.meshgrid(grid_w, grid_h)`, so its
-# *first* half encodes the column: the same table with the two halves swapped. Loading MAE
-# weights means using MAE's order (Hugging Face's `ViTMAEEmbeddings` swaps the halves for this);
-# `tests/lib/test_vision.py` checks both orders against the Hugging Face code.
+# The library puts the row first; MAE's own code puts the column first (the same table, halves
+# swapped), so MAE weights are loaded in MAE's order.
 
 # %% tags=["nbval-check-output"]
-def sincos_2d(grid_h: int, grid_w: int, d: int, base: float = 10000.0) -> torch.Tensor:
-    """[sin(r w) | cos(r w) | sin(c w) | cos(c w)] for every patch, row-major: (H*W, d)."""
-    omega = base ** (-torch.arange(d // 4, dtype=torch.float64) / (d // 4))      # (d/4,)
-    r = torch.arange(grid_h).repeat_interleave(grid_w)[:, None] * omega          # (H*W, d/4): row angle
-    c = torch.arange(grid_w).repeat(grid_h)[:, None] * omega                     # (H*W, d/4): column angle
+def sincos_2d(
+    grid_h: int, grid_w: int, d: int, base: float = 10000.0
+) -> torch.Tensor:
+    """[sin(r w) | cos(r w) | sin(c w) | cos(c w)] per patch: (H*W, d)."""
+    omega = base ** (
+        -torch.arange(d // 4, dtype=torch.float64) / (d // 4)
+    )  # (d/4,)
+    r = (
+        torch.arange(grid_h).repeat_interleave(grid_w)[:, None] * omega
+    )  # (H*W, d/4): row angle
+    c = (
+        torch.arange(grid_w).repeat(grid_h)[:, None] * omega
+    )  # (H*W, d/4): column angle
     return torch.cat([r.sin(), r.cos(), c.sin(), c.cos()], dim=1)
 
 
 ours = sincos_2d(G, G, 32)
-assert_close(ours, sincos_2d_table(G, G, 32, dtype=torch.float64), rtol=0, atol=1e-15)
-mae_order = torch.cat([ours[:, 16:], ours[:, :16]], dim=1)                       # column half first
-patch_01, patch_10 = 1, G                                                        # (0, 1) and (1, 0)
-assert_close(mae_order[patch_01], ours[patch_10])  # MAE's (0, 1) is the library's (1, 0): the axes swap
-print("2-D sin-cos: the inline version equals sincos_2d_table (to 1e-15); MAE's order swaps the halves")
+assert_close(
+    ours, sincos_2d_table(G, G, 32, dtype=torch.float64), rtol=0, atol=1e-15
+)
+mae_order = torch.cat([ours[:, 16:], ours[:, :16]], dim=1)  # column half first
+patch_01, patch_10 = 1, G  # (0, 1) and (1, 0)
+assert_close(
+    mae_order[patch_01], ours[patch_10]
+)  # MAE's (0, 1) is the library's (1, 0): the axes swap
+print(
+    "2-D sin-cos: the inline version equals sincos_2d_table (to 1e-15); MAE's"
+    " order swaps the halves"
+)
 
 # %% [markdown]
 # **Axial 2-D RoPE** (Heo et al. 2024). RoPE ([03](03_rope.ipynb)) turns each pair of a query
-# or key by an angle proportional to its position. On a grid, the $d_h/2$ pairs of a head are
-# split between the two axes, with $d_h/4$ frequencies $\theta_k = b^{-k/(d_h/4)}$: pair $k$
-# turns by $c\,\theta_k$ and pair $d_h/4 + k$ by $r\,\theta_k$,
+# or key by an angle proportional to its position. On a grid the $d_h/2$ pairs of a head are
+# split between the axes, with frequencies $\theta_k = b^{-k/(d_h/4)}$: pair $k$ turns by
+# $c\,\theta_k$ and pair $d_h/4 + k$ by $r\,\theta_k$,
 #
 # $$\begin{aligned} q_{(r,c)} &\mapsto \Big(\textstyle\prod_{k} R(c\,\theta_k)\Big) \oplus \Big(\textstyle\prod_{k} R(r\,\theta_k)\Big)\; q,\\
 # \text{so}\quad \langle \tilde q_{(r,c)}, \tilde k_{(r',c')}\rangle &\text{ depends only on } (r - r',\, c - c') . \end{aligned}$$
 #
-# The **first** half of the pairs turns with the **column** (x) and the second with the row (y):
-# the order of Heo et al.'s `compute_axial_cis`, which the library follows. The class token sits
-# at (0, 0): angle 0, never rotated.
-#
-# *Why the base is 100, not 10000.* 100 is Heo et al.'s own default
-# (`compute_axial_cis(..., theta=100.0)`). The slowest pair turns by $\theta_{\min} = b^{-(d_h/4 - 1)/(d_h/4)}$
-# per patch. With $d_h = 8$ (two frequencies per axis) and a 4x4 grid, offsets reach 3 patches:
+# The **first** half of the pairs turns with the **column**, as in Heo et al.'s
+# `compute_axial_cis`. The class token sits at (0, 0), never rotated. The base $b$ is 100, Heo
+# et al.'s default (`theta=100.0`): the slowest pair turns by
+# $\theta_{\min} = b^{-(d_h/4 - 1)/(d_h/4)}$ per patch, and offsets here reach 3 patches:
 
 # %% tags=["nbval-check-output"]
 head_dim, max_offset = 8, G - 1
 for base in (100.0, 10000.0):
     theta = base ** (-torch.arange(head_dim // 4) / (head_dim // 4))
-    print(f"base {base:>7.0f}: frequencies {theta.numpy().round(3)}, the slowest pair turns at most "
-          f"{max_offset * theta[-1]:.3f} rad across the grid")
-assert max_offset * 10000.0 ** -0.5 < 0.05 < 0.2 < max_offset * 100.0 ** -0.5
+    print(
+        f"base {base:>7.0f}: frequencies {theta.numpy().round(3)}, the slowest"
+        f" pair turns at most {max_offset * theta[-1]:.3f} rad across the grid"
+    )
+assert max_offset * 10000.0**-0.5 < 0.05 < 0.2 < max_offset * 100.0**-0.5
 
 # %% [markdown]
-# With base 10000 the slowest pair turns 0.03 rad (under 2 degrees) from one side of the grid to
-# the other: it is almost the same at every patch and carries no position. Language models need
-# that base for thousands of positions; a grid of a few patches per side needs a smaller one.
+# With base 10000 the slowest pair turns 0.03 rad across the whole grid: it carries no position.
 # The implementation, in the library's "half" pair layout (pair $i$ is $(x_i, x_{i + d_h/2})$):
 
 # %% tags=["nbval-check-output"]
-def axial_rope(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, base: float = 100.0) -> torch.Tensor:
-    """x (..., seq, d_h) turned by axial 2-D RoPE at (rows, cols) (seq,): column pairs first."""
+def axial_rope(
+    x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, base: float = 100.0
+) -> torch.Tensor:
+    """x (..., seq, d_h) turned by axial 2-D RoPE at (rows, cols) (seq,):
+    column pairs first."""
     n = x.shape[-1] // 4
-    theta = base ** (-torch.arange(n, dtype=torch.float32) / n)              # (d_h/4,)
-    angles = torch.cat([cols[:, None] * theta, rows[:, None] * theta], dim=1)  # (seq, d_h/2): x first
-    x1, x2 = x[..., : 2 * n], x[..., 2 * n :]                                 # the two halves of every pair
+    theta = base ** (-torch.arange(n, dtype=torch.float32) / n)  # (d_h/4,)
+    angles = torch.cat(
+        [cols[:, None] * theta, rows[:, None] * theta], dim=1
+    )  # (seq, d_h/2): x first
+    x1, x2 = x[..., : 2 * n], x[..., 2 * n :]  # the two halves of every pair
     cos, sin = angles.cos(), angles.sin()
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
-positions = torch.arange(1 + G * G)[None]                               # class token, then 16 patches
-tok_rows, tok_cols = (t[0] for t in grid_coordinates(positions, G, G, n_prefix=1))
+positions = torch.arange(1 + G * G)[None]  # class token, then 16 patches
+tok_rows, tok_cols = (
+    t[0] for t in grid_coordinates(positions, G, G, n_prefix=1)
+)
 q, k = torch.randn(2, 1, 1, 1 + G * G, head_dim, generator=gen)
-axial = AxialRoPE2D(head_dim, G, G, n_prefix=1)                         # base 100
-assert_close(axial.rotate_qk(q, k, positions)[0], axial_rope(q, tok_rows, tok_cols))
+axial = AxialRoPE2D(head_dim, G, G, n_prefix=1)  # base 100
+assert_close(
+    axial.rotate_qk(q, k, positions)[0], axial_rope(q, tok_rows, tok_cols)
+)
 print("axial 2-D RoPE: the inline version equals AxialRoPE2D")
 
 # %% [markdown]
-# **Mixed 2-D RoPE** (Heo et al. 2024). Instead of tying each pair to one axis, every pair $i$
-# of head $h$ turns by a *learned* mix of both:
+# **Mixed 2-D RoPE** (Heo et al. 2024). Every pair $i$ of head $h$ turns by a *learned* mix of
+# both axes:
 #
 # $$\phi_{h,i}(r, c) = c\, f^{x}_{h,i} + r\, f^{y}_{h,i}, \qquad f \in \mathbb{R}^{2 \times \text{heads} \times d_h/2}\ \text{learned} ,$$
 #
-# a frequency along any direction of the image plane (diagonals too), different in every head.
-# The frequencies start at magnitudes $10^{-k/(d_h/4)}$ along two orthogonal directions per head
-# (a random angle $\varphi_h$ for the first half of the pairs, $\varphi_h + \pi/2$ for the
-# second, as Heo et al.'s `init_random_2d_freqs`) and are trained with the model: **mixed RoPE is a learned encoding**, with $2 \times 4 \times 4 = 32$
-# parameters here. Axial RoPE is the special case $f^x = (\theta, 0)$, $f^y = (0, \theta)$.
+# a frequency along any direction of the image plane. The frequencies start along two
+# orthogonal directions per head (angles $\varphi_h$ and $\varphi_h + \pi/2$, as Heo et al.'s
+# `init_random_2d_freqs`) and are trained: **mixed RoPE is a learned encoding**. Axial RoPE is
+# the special case $f^x = (\theta, 0)$, $f^y = (0, \theta)$.
 
 # %% tags=["nbval-check-output"]
-def mixed_rope(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-    """x (batch, heads, seq, d_h) turned by mixed 2-D RoPE; freqs (2, heads, d_h/2), x component first."""
-    angles = cols[None, :, None] * freqs[0][:, None, :] + rows[None, :, None] * freqs[1][:, None, :]  # (heads, seq, d_h/2)
+def mixed_rope(
+    x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, freqs: torch.Tensor
+) -> torch.Tensor:
+    """x (batch, heads, seq, d_h) turned by mixed 2-D RoPE;
+    freqs (2, heads, d_h/2), x component first."""
+    angles = (
+        cols[None, :, None] * freqs[0][:, None, :]
+        + rows[None, :, None] * freqs[1][:, None, :]
+    )  # (heads, seq, d_h/2)
     x1, x2 = x.chunk(2, dim=-1)
     cos, sin = angles.cos(), angles.sin()
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
@@ -268,137 +327,229 @@ def mixed_rope(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, freqs: t
 
 q4, k4 = torch.randn(2, 1, 4, 1 + G * G, head_dim, generator=gen)
 mixed = MixedRoPE2D(head_dim, 4, G, G, n_prefix=1)
-assert_close(mixed.rotate_qk(q4, k4, positions)[0], mixed_rope(q4, tok_rows.float(), tok_cols.float(), mixed.freqs.detach()))
+assert_close(
+    mixed.rotate_qk(q4, k4, positions)[0],
+    mixed_rope(q4, tok_rows.float(), tok_cols.float(), mixed.freqs.detach()),
+)
 theta = axial.inv_freq
-axis_aligned = torch.stack([torch.cat([theta, 0 * theta]), torch.cat([0 * theta, theta])])[:, None].expand(2, 4, -1)
-assert_close(mixed_rope(q4, tok_rows.float(), tok_cols.float(), axis_aligned), axial_rope(q4, tok_rows, tok_cols))
-print(f"mixed 2-D RoPE: the inline version equals MixedRoPE2D ({mixed.freqs.numel()} learned frequencies); "
-      "with axis-aligned frequencies it is axial RoPE")
+axis_aligned = torch.stack(
+    [torch.cat([theta, 0 * theta]), torch.cat([0 * theta, theta])]
+)[:, None].expand(2, 4, -1)
+assert_close(
+    mixed_rope(q4, tok_rows.float(), tok_cols.float(), axis_aligned),
+    axial_rope(q4, tok_rows, tok_cols),
+)
+print(
+    "mixed 2-D RoPE: the inline version equals MixedRoPE2D"
+    f" ({mixed.freqs.numel()} learned frequencies); with axis-aligned"
+    " frequencies it is axial RoPE"
+)
 
 # %% [markdown]
-# **The axis convention, drawn.** Below, the angle by which AxialRoPE2D turns a pair, at every
-# patch of the grid: pair 0 (first half) changes along a row, from column to column; pair 2
-# (second half) changes down a column, from row to row.
+# **The axis convention, drawn.** The angle of AxialRoPE2D at every patch: pair 0 changes from
+# column to column, pair 2 from row to row.
 
 # %% tags=["nbval-check-output"]
-unit = torch.cat([torch.ones(head_dim // 2), torch.zeros(head_dim // 2)]).expand(1, 1, 1 + G * G, head_dim)
+unit = torch.cat(
+    [torch.ones(head_dim // 2), torch.zeros(head_dim // 2)]
+).expand(1, 1, 1 + G * G, head_dim)
 turned = axial.rotate_qk(unit, unit, positions)[0][0, 0]
-angles = torch.atan2(turned[:, head_dim // 2 :], turned[:, : head_dim // 2])  # (tokens, 4 pairs)
+angles = torch.atan2(
+    turned[:, head_dim // 2 :], turned[:, : head_dim // 2]
+)  # (tokens, 4 pairs)
 fig, axes = plt.subplots(1, 2, figsize=(6.5, 3.0), layout="constrained")
-for ax, pair, what in zip(axes, (0, 2), ("first half: turns with the column", "second half: turns with the row"), strict=True):
-    heatmap(ax, angles[1:, pair].reshape(G, G).numpy(), f"pair {pair} ({what.split(':')[0]}):\n{what.split(': ')[1]}",
-            "column c", "row r", "angle (rad)")
+for ax, pair, what in zip(
+    axes,
+    (0, 2),
+    ("first half: turns with the column", "second half: turns with the row"),
+    strict=True,
+):
+    heatmap(
+        ax,
+        angles[1:, pair].reshape(G, G).numpy(),
+        f"pair {pair} ({what.split(':')[0]}):\n{what.split(': ')[1]}",
+        "column c",
+        "row r",
+        "angle (rad)",
+    )
     ax.set_xticks(range(G))
     ax.set_yticks(range(G))
 fig.suptitle("Axial 2-D RoPE, Heo et al.'s order (base 100, head_dim 8)")
 plt.show()
-print("patch (0, 1):", angles[1 + 1].numpy().round(3), "  patch (1, 0):", angles[1 + G].numpy().round(3))
-assert (angles[1 + 1, :2] != 0).all() and (angles[1 + 1, 2:] == 0).all()  # a column step turns the first half
-assert (angles[1 + G, :2] == 0).all() and (angles[1 + G, 2:] != 0).all()  # a row step the second half
+print(
+    "patch (0, 1):",
+    angles[1 + 1].numpy().round(3),
+    "  patch (1, 0):",
+    angles[1 + G].numpy().round(3),
+)
+assert (angles[1 + 1, :2] != 0).all() and (
+    angles[1 + 1, 2:] == 0
+).all()  # a column step turns the first half
+assert (angles[1 + G, :2] == 0).all() and (
+    angles[1 + G, 2:] != 0
+).all()  # a row step the second half
 
 # %% [markdown]
-# A checkpoint trained with the other order (row first) and loaded into this one turns every
-# query and key as if the image were transposed: row and column trade places. Section 4 loads a
-# trained model that way and measures what it does.
+# A checkpoint trained with the other order and loaded into this one sees every image
+# transposed; section 4 measures what that does.
 #
 # **Takeaway**
 # - Each 2-D scheme is a few lines from its formula; the library computes the same numbers.
-# - Tables split the channels (sin-cos) or add two learned tables; RoPE splits the rotary pairs
-#   between the axes (axial) or learns a direction per pair (mixed, a learned scheme).
-# - The order of the halves is a convention: MAE puts the column first, and so does Heo et al.'s
-#   RoPE; a short grid needs a small RoPE base (100).
-#
+# - Sin-cos splits the channels between the axes, axial RoPE the rotary pairs; mixed RoPE learns
+#   a direction per pair.
+# - The order of the halves is a convention (MAE and Heo et al.: column first); a short grid
+#   needs a small RoPE base.
+
 # %% [markdown]
 # ## 3 · Two data sets: real digits and a task only position can solve
 #
 # **Question.** What do the models train on, and how well can a model do that sees only the bag
 # of patches?
 #
-# *Digits.* The UCI 8x8 handwritten digits (1,797 images; shipped in `data/`, checked against
-# their SHA-256 before use). A ViT here cuts each image into 2x2-pixel patches: a 4x4 grid of
-# 16 tokens.
+# *Digits.* The UCI 8x8 handwritten digits (1,797 images, in `data/`, checked against their
+# SHA-256), cut into 2x2-pixel patches: a 4x4 grid of 16 tokens.
 #
 # *Relative direction* (`RelativeDirection`). Two marked cells A (channel 0) and B (channel 1)
-# on a grid of 1x1 patches. Write B's offset from A as (Δr, Δc), rows growing downwards. The
-# label is the **dominant axis** and its sign:
+# on a grid of 1x1 patches, B at offset (Δr, Δc) from A, rows growing downwards. The label is
+# the **dominant axis** and its sign:
 #
 # $$\text{label} = \begin{cases} \text{right / left} & |\Delta c| > |\Delta r|,\ \text{by the sign of } \Delta c\\
 # \text{below / above} & |\Delta r| > |\Delta c|,\ \text{by the sign of } \Delta r \end{cases}$$
 #
-# and pairs with $|\Delta r| = |\Delta c|$ (ties, the diagonals) are never drawn. On a 4x4 grid
-# that leaves 184 of the 240 ordered pairs. Every image holds the same bag of patches (one A,
-# one B, the rest empty), so the exact bag-of-patches ceiling, computed by enumerating every
-# image, is 1/4.
+# Ties (the diagonals) are never drawn, which leaves 184 of the 240 ordered pairs. Every image
+# holds the same bag of patches, so the exact bag-of-patches ceiling is 1/4.
 #
-# *A held-out test set.* Eight of the 36 offsets are never shown in training, at any placement:
-# (1, 2) and (1, 3), each turned by quarter turns ((2, -1), (-1, -2), (-2, 1), ...), so every
-# class loses the same number. Both lie off the axes, where the label depends on comparing
-# |Δr| with |Δc|. The model trains on the other 148 images and is tested on the 36 it has never
-# seen, whose offsets it has never seen either: it must have learned the rule, not the images.
+# *Held out.* Eight of the 36 offsets, (1, 2) and (1, 3) under quarter turns, are never shown in
+# training. The model trains on 148 images and is tested on the 36 others: new (A, B)
+# combinations at unseen offsets, though their mirror images and every cell were seen.
 
 # %% tags=["nbval-check-output"]
 x_train, y_train = load_digits("train")
 x_test, y_test = load_digits("test")
 task = RelativeDirection(G, G)
 cells, dir_labels = task.pairs()
-HELD_OUT = [(1, 2), (2, -1), (-1, -2), (-2, 1), (1, 3), (3, -1), (-1, -3), (-3, 1)]  # two offsets, each turned 4 ways
+HELD_OUT = [
+    (1, 2),
+    (2, -1),
+    (-1, -2),
+    (-2, 1),
+    (1, 3),
+    (3, -1),
+    (-1, -3),
+    (-3, 1),
+]  # two offsets, each turned 4 ways
 (train_cells, train_labels), (held_cells, held_labels) = task.split(HELD_OUT)
 train_images, held_images = task.render(train_cells), task.render(held_cells)
 ceiling = task.bag_of_patches_ceiling()
 n_offsets = len(torch.unique(task.offsets(cells), dim=0))
-print(f"digits: {len(y_train)} train, {len(y_test)} test images of {tuple(x_train.shape[1:])} pixels")
-print(f"relative direction on a {G}x{G} grid: {len(dir_labels)} distinct images ({n_offsets} offsets), "
-      f"class counts {torch.bincount(dir_labels).tolist()}, bag-of-patches ceiling {ceiling:.4f}")
-print(f"split by offset: {len(train_labels)} training images {torch.bincount(train_labels).tolist()}, "
-      f"{len(held_labels)} held out {torch.bincount(held_labels).tolist()} (right, left, below, above)")
+print(
+    f"digits: {len(y_train)} train, {len(y_test)} test images of"
+    f" {tuple(x_train.shape[1:])} pixels"
+)
+print(
+    f"relative direction on a {G}x{G} grid: {len(dir_labels)} distinct images"
+    f" ({n_offsets} offsets), class counts"
+    f" {torch.bincount(dir_labels).tolist()}, bag-of-patches ceiling"
+    f" {ceiling:.4f}"
+)
+print(
+    f"split by offset: {len(train_labels)} training images"
+    f" {torch.bincount(train_labels).tolist()}, {len(held_labels)} held out"
+    f" {torch.bincount(held_labels).tolist()} (right, left, below, above)"
+)
 
 # %% [markdown]
-# The rule as a picture: every offset B can have from A, coloured by its label (grey: a tie,
-# never drawn; a cross: held out of training), and a few images, titled with B's offset.
+# Every offset B can have from A, coloured by its label (grey: a tie; a cross: held out), and a
+# few images, titled with B's offset.
 
 # %% tags=["nbval-check-output"]
 offset_label = np.full((2 * G - 1, 2 * G - 1), np.nan)
-for (dr, dc), label in zip(task.offsets(cells).tolist(), dir_labels.tolist(), strict=True):
+for (dr, dc), label in zip(
+    task.offsets(cells).tolist(), dir_labels.tolist(), strict=True
+):
     offset_label[dr + G - 1, dc + G - 1] = label
 fig = plt.figure(figsize=(7.5, 4.2), layout="constrained")
 left, right = fig.subfigures(1, 2, width_ratios=[1, 1.25])
 ax = left.subplots()
 cmap = plt.matplotlib.colors.ListedColormap(COLORS[:4])
 cmap.set_bad("0.85")
-ax.imshow(offset_label, cmap=cmap, vmin=-0.5, vmax=3.5, extent=(-G + 0.5, G - 0.5, G - 0.5, -G + 0.5))
+ax.imshow(
+    offset_label,
+    cmap=cmap,
+    vmin=-0.5,
+    vmax=3.5,
+    extent=(-G + 0.5, G - 0.5, G - 0.5, -G + 0.5),
+)
 for dr, dc in HELD_OUT:
     ax.scatter(dc, dr, marker="x", s=60, color="white", linewidth=2)
 ax.scatter(0, 0, marker="o", s=80, color="black")
-for name, (dr, dc) in zip(task.CLASSES, [(0, 2.2), (0, -2.2), (2.2, 0), (-2.2, 0)], strict=True):
-    ax.text(dc, dr + (0.55 if name in ("right", "left") else 0), name, ha="center", va="center", color="white",
-            fontsize=9, fontweight="bold")
+for name, (dr, dc) in zip(
+    task.CLASSES, [(0, 2.2), (0, -2.2), (2.2, 0), (-2.2, 0)], strict=True
+):
+    ax.text(
+        dc,
+        dr + (0.55 if name in ("right", "left") else 0),
+        name,
+        ha="center",
+        va="center",
+        color="white",
+        fontsize=9,
+        fontweight="bold",
+    )
 ax.set_xticks(range(-G + 1, G))
 ax.set_yticks(range(-G + 1, G))
 ax.set_xlabel("column offset Δc (patches)")
 ax.set_ylabel("row offset Δr (patches, down)")
-ax.set_title("label of B at (Δr, Δc) from A (dot)\ngrey: tie, never drawn; x: held out")
+ax.set_title(
+    "label of B at (Δr, Δc) from A (dot)\ngrey: tie, never drawn; x: held out"
+)
 samples = right.subplots(2, 3)
-shown = torch.randperm(len(dir_labels), generator=torch.Generator().manual_seed(1))[:6]
+shown = torch.randperm(
+    len(dir_labels), generator=torch.Generator().manual_seed(1)
+)[:6]
 for ax, j in zip(samples.flat, shown.tolist(), strict=True):
     img = task.render(cells[j : j + 1])[0]
-    ax.imshow(torch.stack([img[0], torch.zeros(G, G), img[1]], dim=-1).numpy())  # A red, B blue
+    ax.imshow(
+        torch.stack([img[0], torch.zeros(G, G), img[1]], dim=-1).numpy()
+    )  # A red, B blue
     dr, dc = task.offsets(cells[j : j + 1])[0].tolist()
-    ax.set_title(f"{task.CLASSES[dir_labels[j]]}\nΔr={dr:+d}, Δc={dc:+d}", fontsize=9)
+    ax.set_title(
+        f"{task.CLASSES[dir_labels[j]]}\nΔr={dr:+d}, Δc={dc:+d}", fontsize=9
+    )
     ax.set_xticks([])
     ax.set_yticks([])
 right.suptitle("images: A red, B blue; title: label, offset", fontsize=10)
 plt.show()
 
 # %% [markdown]
-# **Check.** The ceiling is exactly 1/4, the classes are balanced in both parts of the split, no
-# held-out offset appears in training, and the data file is the one whose checksum is recorded:
-# a corrupted copy is refused with an error that names the file.
+# **Check.** The ceiling is exactly 1/4, the classes are balanced, no held-out offset is in
+# training, and the data file has its recorded checksum.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+assert (
+    ceiling == 0.25
+    and torch.bincount(dir_labels).unique().numel() == 1
+    and len(dir_labels) == 184
+)
+assert (
+    torch.bincount(train_labels).unique().numel() == 1
+    and torch.bincount(held_labels).unique().numel() == 1
+)
+assert not {tuple(o) for o in task.offsets(train_cells).tolist()} & set(
+    HELD_OUT
+)
+assert (
+    x_train.shape == (1300, 8, 8)
+    and len(y_test) == 497
+    and 0 <= x_train.min()
+    and x_train.max() <= 1
+)
+checked(
+    "ceiling 1/4, balanced classes, no held-out offset in training,"
+    " digit split sizes"
+)
 
 # %% tags=["nbval-check-output"]
-assert ceiling == 0.25 and torch.bincount(dir_labels).unique().numel() == 1 and len(dir_labels) == 184
-assert torch.bincount(train_labels).unique().numel() == 1 and torch.bincount(held_labels).unique().numel() == 1
-assert not {tuple(o) for o in task.offsets(train_cells).tolist()} & set(HELD_OUT)
-assert x_train.shape == (1300, 8, 8) and len(y_test) == 497 and 0 <= x_train.min() and x_train.max() <= 1
 with tempfile.TemporaryDirectory() as tmp:
     bad = Path(tmp) / DIGITS_FILE
     shutil.copy(shipped_file(DIGITS_FILE, DIGITS_SHA256), bad)
@@ -414,70 +565,112 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # %% [markdown]
 # **Takeaway**
-# - The direction label is the axis along which B is farther from A; ties are excluded, which
-#   leaves 184 images on a 4x4 grid.
-# - Any model blind to position is stuck at exactly 25% there; the held-out test asks for new
-#   (A, B) combinations at offsets never seen (their mirror images and every cell were seen),
-#   not memory of the 148 training images.
-# - On the digits the content of the patches already carries a lot, so position has less to add.
+# - The label is the axis along which B is farther from A; any model blind to position is stuck
+#   at exactly 25%.
+# - The held-out test asks for unseen offsets, not memory of the 148 training images.
 #
 # ## 4 · A tiny ViT with eight position schemes
 #
 # **Question.** Which encodings let a tiny ViT solve the two tasks, on images it has not seen?
 #
-# The model: a patch embedding (`PatchEmbed`, one linear map per patch, plus a class token),
-# one pre-LN Transformer layer with d_model = 32 and 4 heads, and a classifier on the class token.
-# Position enters only through the scheme (`vit_scheme`), which is all that changes between runs:
+# The model: a patch embedding (`PatchEmbed`, plus a class token), one pre-LN Transformer layer
+# (d_model = 32, 4 heads), and a classifier on the class token. Only the scheme (`vit_scheme`)
+# changes between runs:
 #
-# | scheme | where | what it knows | learned? | position parameters |
-# |---|---|---|---|---|
-# | none | - | nothing: a bag of patches | - | 0 |
-# | 1-D learnable (ViT) | added to the tokens | one free vector per index | learned | (1 + 16) x 32 |
-# | 1-D sinusoidal | added | the row-major index | fixed | 0 |
-# | 2-D learnable | added | row vector + column vector | learned | (4 + 4 + 1) x 32 |
-# | 2-D sin-cos (MAE) | added | half the channels the row, half the column | fixed | 0 |
-# | axial 2-D RoPE | rotates q, k | first half of the pairs turn with the column, second half with the row | fixed | 0 |
-# | mixed 2-D RoPE | rotates q, k | every pair turns with a learned mix of both axes, per head | learned | 2 x 4 x 4 |
-# | PEG (CPVT) | added, computed from the tokens | a 3x3 depthwise convolution over the grid; zero padding marks the border | learned | 32 x (9 + 1) |
+# | scheme | where | what it knows | learned? |
+# |---|---|---|---|
+# | none | - | a bag of patches | - |
+# | 1-D learnable (ViT) | added | a vector per index | yes |
+# | 1-D sinusoidal | added | the row-major index | no |
+# | 2-D learnable | added | row + column vectors | yes |
+# | 2-D sin-cos (MAE) | added | row and column channels | no |
+# | axial 2-D RoPE | rotates q, k | column pairs, row pairs | no |
+# | mixed 2-D RoPE | rotates q, k | a learned direction per pair | yes |
+# | PEG (CPVT) | added, from the tokens | a 3x3 depthwise convolution | yes |
 #
-# Each run trains with AdamW (batches of 64, learning rate 5e-3): 150 steps on the 1,300
-# training digits, evaluated on the 497 test digits; 200 steps on the 148 training images of the
-# direction task, evaluated on them and on the 36 held-out ones. Every scheme runs with seeds 0, 1, 2.
+# AdamW, batches of 64, learning rate 5e-3: 150 steps on the 1,300 training digits (tested on
+# 497), 200 steps on the 148 direction images (tested on the 36 held out); seeds 0, 1, 2.
 
 # %% tags=["nbval-check-output"]
 D_MODEL, N_HEADS, SEEDS = 32, 4, (0, 1, 2)
 STEPS = {"digits": 150, "direction": 200}
 TASKS = {
-    # name: (patch size, channels, classes, training data, {split: (inputs, labels)})
-    "digits": (2, 1, 10, (x_train, y_train), {"train": (x_train, y_train), "test": (x_test, y_test)}),
-    "direction": (1, 2, 4, (train_images, train_labels),
-                  {"train": (train_images, train_labels), "test": (held_images, held_labels)}),
+    # name: (patch size, channels, classes, training data,
+    #        {split: (inputs, labels)})
+    "digits": (
+        2,
+        1,
+        10,
+        (x_train, y_train),
+        {"train": (x_train, y_train), "test": (x_test, y_test)},
+    ),
+    "direction": (
+        1,
+        2,
+        4,
+        (train_images, train_labels),
+        {
+            "train": (train_images, train_labels),
+            "test": (held_images, held_labels),
+        },
+    ),
 }
 
 
-def make_vit(task_name: str, scheme_name: str, grid: int = G) -> TinyTransformer:
+def make_vit(
+    task_name: str, scheme_name: str, grid: int = G
+) -> TinyTransformer:
     patch, channels, classes = TASKS[task_name][:3]
     scheme = vit_scheme(scheme_name, D_MODEL, N_HEADS, grid, grid, n_prefix=1)
-    return TinyTransformer(None, classes, D_MODEL, N_HEADS, n_layers=1, scheme=scheme, pool="first",
-                           embed=PatchEmbed(patch, D_MODEL, channels, n_prefix=1))
+    return TinyTransformer(
+        None,
+        classes,
+        D_MODEL,
+        N_HEADS,
+        n_layers=1,
+        scheme=scheme,
+        pool="first",
+        embed=PatchEmbed(patch, D_MODEL, channels, n_prefix=1),
+    )
 
 
-def run(task_name: str, scheme_name: str, seed: int) -> tuple[TinyTransformer, dict[str, float]]:
+def run(
+    task_name: str, scheme_name: str, seed: int
+) -> tuple[TinyTransformer, dict[str, float]]:
     g = seed_everything(seed)
     model = make_vit(task_name, scheme_name)
-    train(model, TASKS[task_name][3], STEPS[task_name], lr=5e-3, generator=g, desc=None)
-    return model, {split: accuracy(model, *data) for split, data in TASKS[task_name][4].items()}
+    train(
+        model,
+        TASKS[task_name][3],
+        STEPS[task_name],
+        lr=5e-3,
+        generator=g,
+        desc=None,
+    )
+    return model, {
+        split: accuracy(model, *data)
+        for split, data in TASKS[task_name][4].items()
+    }
 
 
 def run_all(task_name: str) -> list[dict]:
-    """Train every scheme with every seed on one task (side by side: `run_each`); keep the models,
+    """Train every scheme with every seed on one task (side by side:
+    `run_each`); keep the models,
     return one row per run."""
     setups = list(itertools.product(VIT_SCHEMES, SEEDS))
     rows = []
-    for (scheme_name, seed), (model, acc) in zip(setups, run_each(lambda setup: run(task_name, *setup), setups,
-                                                                  desc=f"{task_name}: scheme x seed")):
+    for (scheme_name, seed), (model, acc) in zip(
+        setups,
+        run_each(
+            lambda setup: run(task_name, *setup),
+            setups,
+            desc=f"{task_name}: scheme x seed",
+        ),
+    ):
         models[task_name, scheme_name, seed] = model
-        rows.append({"task": task_name, "scheme": scheme_name, "seed": seed, **acc})
+        rows.append(
+            {"task": task_name, "scheme": scheme_name, "seed": seed, **acc}
+        )
     return rows
 
 
@@ -489,33 +682,73 @@ results = pd.DataFrame(direction_rows + run_all("digits"))
 
 
 # %% tags=["nbval-check-output"]
-def summary(df: pd.DataFrame, column: str, by: str | list[str] = "scheme", order=VIT_SCHEMES) -> pd.DataFrame:
+def summary(
+    df: pd.DataFrame,
+    column: str,
+    by: str | list[str] = "scheme",
+    order=VIT_SCHEMES,
+) -> pd.DataFrame:
     out = df.groupby(by, sort=False)[column].agg(["mean", "std", "min", "max"])
     return out.reindex(order) if order is not None else out
 
 
 def seeds_of(df: pd.DataFrame, column: str, **where) -> list[float]:
-    """The per-seed values of ``column`` in the rows of ``df`` matching ``where`` (column=value)."""
+    """The per-seed values of ``column`` in the rows of ``df`` matching
+    ``where`` (column=value)."""
     pick = np.logical_and.reduce([df[k] == v for k, v in where.items()])
     return df.loc[pick, column].tolist()
 
 
 direction = results[results.task == "direction"]
 digits = results[results.task == "digits"]
-dir_table = pd.concat({"train (148 images)": summary(direction, "train"),
-                       "held out (36 images)": summary(direction, "test")}, axis=1)
-print("direction task: accuracy over seeds (0, 1, 2) (mean, sample std, min, max)")
+dir_table = pd.concat(
+    {
+        "train (148 images)": summary(direction, "train"),
+        "held out (36 images)": summary(direction, "test"),
+    },
+    axis=1,
+)
+print(
+    "direction task: accuracy over seeds (0, 1, 2) (mean, sample std, min, max)"
+)
 display(dir_table.round(2))
 print("digits: test accuracy over seeds (0, 1, 2)")
 display(summary(digits, "test").round(2))
 
 # %% tags=["nbval-check-output"]
-fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), sharey=True, layout="constrained")
-for ax, (name, df) in zip(axes, {"direction, held-out offsets": direction, "digits, test set": digits}.items(),
-                          strict=True):
-    sns.stripplot(df, x="test", y="scheme", order=VIT_SCHEMES, ax=ax, color=COLORS[0], size=5, jitter=0.15)
-    sns.pointplot(df, x="test", y="scheme", order=VIT_SCHEMES, ax=ax, color="black", linestyle="none",
-                  marker="|", markersize=14, errorbar=None)
+fig, axes = plt.subplots(
+    1, 2, figsize=(7.5, 3.6), sharey=True, layout="constrained"
+)
+for ax, (name, df) in zip(
+    axes,
+    {
+        "direction, held-out offsets": direction,
+        "digits, test set": digits,
+    }.items(),
+    strict=True,
+):
+    sns.stripplot(
+        df,
+        x="test",
+        y="scheme",
+        order=VIT_SCHEMES,
+        ax=ax,
+        color=COLORS[0],
+        size=5,
+        jitter=0.15,
+    )
+    sns.pointplot(
+        df,
+        x="test",
+        y="scheme",
+        order=VIT_SCHEMES,
+        ax=ax,
+        color="black",
+        linestyle="none",
+        marker="|",
+        markersize=14,
+        errorbar=None,
+    )
     ax.set_title(name)
     ax.set_xlabel("accuracy (dots: seeds, bar: mean)")
     ax.set_xlim(0, 1.02)
@@ -526,114 +759,144 @@ fig.suptitle("Accuracy on images not seen in training, three seeds per scheme")
 plt.show()
 
 # %% [markdown]
-# **Check.** The orderings below are those the series' rule supports ([02](02_learnable.ipynb):
-# a gap of the means larger than twice the larger seed spread and than a floor of two points,
-# `clearly_ahead`, short for `compare(a, b).a_ahead`); every other pair is *not separated*, which with seeds that differ this much
-# (one seed of a learned table can stall) says three seeds cannot tell, not that the schemes are equal.
-#
-# *Direction task, held-out offsets.* (1) Without position the model is exactly at the ceiling.
-# (2) Axial and mixed RoPE stay above 0.95 in every seed and are ahead of PEG and of the 1-D
-# sinusoid. (3) 2-D sin-cos is ahead of the 1-D sinusoid, but not of the learned tables, and
-# the RoPEs are not ahead of it or of the learned tables (one seed of each stalls). (4) PEG fits
-# its 148 training images in every seed and is clearly lower on the held-out ones: it learned
-# the images, not the rule; it is still ahead of the 1-D sinusoid.
-#
-# *Digits.* (5) Every seed of every scheme with position is above every seed of the bag of
-# patches; (6) no scheme with position is ahead of another.
+# **Check.** Orderings by the series' rule ([02](02_learnable.ipynb), `clearly_ahead`); any other
+# pair is *not separated*: three seeds this spread cannot tell. *Held-out offsets:* (1) no
+# position sits exactly at the ceiling; (2) axial and mixed RoPE stay above 0.95 in every seed,
+# ahead of PEG and the 1-D sinusoid; (3) 2-D sin-cos is ahead of the 1-D sinusoid only;
+# (4) PEG fits its training images and is clearly lower held out. *Digits:* (5) every seed with
+# position beats every seed without; (6) no scheme with position is ahead of another.
 
 # %% tags=["nbval-check-output"]
-def held(scheme: str, split: str = "test", df: pd.DataFrame = direction) -> list[float]:
+def held(
+    scheme: str, split: str = "test", df: pd.DataFrame = direction
+) -> list[float]:
     return seeds_of(df, split, scheme=scheme)
 
 
-assert set(held("none") + held("none", "train")) == {ceiling}                                           # (1)
 ropes = ["axial RoPE", "mixed RoPE"]
-for rope in ropes:                                                                                       # (2)
+with_position = [n for n in VIT_SCHEMES if n != "none"]
+print(
+    f"direction, held out: RoPEs >= {min(min(held(r)) for r in ropes):.2f} in"
+    f" every seed; PEG {np.mean(held('PEG', 'train')):.2f} on its training"
+    f" images, {np.mean(held('PEG')):.2f} held out; 1-D sinusoid"
+    f" {np.mean(held('1-D sinusoidal')):.2f}"
+)
+print(
+    f"digits: bag of patches {np.mean(held('none', df=digits)):.2f}; schemes"
+    " with position"
+    f" {min(np.mean(held(n, df=digits)) for n in with_position):.2f} to"
+    f" {max(np.mean(held(n, df=digits)) for n in with_position):.2f}, no"
+    " ordering among them by the rule"
+)
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+assert set(held("none") + held("none", "train")) == {ceiling}  # (1)
+for rope in ropes:  # (2)
     assert min(held(rope)) > 0.95
-    assert clearly_ahead(held(rope), held("PEG")) and clearly_ahead(held(rope), held("1-D sinusoidal"))
-    for other in ["1-D learnable", "2-D learnable", "2-D sin-cos"]:                                    # (3)
+    assert clearly_ahead(held(rope), held("PEG")) and clearly_ahead(
+        held(rope), held("1-D sinusoidal")
+    )
+    for other in ["1-D learnable", "2-D learnable", "2-D sin-cos"]:  # (3)
         assert not clearly_ahead(held(rope), held(other))
 assert clearly_ahead(held("2-D sin-cos"), held("1-D sinusoidal"))
-assert not any(clearly_ahead(held("2-D sin-cos"), held(t)) for t in ["1-D learnable", "2-D learnable"])
-assert min(held("PEG", "train")) > 0.95 and clearly_ahead(held("PEG", "train"), held("PEG"))            # (4)
+assert not any(
+    clearly_ahead(held("2-D sin-cos"), held(t))
+    for t in ["1-D learnable", "2-D learnable"]
+)
+assert min(held("PEG", "train")) > 0.95 and clearly_ahead(
+    held("PEG", "train"), held("PEG")
+)  # (4)
 assert clearly_ahead(held("PEG"), held("1-D sinusoidal"))
-with_position = [n for n in VIT_SCHEMES if n != "none"]
-assert min(min(held(n, df=digits)) for n in with_position) > max(held("none", df=digits)) + 0.05        # (5)
-assert not any(clearly_ahead(held(a, df=digits), held(b, df=digits)) for a in with_position for b in with_position)  # (6)
-print(f"direction, held out: RoPEs >= {min(min(held(r)) for r in ropes):.2f} in every seed; PEG {np.mean(held('PEG', 'train')):.2f} "
-      f"on its training images, {np.mean(held('PEG')):.2f} held out; 1-D sinusoid {np.mean(held('1-D sinusoidal')):.2f}")
-print(f"digits: bag of patches {np.mean(held('none', df=digits)):.2f}; schemes with position "
-      f"{min(np.mean(held(n, df=digits)) for n in with_position):.2f} to {max(np.mean(held(n, df=digits)) for n in with_position):.2f}, "
-      "no ordering among them by the rule")
+assert (
+    min(min(held(n, df=digits)) for n in with_position)
+    > max(held("none", df=digits)) + 0.05
+)  # (5)
+assert not any(
+    clearly_ahead(held(a, df=digits), held(b, df=digits))
+    for a in with_position
+    for b in with_position
+)  # (6)
+checked("the orderings (1)-(6) of section 4 hold by the rule")
 
 # %% [markdown]
 # **Takeaway**
-# - On offsets never seen in training, only the two RoPEs are right in every seed. Not because
-#   of the A-B offset: with one layer read from the class token, only class-token-to-patch
-#   scores reach the output, and the class token sits unrotated at (0, 0), so RoPE acts here as
-#   a smooth *absolute* code of each patch, anchored at the class token (§5 and Exercise 5).
-# - PEG fits its training images in every seed but gets 0.71 of the held-out ones: it learned
-#   the images more than the rule (a likely reason: a 3x3 convolution sees one-patch
-#   neighbourhoods, and the held-out offsets are two and three patches long).
-# - The learned tables solve the task in some seeds and stall in others; the 1-D sinusoid, which
-#   must undo the row wrap-around, is lowest among the schemes with position (0.54).
-# - On the digits, content alone gives 0.42; position adds a lot, and the seven schemes with
-#   position are not separated by the rule at this size: with three seeds that spread this much
-#   the rule cannot order them, which does not make them equal.
+# - Held out, only the two RoPEs are right in every seed; read from an unrotated class token in
+#   one layer, RoPE acts here as a smooth *absolute* code (§5, Exercise 5).
+# - PEG fits its training images but gets 0.71 held out: its 3x3 window is shorter than the
+#   held-out offsets. Learned tables stall in some seeds; the 1-D sinusoid is lowest (0.54).
+# - On the digits, content alone gives 0.42; the schemes with position are not separated.
 
 # %% [markdown]
-# **A checkpoint read with the other axis order.** Load the trained axial-RoPE model of seed 0
-# into code that turns the first half of the pairs with the *row*. That is the same as showing
-# the original model every image transposed (the cell checks the equivalence on q and k): right
-# becomes below, left becomes above.
+# **A checkpoint read with the other axis order.** Load the axial-RoPE model of seed 0 into code
+# that turns the first half of the pairs with the *row*: the same as showing the model every
+# image transposed (the cell checks this on q and k).
 
 # %% tags=["nbval-check-output"]
-t_index = torch.arange(G * G).reshape(G, G).T.reshape(-1)          # patch j of the transposed image
-order = torch.cat([torch.zeros(1, dtype=torch.long), 1 + t_index])  # class token first
-row_first = axial_rope(q, tok_cols, tok_rows)                       # first half turned by the row
-assert_close(axial.rotate_qk(q[..., order, :], k[..., order, :], positions)[0], row_first[..., order, :])
+t_index = (
+    torch.arange(G * G).reshape(G, G).T.reshape(-1)
+)  # patch j of the transposed image
+order = torch.cat(
+    [torch.zeros(1, dtype=torch.long), 1 + t_index]
+)  # class token first
+row_first = axial_rope(q, tok_cols, tok_rows)  # first half turned by the row
+assert_close(
+    axial.rotate_qk(q[..., order, :], k[..., order, :], positions)[0],
+    row_first[..., order, :],
+)
 all_images = task.render(cells)
-swapped_label = torch.tensor([2, 3, 0, 1])[dir_labels]             # right <-> below, left <-> above
+swapped_label = torch.tensor([2, 3, 0, 1])[
+    dir_labels
+]  # right <-> below, left <-> above
 model = models["direction", "axial RoPE", 0]
 with torch.no_grad():
     as_trained = model(all_images).argmax(-1)
     wrong_order = model(all_images.transpose(-1, -2)).argmax(-1)
-acc_right, acc_wrong = (as_trained == dir_labels).float().mean().item(), (wrong_order == dir_labels).float().mean().item()
+acc_right, acc_wrong = (as_trained == dir_labels).float().mean().item(), (
+    wrong_order == dir_labels
+).float().mean().item()
 acc_swapped = (wrong_order == swapped_label).float().mean().item()
-print(f"axial RoPE, seed 0, all 184 images: read as trained {acc_right:.2f}; read with the other axis order "
-      f"{acc_wrong:.2f}, and {acc_swapped:.2f} of its answers are the transposed direction")
+print(
+    f"axial RoPE, seed 0, all 184 images: read as trained {acc_right:.2f}; read"
+    f" with the other axis order {acc_wrong:.2f}, and {acc_swapped:.2f} of its"
+    " answers are the transposed direction"
+)
 assert acc_wrong < ceiling < 0.75 < acc_swapped
 
 # %% [markdown]
 # **Takeaway**
-# - Read with the other axis order, a model that is right on all 184 images is wrong on all of
-#   them: every answer is the transposed direction (right for below, left for above).
-# - Nothing fails loudly: shapes match, the model runs. Check the axis order of a RoPE-ViT
-#   checkpoint (Heo et al.: column first) and its pair layout (Heo et al. rotate interleaved
-#   pairs $(x_{2i}, x_{2i+1})$: `layout="interleaved"`) before trusting its outputs.
+# - Read with the other axis order, a model right on all 184 images is wrong on all of them:
+#   every answer is the transposed direction.
+# - Nothing fails loudly. Check a RoPE-ViT checkpoint's axis order and its pair layout (Heo et
+#   al.: interleaved pairs, `layout="interleaved"`).
 #
 # ## 5 · What the models learned
 #
 # **Question.** Does a learned table discover the grid by itself? And where does a trained model look?
 #
-# For a learned table each patch's position vector is compared (cosine similarity) with every
-# other patch's; each small square below is one patch's map over the 4x4 grid, placed at that
-# patch's own location, with that patch (the query, similarity 1) marked by a dot: the figure of
-# Dosovitskiy et al. (2021, Fig. 7), for the models of seed 0 on both tasks.
+# Each patch's learned position vector is compared (cosine similarity) with every other patch's;
+# each small square is one patch's map over the grid, placed at that patch, which is marked by a
+# dot (Dosovitskiy et al. 2021, Fig. 7); seed 0, both tasks.
 
 # %% tags=["nbval-check-output"]
 def mosaic(sim: torch.Tensor) -> np.ndarray:
-    """(H, W, H, W) similarity maps -> one image of H x W small maps, a blank line between maps."""
+    """(H, W, H, W) similarity maps -> one image of H x W small maps,
+    a blank line between maps."""
     h, w = sim.shape[:2]
     out = np.full((h * (h + 1) - 1, w * (w + 1) - 1), np.nan)
     for r in range(h):
         for c in range(w):
-            out[r * (h + 1) : r * (h + 1) + h, c * (w + 1) : c * (w + 1) + w] = sim[r, c].numpy()
+            out[
+                r * (h + 1) : r * (h + 1) + h, c * (w + 1) : c * (w + 1) + w
+            ] = sim[r, c].numpy()
     return out
 
 
 def learned_table(model: TinyTransformer) -> torch.Tensor:
-    return model.scheme.weight if hasattr(model.scheme, "weight") else model.scheme.table()
+    return (
+        model.scheme.weight
+        if hasattr(model.scheme, "weight")
+        else model.scheme.table()
+    )
 
 
 LEARNED = ["1-D learnable", "2-D learnable"]
@@ -641,127 +904,184 @@ fig, axes = plt.subplots(2, 2, figsize=(7.5, 6.8), layout="constrained")
 query_r, query_c = np.meshgrid(np.arange(G), np.arange(G), indexing="ij")
 for row, task_name in enumerate(TASKS):
     for col, scheme_name in enumerate(LEARNED):
-        sim = grid_similarity(learned_table(models[task_name, scheme_name, 0]), G, G, n_prefix=1)
+        sim = grid_similarity(
+            learned_table(models[task_name, scheme_name, 0]), G, G, n_prefix=1
+        )
         ax = axes[row, col]
-        heatmap(ax, mosaic(sim), f"{task_name}: {scheme_name}", "patch column (one map per patch)",
-                "patch row", "cosine similarity", center=True)
-        ax.scatter((query_c * (G + 1) + query_c).ravel(), (query_r * (G + 1) + query_r).ravel(), s=10,
-                   color="black", marker="o")
+        heatmap(
+            ax,
+            mosaic(sim),
+            f"{task_name}: {scheme_name}",
+            "patch column (one map per patch)",
+            "patch row",
+            "cosine similarity",
+            center=True,
+        )
+        ax.scatter(
+            (query_c * (G + 1) + query_c).ravel(),
+            (query_r * (G + 1) + query_r).ravel(),
+            s=10,
+            color="black",
+            marker="o",
+        )
         ax.set_xticks([])
         ax.set_yticks([])
-fig.suptitle("Position similarity of learned tables after training (seed 0; dot: the query patch)")
+fig.suptitle(
+    "Position similarity of learned tables after training (seed 0; dot: the"
+    " query patch)"
+)
 plt.show()
 
 # %% [markdown]
-# **Check.** A measure of "knows the grid": the mean similarity of grid neighbours (one step
-# along a row or a column) minus that of patches three or more steps apart, for every seed.
+# **Check.** "Knows the grid": mean similarity of grid neighbours minus that of patches three or
+# more steps apart, per seed.
 
 # %% tags=["nbval-check-output"]
 def neighbour_contrast(sim: torch.Tensor) -> float:
     h, w = sim.shape[:2]
     r, c = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
-    dist = (r.reshape(-1, 1) - r.reshape(1, -1)).abs() + (c.reshape(-1, 1) - c.reshape(1, -1)).abs()
+    dist = (r.reshape(-1, 1) - r.reshape(1, -1)).abs() + (
+        c.reshape(-1, 1) - c.reshape(1, -1)
+    ).abs()
     flat = sim.reshape(h * w, h * w)
     return (flat[dist == 1].mean() - flat[dist >= 3].mean()).item()
 
 
-contrast = pd.DataFrame([
-    {"task": t, "scheme": n, "seed": seed,
-     "contrast": neighbour_contrast(grid_similarity(learned_table(models[t, n, seed]), G, G, n_prefix=1))}
-    for t in TASKS for n in LEARNED for seed in SEEDS
-])
-contrast_table = contrast.groupby(["task", "scheme"])["contrast"].agg(["mean", "std", "min", "max"])
+contrast = pd.DataFrame(
+    [
+        {
+            "task": t,
+            "scheme": n,
+            "seed": seed,
+            "contrast": neighbour_contrast(
+                grid_similarity(
+                    learned_table(models[t, n, seed]), G, G, n_prefix=1
+                )
+            ),
+        }
+        for t in TASKS
+        for n in LEARNED
+        for seed in SEEDS
+    ]
+)
+contrast_table = contrast.groupby(["task", "scheme"])["contrast"].agg(
+    ["mean", "std", "min", "max"]
+)
 print(contrast_table.round(2))
 one_d = contrast[contrast.scheme == "1-D learnable"]
-assert min(seeds_of(one_d, "contrast", task="direction")) > 0.5 and max(seeds_of(one_d, "contrast", task="digits")) < 0.2
-assert clearly_ahead(seeds_of(one_d, "contrast", task="direction"), seeds_of(one_d, "contrast", task="digits"))
+assert (
+    min(seeds_of(one_d, "contrast", task="direction")) > 0.5
+    and max(seeds_of(one_d, "contrast", task="digits")) < 0.2
+)
+assert clearly_ahead(
+    seeds_of(one_d, "contrast", task="direction"),
+    seeds_of(one_d, "contrast", task="digits"),
+)
 
 # %% [markdown]
 # **Takeaway**
-# - A 1-D table starts as noise and learns the grid when the task needs it: on the direction
-#   task every seed ends with clear 2-D neighbourhoods (contrast 1.08), even seeds whose
-#   classifier stalled.
-# - On the digits the same table shows no grid (contrast -0.08) yet its models reach 0.80 (§4): they
-#   use position, but not as "nearby patches look alike".
-# - The 2-D table has the grid built in (patches that share a row share a vector), so its maps
-#   are made of row and column bands. ViT's famous maps come from large-scale (JFT)
-#   pre-training.
+# - On the direction task the 1-D table learns clear 2-D neighbourhoods in every seed (contrast
+#   1.08); on the digits it shows none (-0.08), yet its models reach 0.80 (§4).
+# - The 2-D table has the grid built in: its maps are row and column bands. ViT's famous maps
+#   come from large-scale (JFT) pre-training.
 #
-# Next, the attention of the axial-RoPE model of seed 0 on the direction task: the class token
-# and the patch A, as queries, over the 16 patches, for one held-out image (mean over the 4 heads).
-# The model has one layer and classifies from the class token's output, so only the class
-# token's row reaches the answer; patch A's row (right) is computed and then discarded.
+# The attention of the axial-RoPE model (seed 0) on one held-out image, mean over heads, with the
+# class token and patch A as queries. Only the class token's row reaches the answer.
 
 # %% tags=["nbval-check-output"]
 j = 0
-weights = model.attention_weights(held_images[j : j + 1])[0][0].mean(0)  # layer 0, image 0: (tokens, tokens)
+weights = model.attention_weights(held_images[j : j + 1])[0][0].mean(
+    0
+)  # layer 0, image 0: (tokens, tokens)
 a_cell, b_cell = held_cells[j].tolist()
 fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), layout="constrained")
-for ax, (name, q_tok) in zip(axes, {"class token": 0, f"patch A {divmod(a_cell, G)}\n(not used)": 1 + a_cell}.items(), strict=True):
-    heatmap(ax, weights[q_tok, 1:].reshape(G, G).numpy(), f"attention of the {name}", "column", "row", "weight")
+for ax, (name, q_tok) in zip(
+    axes,
+    {
+        "class token": 0,
+        f"patch A {divmod(a_cell, G)}\n(not used)": 1 + a_cell,
+    }.items(),
+    strict=True,
+):
+    heatmap(
+        ax,
+        weights[q_tok, 1:].reshape(G, G).numpy(),
+        f"attention of the {name}",
+        "column",
+        "row",
+        "weight",
+    )
     ax.set_xticks(range(G))
     ax.set_yticks(range(G))
-    ax.scatter([a_cell % G, b_cell % G], [a_cell // G, b_cell // G], marker="o", s=120, facecolor="none",
-               edgecolor="white", linewidth=2)
-fig.suptitle(f"Axial RoPE, held-out image: B is {task.CLASSES[held_labels[j]]} of A (circles: A and B)")
+    ax.scatter(
+        [a_cell % G, b_cell % G],
+        [a_cell // G, b_cell // G],
+        marker="o",
+        s=120,
+        facecolor="none",
+        edgecolor="white",
+        linewidth=2,
+    )
+fig.suptitle(
+    f"Axial RoPE, held-out image: B is {task.CLASSES[held_labels[j]]} of A"
+    " (circles: A and B)"
+)
 plt.show()
-print(f"class token: weight on A {weights[0, 1 + a_cell]:.3f}, on B {weights[0, 1 + b_cell]:.3f}, "
-      f"uniform would be {1 / 17:.3f}")
-assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the class token's attention
+print(
+    f"class token: weight on A {weights[0, 1 + a_cell]:.3f}, on B"
+    f" {weights[0, 1 + b_cell]:.3f}, uniform would be {1 / 17:.3f}"
+)
+assert (
+    weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5
+)  # most of the class token's attention
 
 # %% [markdown]
 # **Takeaway**
-# - The trained model's class token puts most of its attention on the two marked patches, the
-#   only ones that matter, also on an image it never saw.
+# - The class token attends mostly to the two marked patches, also on an unseen image.
 # - Those scores compare the unrotated class token with keys turned by each patch's own (r, c):
-#   they depend on where A and B are, not on the offset between them. The output mixes A's and
-#   B's values weighted by absolute position, and the classifier reads the direction from that.
-# - A RoPE model uses the offset only where one patch's query meets another patch's key and the
-#   result reaches the output: a second layer, or a readout from the patches.
+#   they depend on where A and B are, not on their offset. RoPE uses the offset only when one
+#   patch's query meets another's key and reaches the output (a second layer).
 #
 # ## 6 · Changing the resolution
 #
-# **Question.** A ViT trained at one image size is often used at a larger one (DeiT fine-tunes at
-# 384 px after training at 224 px). The patch grid grows; what becomes of each encoding?
+# **Question.** A ViT trained at one image size is often used at a larger one (DeiT: 224 px,
+# then 384 px). The patch grid grows; what becomes of each encoding?
 #
-# We take the models trained on the 4x4 grid and give them a 6x6 grid, in two ways. The direction
-# task gets a larger canvas, the same question about a larger image, split by the same held-out
-# offsets (the fine-tune sees the others, the test only those). The digits are upsampled
-# (bilinear) from 8x8 to 12x12 pixels, a 6x6 grid of 2x2 patches: the same digit at a higher
-# resolution. `regrid_scheme` carries each scheme over:
+# The 4x4 models get a 6x6 grid: the direction task on a larger canvas (same held-out offsets),
+# the digits upsampled (bilinear) to 12x12 pixels. `regrid_scheme` carries each scheme over:
 #
-# - the learned tables are **resampled**: the 1-D table bicubically as a 4x4 grid to 6x6
-#   (`resample_grid`, the class token's row kept apart), as DeiT does;
-# - 2-D sin-cos and the two RoPEs are computed at **extrapolated** coordinates, the new indices
-#   0-5 (rows and columns 4 and 5 never seen), as Heo et al. do, or at **interpolated**
-#   coordinates, the control: new index $r$ becomes $r\,(4 - 1)/(6 - 1)$ (`coordinate_scale`), so
-#   the 6x6 grid spans the trained coordinates 0-3, the image counterpart of position
-#   interpolation ([06](06_length_extrapolation.ipynb)) and of the normalised patch coordinates of
-#   recent ViTs. A resampled table is an interpolation too, so only this control compares like with like;
-# - PEG keeps its convolution, which only looks at neighbours, on the larger grid.
+# - learned tables are **resampled** bicubically as grids (`resample_grid`), as DeiT does;
+# - 2-D sin-cos and the RoPEs use **extrapolated** coordinates 0-5 (Heo et al.), or the control,
+#   **interpolated** ones: $r \mapsto r\,(4 - 1)/(6 - 1)$ (`coordinate_scale`), within the
+#   trained 0-3, like position interpolation ([06](06_length_extrapolation.ipynb)). A resampled
+#   table interpolates too, so only this control compares like with like;
+# - PEG keeps its convolution.
 #
-# First zero-shot, then after a short fine-tune of 30 steps at the new size. Two caveats weigh
-# on what follows. Both tasks are nearly scale-invariant by construction (the dominant-axis rule
-# survives a uniform rescaling; an upsampled digit spans the same coordinates), which favours
-# interpolated coordinates from the start. And upsampling changes what a patch contains: the
-# model without position loses about 26 points zero-shot on the digits (table below), a shift
-# that every zero-shot digits number carries. A control that is not scale-invariant is left to
-# the open-ended experiment.
+# Zero-shot, then after 30 fine-tune steps. Two caveats: both tasks are nearly scale-invariant,
+# which favours interpolation from the start; and upsampling changes the patches, so the model
+# without position loses about 26 points zero-shot on the digits.
 
 # %% tags=["nbval-check-output"]
 BIG = 6
 scale = coordinate_scale((G, G), (BIG, BIG))
-print(f"interpolated coordinates of the {BIG} rows: {(torch.arange(BIG) * scale[0]).numpy().round(2)} "
-      f"(trained: {list(range(G))})")
+print(
+    f"interpolated coordinates of the {BIG} rows:"
+    f" {(torch.arange(BIG) * scale[0]).numpy().round(2)} (trained:"
+    f" {list(range(G))})"
+)
 assert scale == (0.6, 0.6)
 big_task = RelativeDirection(BIG, BIG)
-(big_train_cells, big_train_labels), (big_held_cells, big_held_labels) = big_task.split(HELD_OUT)
+(big_train_cells, big_train_labels), (big_held_cells, big_held_labels) = (
+    big_task.split(HELD_OUT)
+)
 big_train = (big_task.render(big_train_cells), big_train_labels)
 
 
 def upsample(images: torch.Tensor) -> torch.Tensor:
     """(n, 8, 8) -> (n, 12, 12) pixels, bilinear."""
-    return F.interpolate(images[:, None], size=(12, 12), mode="bilinear", align_corners=False)[:, 0]
+    return F.interpolate(
+        images[:, None], size=(12, 12), mode="bilinear", align_corners=False
+    )[:, 0]
 
 
 MOVED = {  # task: test inputs and labels at the new size, fine-tuning data
@@ -769,47 +1089,144 @@ MOVED = {  # task: test inputs and labels at the new size, fine-tuning data
     "digits": (upsample(x_test), y_test, (upsample(x_train), y_train)),
 }
 VARIANTS = {  # label: (scheme, coordinates)
-    "none": ("none", "extrapolate"), "1-D learnable, resampled": ("1-D learnable", "extrapolate"),
-    "2-D sin-cos, extrapolated": ("2-D sin-cos", "extrapolate"), "2-D sin-cos, interpolated": ("2-D sin-cos", "interpolate"),
-    "axial RoPE, extrapolated": ("axial RoPE", "extrapolate"), "axial RoPE, interpolated": ("axial RoPE", "interpolate"),
-    "mixed RoPE, extrapolated": ("mixed RoPE", "extrapolate"), "mixed RoPE, interpolated": ("mixed RoPE", "interpolate"),
+    "none": ("none", "extrapolate"),
+    "1-D learnable, resampled": ("1-D learnable", "extrapolate"),
+    "2-D sin-cos, extrapolated": ("2-D sin-cos", "extrapolate"),
+    "2-D sin-cos, interpolated": ("2-D sin-cos", "interpolate"),
+    "axial RoPE, extrapolated": ("axial RoPE", "extrapolate"),
+    "axial RoPE, interpolated": ("axial RoPE", "interpolate"),
+    "mixed RoPE, extrapolated": ("mixed RoPE", "extrapolate"),
+    "mixed RoPE, interpolated": ("mixed RoPE", "interpolate"),
     "PEG": ("PEG", "extrapolate"),
 }
-STAGES = [f"trained {G}x{G}", f"zero-shot {BIG}x{BIG}", f"fine-tuned {BIG}x{BIG}"]
+STAGES = [
+    f"trained {G}x{G}",
+    f"zero-shot {BIG}x{BIG}",
+    f"fine-tuned {BIG}x{BIG}",
+]
 
 
 def moved(setup: tuple) -> dict:
-    """One trained model on the larger grid: its accuracy zero-shot and after the fine-tune."""
+    """One trained model on the larger grid: its accuracy zero-shot and
+    after the fine-tune."""
     task_name, variant, seed, model = setup
     inputs, labels, fine_tune_data = MOVED[task_name]
-    model.set_scheme(regrid_scheme(model.scheme, (G, G), (BIG, BIG), n_prefix=1, coords=VARIANTS[variant][1]))
+    model.set_scheme(
+        regrid_scheme(
+            model.scheme,
+            (G, G),
+            (BIG, BIG),
+            n_prefix=1,
+            coords=VARIANTS[variant][1],
+        )
+    )
     zero_shot = accuracy(model, inputs, labels)
-    train(model, fine_tune_data, 30, lr=1e-3, generator=torch.Generator().manual_seed(100 + seed), desc=None)
+    train(
+        model,
+        fine_tune_data,
+        30,
+        lr=1e-3,
+        generator=torch.Generator().manual_seed(100 + seed),
+        desc=None,
+    )
     return {STAGES[1]: zero_shot, STAGES[2]: accuracy(model, inputs, labels)}
 
 
 rows_out = []
 for task_name in MOVED:
-    setups = [(task_name, variant, seed, copy.deepcopy(models[task_name, VARIANTS[variant][0], seed]))
-              for variant, seed in itertools.product(VARIANTS, SEEDS)]
-    for (_, variant, seed, _), acc in zip(setups, run_each(moved, setups, desc=f"{task_name} at {BIG}x{BIG}: variant x seed")):
-        trained = seeds_of(results, "test", task=task_name, scheme=VARIANTS[variant][0], seed=seed)[0]
-        rows_out.append({"task": task_name, "variant": variant, "seed": seed, STAGES[0]: trained, **acc})
+    setups = [
+        (
+            task_name,
+            variant,
+            seed,
+            copy.deepcopy(models[task_name, VARIANTS[variant][0], seed]),
+        )
+        for variant, seed in itertools.product(VARIANTS, SEEDS)
+    ]
+    for (_, variant, seed, _), acc in zip(
+        setups,
+        run_each(
+            moved, setups, desc=f"{task_name} at {BIG}x{BIG}: variant x seed"
+        ),
+    ):
+        trained = seeds_of(
+            results,
+            "test",
+            task=task_name,
+            scheme=VARIANTS[variant][0],
+            seed=seed,
+        )[0]
+        rows_out.append(
+            {
+                "task": task_name,
+                "variant": variant,
+                "seed": seed,
+                STAGES[0]: trained,
+                **acc,
+            }
+        )
 resized = pd.DataFrame(rows_out)
-res_table = pd.concat({s: resized.groupby(["task", "variant"], sort=False)[s].agg(["mean", "std"]) for s in STAGES}, axis=1)
-print(f"test accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")
+res_table = pd.concat(
+    {
+        s: (
+            resized.groupby(["task", "variant"], sort=False)[s].agg(
+                ["mean", "std"]
+            )
+        )
+        for s in STAGES
+    },
+    axis=1,
+)
+print(
+    f"test accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over"
+    f" seeds {SEEDS})"
+)
 display(res_table.round(2))
 
 # %% tags=["nbval-check-output"]
-long = resized.melt(id_vars=["task", "variant", "seed"], value_vars=STAGES[1:], var_name="stage", value_name="accuracy")
-fig, axes = plt.subplots(1, 2, figsize=(7.5, 4.6), sharey=True, layout="constrained")
+long = resized.melt(
+    id_vars=["task", "variant", "seed"],
+    value_vars=STAGES[1:],
+    var_name="stage",
+    value_name="accuracy",
+)
+fig, axes = plt.subplots(
+    1, 2, figsize=(7.5, 4.6), sharey=True, layout="constrained"
+)
 for ax, task_name in zip(axes, MOVED, strict=True):
     df = long[long.task == task_name]
-    sns.stripplot(df, x="accuracy", y="variant", hue="stage", order=list(VARIANTS), ax=ax, dodge=True, size=4,
-                  palette=COLORS[:2], jitter=0.1, marker="o", legend=False)
-    sns.pointplot(df, x="accuracy", y="variant", hue="stage", order=list(VARIANTS), ax=ax, dodge=0.4,
-                  palette=COLORS[:2], linestyle="none", markers=["|", "|"], markersize=14, errorbar=None)
-    ax.set_title(f"{task_name}" + (" (larger canvas)" if task_name == "direction" else " (upsampled)"))
+    sns.stripplot(
+        df,
+        x="accuracy",
+        y="variant",
+        hue="stage",
+        order=list(VARIANTS),
+        ax=ax,
+        dodge=True,
+        size=4,
+        palette=COLORS[:2],
+        jitter=0.1,
+        marker="o",
+        legend=False,
+    )
+    sns.pointplot(
+        df,
+        x="accuracy",
+        y="variant",
+        hue="stage",
+        order=list(VARIANTS),
+        ax=ax,
+        dodge=0.4,
+        palette=COLORS[:2],
+        linestyle="none",
+        markers=["|", "|"],
+        markersize=14,
+        errorbar=None,
+    )
+    ax.set_title(
+        f"{task_name}"
+        + (" (larger canvas)" if task_name == "direction" else " (upsampled)")
+    )
     ax.set_xlabel("test accuracy")
     ax.set_xlim(0, 1.02)
     ax.grid(axis="x", alpha=0.3)
@@ -817,23 +1234,19 @@ for ax, task_name in zip(axes, MOVED, strict=True):
 axes[0].set_ylabel("scheme at the new size")
 handles, labels_ = axes[1].get_legend_handles_labels()
 fig.legend(handles, labels_, loc="outside lower center", ncols=2)
-fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}\n(dots: seeds, bars: means)")
+fig.suptitle(
+    f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}\n(dots: seeds,"
+    " bars: means)"
+)
 plt.show()
 
 # %% [markdown]
-# **Check.** By the series' rule, over the three seeds:
-#
-# *Direction task (held-out offsets on the 6x6 canvas).* (1) Without position the model stays at
-# exactly 1/4. (2) At extrapolated coordinates both RoPEs lose clearly zero-shot; at
-# interpolated coordinates they are clearly ahead of their extrapolated selves and stay above
-# 0.9 in every seed. (3) For 2-D sin-cos the two coordinate choices are not separated.
-# (4) The resampled 1-D table keeps its small-grid accuracy (not separated from it), and the
-# interpolated RoPEs are not separated from it. (5) PEG loses clearly zero-shot.
-#
-# *Digits (upsampled).* (6) Every extrapolated scheme loses clearly zero-shot; (7) interpolated
-# axial and mixed RoPE are clearly ahead of their extrapolated selves zero-shot; (8) zero-shot and
-# after the fine-tune, the resampled 1-D table and each interpolated fixed scheme are not
-# separated, in either direction.
+# **Check.** By the rule, over three seeds. *Direction, 6x6:* (1) no position stays at 1/4;
+# (2) extrapolated RoPEs lose clearly zero-shot, interpolated ones are ahead of them and above 0.9
+# in every seed; (3) sin-cos's two coordinate choices are not separated; (4) the resampled 1-D
+# table keeps its accuracy, not separated from interpolated RoPE; (5) PEG loses clearly.
+# *Digits:* (6) every extrapolated scheme loses zero-shot; (7) interpolated RoPEs are ahead of
+# extrapolated ones; (8) the resampled table and the interpolated fixed schemes are not separated.
 
 # %% tags=["nbval-check-output"]
 def moved(task_name: str, variant: str, stage: int) -> list[float]:
@@ -841,49 +1254,85 @@ def moved(task_name: str, variant: str, stage: int) -> list[float]:
 
 
 TRAINED, ZERO_SHOT, FINE_TUNED = 0, 1, 2
-assert {moved("direction", "none", s)[i] for s in range(3) for i in range(3)} == {0.25}                          # (1)
-for rope in ["axial RoPE", "mixed RoPE"]:
-    ext, itp = f"{rope}, extrapolated", f"{rope}, interpolated"
-    assert clearly_ahead(moved("direction", ext, TRAINED), moved("direction", ext, ZERO_SHOT))                     # (2)
-    assert clearly_ahead(moved("direction", itp, ZERO_SHOT), moved("direction", ext, ZERO_SHOT))
-    assert min(moved("direction", itp, ZERO_SHOT)) > 0.9
-    assert not clearly_ahead(moved("direction", itp, ZERO_SHOT), moved("direction", "1-D learnable, resampled", ZERO_SHOT))  # (4)
-    assert clearly_ahead(moved("digits", itp, ZERO_SHOT), moved("digits", ext, ZERO_SHOT))                         # (7)
-sincos = [moved("direction", f"2-D sin-cos, {c}", ZERO_SHOT) for c in ("interpolated", "extrapolated")]
-assert not clearly_ahead(*sincos) and not clearly_ahead(*sincos[::-1])                                           # (3)
 resampled = "1-D learnable, resampled"
-assert not clearly_ahead(moved("direction", resampled, TRAINED), moved("direction", resampled, ZERO_SHOT))         # (4)
-assert clearly_ahead(moved("direction", "PEG", TRAINED), moved("direction", "PEG", ZERO_SHOT))                    # (5)
-for name in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]:
-    ext, itp = f"{name}, extrapolated", f"{name}, interpolated"
-    assert clearly_ahead(moved("digits", ext, TRAINED), moved("digits", ext, ZERO_SHOT))                          # (6)
-    for stage in (ZERO_SHOT, FINE_TUNED):                                                                         # (8)
-        a, b = moved("digits", resampled, stage), moved("digits", itp, stage)
-        assert not clearly_ahead(a, b) and not clearly_ahead(b, a), (name, stage)
 means = resized.groupby(["task", "variant"], sort=False)[STAGES].mean()
-extrapolated = [f"{n}, extrapolated" for n in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]]
-interpolated = [f"{n}, interpolated" for n in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]]
+extrapolated = [
+    f"{n}, extrapolated" for n in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]
+]
+interpolated = [
+    f"{n}, interpolated" for n in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]
+]
+
+
+def span(m, names, stage):  # "lo-hi" of the means of several variants
+    return f"{m.loc[names, stage].min():.2f}-{m.loc[names, stage].max():.2f}"
+
+
 for task_name in MOVED:
     m = means.loc[task_name]
-    print(f"{task_name}: zero-shot extrapolated {m.loc[extrapolated, STAGES[1]].min():.2f}-{m.loc[extrapolated, STAGES[1]].max():.2f}, "
-          f"interpolated {m.loc[interpolated, STAGES[1]].min():.2f}-{m.loc[interpolated, STAGES[1]].max():.2f}, "
-          f"resampled 1-D table {m.loc[resampled, STAGES[1]]:.2f}, PEG {m.loc['PEG', STAGES[1]]:.2f}; after the fine-tune: "
-          f"extrapolated {m.loc[extrapolated, STAGES[2]].min():.2f}-{m.loc[extrapolated, STAGES[2]].max():.2f}, "
-          f"interpolated {m.loc[interpolated, STAGES[2]].min():.2f}-{m.loc[interpolated, STAGES[2]].max():.2f}, "
-          f"resampled {m.loc[resampled, STAGES[2]]:.2f}, PEG {m.loc['PEG', STAGES[2]]:.2f}")
+    zs, ft = STAGES[1], STAGES[2]
+    print(
+        f"{task_name}: zero-shot extrapolated {span(m, extrapolated, zs)},"
+        f" interpolated {span(m, interpolated, zs)}, resampled 1-D table"
+        f" {m.loc[resampled, zs]:.2f}, PEG {m.loc['PEG', zs]:.2f}; after the"
+        f" fine-tune: extrapolated {span(m, extrapolated, ft)}, interpolated"
+        f" {span(m, interpolated, ft)}, resampled {m.loc[resampled, ft]:.2f},"
+        f" PEG {m.loc['PEG', ft]:.2f}"
+    )
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+assert {
+    moved("direction", "none", s)[i] for s in range(3) for i in range(3)
+} == {
+    0.25
+}  # (1)
+for rope in ["axial RoPE", "mixed RoPE"]:
+    ext, itp = f"{rope}, extrapolated", f"{rope}, interpolated"
+    assert clearly_ahead(
+        moved("direction", ext, TRAINED), moved("direction", ext, ZERO_SHOT)
+    )  # (2)
+    assert clearly_ahead(
+        moved("direction", itp, ZERO_SHOT), moved("direction", ext, ZERO_SHOT)
+    )
+    assert min(moved("direction", itp, ZERO_SHOT)) > 0.9
+    assert not clearly_ahead(
+        moved("direction", itp, ZERO_SHOT),
+        moved("direction", "1-D learnable, resampled", ZERO_SHOT),
+    )  # (4)
+    assert clearly_ahead(
+        moved("digits", itp, ZERO_SHOT), moved("digits", ext, ZERO_SHOT)
+    )  # (7)
+sincos = [
+    moved("direction", f"2-D sin-cos, {c}", ZERO_SHOT)
+    for c in ("interpolated", "extrapolated")
+]
+assert not clearly_ahead(*sincos) and not clearly_ahead(*sincos[::-1])  # (3)
+assert not clearly_ahead(
+    moved("direction", resampled, TRAINED),
+    moved("direction", resampled, ZERO_SHOT),
+)  # (4)
+assert clearly_ahead(
+    moved("direction", "PEG", TRAINED), moved("direction", "PEG", ZERO_SHOT)
+)  # (5)
+for name in ["2-D sin-cos", "axial RoPE", "mixed RoPE"]:
+    ext, itp = f"{name}, extrapolated", f"{name}, interpolated"
+    assert clearly_ahead(
+        moved("digits", ext, TRAINED), moved("digits", ext, ZERO_SHOT)
+    )  # (6)
+    for stage in (ZERO_SHOT, FINE_TUNED):  # (8)
+        a, b = moved("digits", resampled, stage), moved("digits", itp, stage)
+        assert not clearly_ahead(a, b) and not clearly_ahead(b, a), (
+            name,
+            stage,
+        )
+checked("the orderings (1)-(8) of section 6 hold by the rule")
 
 # %% [markdown]
 # **Takeaway**
-# - Most of "the learned table carries over best" was "interpolated beats extrapolated": put
-#   2-D sin-cos and RoPE at interpolated coordinates and, on the upsampled digits, they are
-#   not separated from the resampled learned table, zero-shot and after the fine-tune.
-# - On the direction task interpolated RoPE keeps its accuracy at 6x6 with no fine-tune at all;
-#   extrapolated RoPE meets rows and columns 4 and 5 it never saw and falls to 0.57-0.75.
-# - PEG works at any grid size, but at this scale it transfers no better: it falls to 0.47 on
-#   the larger canvas and to 0.29 on the upsampled digits, and 30 steps bring the digits back to 0.71.
-# - Heo et al. find 2-D RoPE more robust than a resampled table at new resolutions (ImageNet,
-#   14 positions per axis, extrapolated); here extrapolation from 4 positions per axis fails, and
-#   interpolation is what transfers.
+# - Most of "the learned table carries over best" was "interpolated beats extrapolated": at
+#   interpolated coordinates the fixed schemes are not separated from the resampled table.
+# - Extrapolated RoPE meets rows 4 and 5 it never saw and falls to 0.57-0.75 held out.
+# - PEG works at any size but transfers no better here (0.47 on the larger canvas).
 
 # %% [markdown]
 # ## 7 · What each scheme costs
@@ -896,26 +1345,42 @@ cost = []
 for scheme_name in VIT_SCHEMES:
     model = make_vit("digits", scheme_name)
     pos_params = sum(p.numel() for p in model.scheme.parameters())
-    cost.append({"scheme": scheme_name, "position parameters": pos_params, "model parameters": model.num_parameters(),
-                 "buffers (not trained)": sum(b.numel() for b in model.scheme.buffers())})
+    cost.append(
+        {
+            "scheme": scheme_name,
+            "position parameters": pos_params,
+            "model parameters": model.num_parameters(),
+            "buffers (not trained)": sum(
+                b.numel() for b in model.scheme.buffers()
+            ),
+        }
+    )
 cost = pd.DataFrame(cost).set_index("scheme")
 print("counted on the models (measured):")
 print(cost)
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert cost.loc["1-D learnable", "position parameters"] == (1 + G * G) * D_MODEL
 assert cost.loc["2-D learnable", "position parameters"] == (G + G + 1) * D_MODEL
-assert cost.loc["mixed RoPE", "position parameters"] == 2 * N_HEADS * (D_MODEL // N_HEADS // 2)
+assert cost.loc["mixed RoPE", "position parameters"] == 2 * N_HEADS * (
+    D_MODEL // N_HEADS // 2
+)
 assert cost.loc["PEG", "position parameters"] == D_MODEL * (3 * 3 + 1)
-assert (cost.loc[["none", "1-D sinusoidal", "2-D sin-cos", "axial RoPE"], "position parameters"] == 0).all()
+assert (
+    cost.loc[
+        ["none", "1-D sinusoidal", "2-D sin-cos", "axial RoPE"],
+        "position parameters",
+    ]
+    == 0
+).all()
+checked("the parameter counts of section 7 match their formulas")
 
 # %% [markdown]
-# Cost per forward pass, counted rather than timed (a timing would change from run to run). Two
-# columns are **measured**: the FLOPs of the whole model counted by PyTorch's `FlopCounterMode`
-# for one digit image (matrix products, and PEG's convolution). One column is a **formula**, the
-# arithmetic the scheme adds: an added table, one addition per token channel,
-# (1 + 16) x 32 = 544; a 2-D RoPE rotates q and k of the 16 patches in every layer (the class
-# token sits at angle 0 and needs no rotation), 3 operations per channel (`x cos + rotate(x) sin`),
-# 3 x 2 x 16 x 32 = 3,072 per layer; PEG, a 3x3 depthwise convolution on the 16 patches,
-# 2 x 9 x 16 x 32 = 9,216 (multiply-adds counted as 2) plus its residual addition.
+# Cost per forward pass, counted, not timed: the model's FLOPs from PyTorch's `FlopCounterMode`
+# for one digit image, and a **formula** for what the scheme adds: an added table
+# (1 + 16) x 32 = 544 additions; a 2-D RoPE 3 operations per channel of q and k of the 16
+# patches, 3 x 2 x 16 x 32 = 3,072 per layer; PEG's 3x3 convolution 2 x 9 x 16 x 32 = 9,216
+# plus its residual.
 
 # %% tags=["nbval-check-output"]
 TOKENS, PATCHES = 1 + G * G, G * G
@@ -926,39 +1391,39 @@ for scheme_name in VIT_SCHEMES:
     kind = "peg" if scheme_name == "PEG" else model.scheme.kind
     cost.loc[scheme_name, "FLOPs / image (counted)"] = counter.get_total_flops()
     cost.loc[scheme_name, "position ops / image (formula)"] = {
-        "none": 0, "embedding": TOKENS * D_MODEL, "rotary": 3 * 2 * PATCHES * D_MODEL * len(model.blocks),
-        "peg": 2 * 9 * PATCHES * D_MODEL + PATCHES * D_MODEL}[kind]
+        "none": 0,
+        "embedding": TOKENS * D_MODEL,
+        "rotary": 3 * 2 * PATCHES * D_MODEL * len(model.blocks),
+        "peg": 2 * 9 * PATCHES * D_MODEL + PATCHES * D_MODEL,
+    }[kind]
 cost = cost.astype(int)
 print(cost[["FLOPs / image (counted)", "position ops / image (formula)"]])
 counted = cost["FLOPs / image (counted)"]
-assert counted.drop("PEG").nunique() == 1  # no other scheme changes the matrix products
-assert counted["PEG"] - counted["none"] == 2 * 9 * PATCHES * D_MODEL  # the counter sees PEG's convolution, as the formula
+assert (
+    counted.drop("PEG").nunique() == 1
+)  # no other scheme changes the matrix products
+assert (
+    counted["PEG"] - counted["none"] == 2 * 9 * PATCHES * D_MODEL
+)  # the counter sees PEG's convolution, as the formula
 assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 
 # %% [markdown]
 # **Takeaway**
-# - At this size position is cheap: at most 544 parameters of 13,834 (the 1-D table; PEG 320,
-#   the 2-D table 288, mixed RoPE 32 frequencies, the others none).
-# - At most 9,728 operations per image (PEG) against about 0.4 million FLOPs of matrix products, under 3%.
-# - RoPE's work grows with the number of layers (it acts inside each), an added table's does not.
-#
+# - Position is cheap here: at most 544 parameters of 13,834 and 9,728 operations per image.
+# - RoPE's work grows with the number of layers, an added table's does not.
 
 # %% [markdown]
 # ## Summary
 #
-# - A ViT reads its patches row-major, so a 1-D encoding makes the last patch of a row the
-#   neighbour of the first of the next (§1). Each 2-D scheme is a formula and ten lines of code
-#   checked against the library; a RoPE checkpoint read with the other axis order answers the
-#   transposed direction every time (§4).
-# - Direction task (§4), held-out offsets, ceiling 0.25: axial and mixed RoPE 1.00 in every seed,
-#   the 1-D sinusoid 0.54. In a one-layer class-token ViT, RoPE works as a smooth absolute code
-#   anchored at the class token, not through the A-B offset (§5).
-# - Digits (§4): a bag of patches reaches 0.42; every scheme with position is above it, and none
-#   is separated from another by the rule.
+# - A 1-D encoding makes the last patch of a row the neighbour of the first of the next (§1);
+#   each 2-D scheme is a formula and a few lines of code (§2).
+# - Held-out offsets (§4): axial and mixed RoPE right in every seed, the 1-D sinusoid 0.54; in a
+#   one-layer class-token ViT RoPE acts as an absolute code (§5). A wrong axis order transposes
+#   every answer.
+# - Digits (§4): a bag of patches reaches 0.42; the schemes with position are not separated.
 # - Growing the grid (§6): extrapolated coordinates collapse zero-shot; interpolated ones are not
-#   separated from the resampled learned table. Both tasks are nearly scale-invariant, so part of
-#   "interpolated beats extrapolated" is built into them.
-# - Position costs little at this size: at most 544 parameters of 13,834 (§7).
+#   separated from the resampled table, on tasks that favour interpolation.
+# - Position costs little: at most 544 parameters of 13,834 (§7).
 #
 # ### Open-ended experiment · How few offsets can a scheme learn the rule from?
 #
@@ -989,8 +1454,11 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 # Write `row_col(index, grid_w)`: for integer patch indices in row-major order on a grid `grid_w`
 # patches wide, return the pair `(rows, cols)`.
 
+
 # %% tags=["exercise", "nbval-check-output"]
-def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
+def row_col(
+    index: torch.Tensor, grid_w: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     raise NotImplementedError  # your code here
 
 
@@ -1003,8 +1471,11 @@ check_exercise_1(row_col)
 # al.'s code (`compute_axial_cis`): first the `c` pairs driven by the column, then the `c` pairs
 # driven by the row.
 
+
 # %% tags=["exercise", "nbval-check-output"]
-def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+def axial_angles(
+    rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor
+) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
 
@@ -1027,6 +1498,7 @@ check_exercise_3(my_ceiling)
 # sin-cos formula of section 2, with the patches row-major and MAE's channel order: the column's
 # half first, $[\sin(c\omega) \| \cos(c\omega) \| \sin(r\omega) \| \cos(r\omega)]$,
 # $\omega_k = 10000^{-k/(d/4)}$. Write it from the formula, not from `sincos_2d_table`.
+
 
 # %% tags=["exercise", "nbval-check-output"]
 def mae_sincos(grid_h: int, grid_w: int, d_model: int) -> torch.Tensor:
@@ -1091,8 +1563,11 @@ check_exercise_6(predicted_turn, turn_40)
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
 
+
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-def row_col(index: torch.Tensor, grid_w: int) -> tuple[torch.Tensor, torch.Tensor]:
+def row_col(
+    index: torch.Tensor, grid_w: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     return index // grid_w, index % grid_w
 
 
@@ -1100,25 +1575,37 @@ check_exercise_1(row_col)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-def axial_angles(rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
-    return torch.cat([cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1)
+def axial_angles(
+    rows: torch.Tensor, cols: torch.Tensor, inv_freq: torch.Tensor
+) -> torch.Tensor:
+    return torch.cat(
+        [cols[:, None] * inv_freq, rows[:, None] * inv_freq], dim=1
+    )
 
 
 check_exercise_2(axial_angles)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 _, labels = RelativeDirection(3, 6).pairs()
-my_ceiling = torch.bincount(labels).max().item() / len(labels)  # one bag for every image: best = commonest class
+my_ceiling = torch.bincount(labels).max().item() / len(
+    labels
+)  # one bag for every image: best = commonest class
 
 check_exercise_3(my_ceiling)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 def mae_sincos(grid_h: int, grid_w: int, d_model: int) -> torch.Tensor:
-    omega = 10000.0 ** (-torch.arange(d_model // 4, dtype=torch.float64) / (d_model // 4))
-    r = torch.arange(grid_h).repeat_interleave(grid_w)[:, None] * omega  # row of each patch, row-major
+    omega = 10000.0 ** (
+        -torch.arange(d_model // 4, dtype=torch.float64) / (d_model // 4)
+    )
+    r = (
+        torch.arange(grid_h).repeat_interleave(grid_w)[:, None] * omega
+    )  # row of each patch, row-major
     c = torch.arange(grid_w).repeat(grid_h)[:, None] * omega
-    return torch.cat([c.sin(), c.cos(), r.sin(), r.cos()], dim=1)     # the column's half first
+    return torch.cat(
+        [c.sin(), c.cos(), r.sin(), r.cos()], dim=1
+    )  # the column's half first
 
 
 check_exercise_4(mae_sincos)

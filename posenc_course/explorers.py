@@ -117,7 +117,8 @@ class Series:
     ``kind`` is one of
 
     - "line": y against x, one polyline (``markers`` adds a marker at each point);
-    - "lines": one polyline per row of the 2-D array y, against x (one legend entry);
+    - "lines": one polyline per row of the 2-D array y, against x (one legend entry, or one per
+      row when ``row_labels`` names a (rows,) array: ``row_format.format(value)`` each);
     - "points": markers only, y against x;
     - "arrow": an arrow from the origin to row ``row`` of the (P, 2) array y;
     - "hline": a horizontal line at each value of y; "vline": a vertical line at each value of x.
@@ -132,6 +133,8 @@ class Series:
     style: int = 0
     markers: bool = False
     row: int | None = None
+    row_labels: str | None = None
+    row_format: str = "{}"
 
 
 @dataclass(frozen=True)
@@ -451,8 +454,9 @@ RELATIVE = Explorer(
               (Series("line", "slope", "head", "m_h", markers=True),), (0.5, 16.5), (0.002, 1.5),
               yscale="log", xticks=((1, 4, 8, 12, 16), ("1", "4", "8", "12", "16")), legend=None),
         Panel("alibi", "ALiBi bias of the last query", "key position j (tokens)", "bias −m_h (L−1−j)",
-              (Series("lines", "alibi_bias", "key", "one line per head (slope m_h)"),),
-              "key_limits", "bias_limits", legend="lower right"),
+              (Series("lines", "alibi_bias", "key", "one line per head (slope m_h)", row_labels="slope",
+                      row_format="m = {:.3g}"),),
+              "key_limits", "bias_limits", legend="lower right", legend_columns=2),
     ),
     mosaic=(("t5", "t5"), ("slopes", "alibi")),
     figsize=(7.5, 6.0),
@@ -528,7 +532,7 @@ def panel_arrays(explorer: Explorer, values: Values) -> Values:
     drawn: Values = {}
     for panel in explorer.panels:
         for series in panel.series:
-            for key in (series.x, series.y):
+            for key in (series.x, series.y, series.row_labels):
                 if key is not None:
                     drawn[key] = values[key]
         for axis, limits, scale, explicit in (("x", panel.xlim, panel.xscale, panel.xticks),
@@ -568,9 +572,8 @@ def _draw_series(ax: Any, series: Series, arrays: Values) -> Any:
     if series.kind == "line":
         return ax.plot(x, y, marker=marker if series.markers else None, markersize=3.5, **style)[0]
     if series.kind == "lines":
-        for i, row in enumerate(y):
-            ax.plot(x, row, **_style(series.style + i))
-        return Line2D([], [], **style)
+        drawn = [ax.plot(x, row, **_style(series.style + i))[0] for i, row in enumerate(y)]
+        return drawn if series.row_labels else Line2D([], [], **style)
     if series.kind == "points":
         return ax.plot(x, y, linestyle="none", marker=marker, markersize=7, color=style["color"])[0]
     if series.kind == "arrow":
@@ -599,8 +602,13 @@ def explorer_figure(explorer: Explorer, state: Mapping[str, Any] | None = None) 
     figure_legend = []
     for panel in explorer.panels:
         ax = axes[panel.key]
-        handles = [(_draw_series(ax, s, arrays), s.label) for s in panel.series if _shown(s, arrays)]
-        handles = [(h, label) for h, label in handles if label]
+        handles = []
+        for s in (s for s in panel.series if _shown(s, arrays)):
+            drawn = _draw_series(ax, s, arrays)
+            if s.kind == "lines" and s.row_labels:
+                handles += [(h, s.row_format.format(v)) for h, v in zip(drawn, arrays[s.row_labels])]
+            elif s.label:
+                handles.append((drawn, s.label))
         ax.set_xscale(panel.xscale)
         ax.set_yscale(panel.yscale)
         for axis in ("x", "y"):
