@@ -40,6 +40,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 import torch.nn.functional as F
+from IPython.display import display
 from torch.testing import assert_close
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -55,6 +56,8 @@ from posenc_course.exercises.nb04 import (
     check_exercise_2,
     check_exercise_3,
     check_exercise_4,
+    check_exercise_5,
+    check_exercise_6,
 )
 from posenc_course.nb04_vision import (
     VIT_SCHEMES,
@@ -138,13 +141,14 @@ assert sim_1d[2, 0] > sim_1d[2, 3] + 0.1
 # same numbers. Patches are row-major after one class token; *d* is the model width, $d_h$ the
 # width of one attention head.
 #
-# **Learned row + column tables** (the 2-D variant of Dosovitskiy et al. 2021). Two learned
+# **Learned row + column tables** (2-D variants of Dosovitskiy et al. 2021). Two learned
 # tables, $R \in \mathbb{R}^{H \times d}$ and $C \in \mathbb{R}^{W \times d}$, and patch (r, c) gets
 #
 # $$\begin{aligned} p_{(r,c)} &= R_r + C_c && \text{(added), or}\\
 # p_{(r,c)} &= [\,R_r \,\|\, C_c\,] && \text{(concatenated, each } d/2\text{ wide).} \end{aligned}$$
 #
-# $(H + W)\,d$ numbers instead of the $H W d$ of a 1-D table; patches that share a row share $R_r$.
+# ViT's Appendix D.4 tried the concatenated form ($(H + W)\,d/2$ numbers); the "2-D learnable"
+# trained in section 4 is the added one ($(H + W)\,d$ numbers), against $H W d$ for a 1-D table.
 
 # %% tags=["nbval-check-output"]
 def row_col_table(row: torch.Tensor, col: torch.Tensor, mode: str = "add") -> torch.Tensor:
@@ -205,7 +209,8 @@ print("2-D sin-cos: the inline version equals sincos_2d_table (to 1e-15); MAE's 
 # the order of Heo et al.'s `compute_axial_cis`, which the library follows. The class token sits
 # at (0, 0): angle 0, never rotated.
 #
-# *Why the base is 100, not 10000.* The slowest pair turns by $\theta_{\min} = b^{-(d_h/4 - 1)/(d_h/4)}$
+# *Why the base is 100, not 10000.* 100 is Heo et al.'s own default
+# (`compute_axial_cis(..., theta=100.0)`). The slowest pair turns by $\theta_{\min} = b^{-(d_h/4 - 1)/(d_h/4)}$
 # per patch. With $d_h = 8$ (two frequencies per axis) and a 4x4 grid, offsets reach 3 patches:
 
 # %% tags=["nbval-check-output"]
@@ -247,8 +252,9 @@ print("axial 2-D RoPE: the inline version equals AxialRoPE2D")
 # $$\phi_{h,i}(r, c) = c\, f^{x}_{h,i} + r\, f^{y}_{h,i}, \qquad f \in \mathbb{R}^{2 \times \text{heads} \times d_h/2}\ \text{learned} ,$$
 #
 # a frequency along any direction of the image plane (diagonals too), different in every head.
-# The frequencies start at magnitudes $10^{-k/(d_h/4)}$ along a random direction per head and are
-# trained with the model: **mixed RoPE is a learned encoding**, with $2 \times 4 \times 4 = 32$
+# The frequencies start at magnitudes $10^{-k/(d_h/4)}$ along two orthogonal directions per head
+# (a random angle $\varphi_h$ for the first half of the pairs, $\varphi_h + \pi/2$ for the
+# second, as Heo et al.'s `init_random_2d_freqs`) and are trained with the model: **mixed RoPE is a learned encoding**, with $2 \times 4 \times 4 = 32$
 # parameters here. Axial RoPE is the special case $f^x = (\theta, 0)$, $f^y = (0, \theta)$.
 
 # %% tags=["nbval-check-output"]
@@ -410,8 +416,9 @@ with tempfile.TemporaryDirectory() as tmp:
 # **Takeaway**
 # - The direction label is the axis along which B is farther from A; ties are excluded, which
 #   leaves 184 images on a 4x4 grid.
-# - Any model blind to position is stuck at exactly 25% there; held-out offsets test the rule,
-#   not memory of 140 images.
+# - Any model blind to position is stuck at exactly 25% there; the held-out test asks for new
+#   (A, B) combinations at offsets never seen (their mirror images and every cell were seen),
+#   not memory of the 148 training images.
 # - On the digits the content of the patches already carries a lot, so position has less to add.
 #
 # ## 4 · A tiny ViT with eight position schemes
@@ -498,9 +505,9 @@ digits = results[results.task == "digits"]
 dir_table = pd.concat({"train (148 images)": summary(direction, "train"),
                        "held out (36 images)": summary(direction, "test")}, axis=1)
 print("direction task: accuracy over seeds (0, 1, 2) (mean, sample std, min, max)")
-print(dir_table.round(2).to_string(), "\n")
+display(dir_table.round(2))
 print("digits: test accuracy over seeds (0, 1, 2)")
-print(summary(digits, "test").round(2).to_string())
+display(summary(digits, "test").round(2))
 
 # %% tags=["nbval-check-output"]
 fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6), sharey=True, layout="constrained")
@@ -561,8 +568,10 @@ print(f"digits: bag of patches {np.mean(held('none', df=digits)):.2f}; schemes w
 
 # %% [markdown]
 # **Takeaway**
-# - On offsets never seen in training, only the two RoPEs are right in every seed: their scores
-#   depend on the offset itself, which is what the rule is about.
+# - On offsets never seen in training, only the two RoPEs are right in every seed. Not because
+#   of the A-B offset: with one layer read from the class token, only class-token-to-patch
+#   scores reach the output, and the class token sits unrotated at (0, 0), so RoPE acts here as
+#   a smooth *absolute* code of each patch, anchored at the class token (§5 and Exercise 5).
 # - PEG fits its training images in every seed but gets 0.71 of the held-out ones: it learned
 #   the images more than the rule (a likely reason: a 3x3 convolution sees one-patch
 #   neighbourhoods, and the held-out offsets are two and three patches long).
@@ -600,7 +609,8 @@ assert acc_wrong < ceiling < 0.75 < acc_swapped
 # - Read with the other axis order, a model that is right on all 184 images is wrong on all of
 #   them: every answer is the transposed direction (right for below, left for above).
 # - Nothing fails loudly: shapes match, the model runs. Check the axis order of a RoPE-ViT
-#   checkpoint (Heo et al.: column first) before trusting its outputs.
+#   checkpoint (Heo et al.: column first) and its pair layout (Heo et al. rotate interleaved
+#   pairs $(x_{2i}, x_{2i+1})$: `layout="interleaved"`) before trusting its outputs.
 #
 # ## 5 · What the models learned
 #
@@ -674,17 +684,20 @@ assert clearly_ahead(seeds_of(one_d, "contrast", task="direction"), seeds_of(one
 # - On the digits the same table shows no grid (contrast -0.08) yet its models reach 0.80 (§4): they
 #   use position, but not as "nearby patches look alike".
 # - The 2-D table has the grid built in (patches that share a row share a vector), so its maps
-#   are made of row and column bands. ViT's famous maps come from ImageNet-scale training.
+#   are made of row and column bands. ViT's famous maps come from large-scale (JFT)
+#   pre-training.
 #
 # Next, the attention of the axial-RoPE model of seed 0 on the direction task: the class token
 # and the patch A, as queries, over the 16 patches, for one held-out image (mean over the 4 heads).
+# The model has one layer and classifies from the class token's output, so only the class
+# token's row reaches the answer; patch A's row (right) is computed and then discarded.
 
 # %% tags=["nbval-check-output"]
 j = 0
 weights = model.attention_weights(held_images[j : j + 1])[0][0].mean(0)  # layer 0, image 0: (tokens, tokens)
 a_cell, b_cell = held_cells[j].tolist()
 fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), layout="constrained")
-for ax, (name, q_tok) in zip(axes, {"class token": 0, f"patch A {divmod(a_cell, G)}": 1 + a_cell}.items(), strict=True):
+for ax, (name, q_tok) in zip(axes, {"class token": 0, f"patch A {divmod(a_cell, G)}\n(not used)": 1 + a_cell}.items(), strict=True):
     heatmap(ax, weights[q_tok, 1:].reshape(G, G).numpy(), f"attention of the {name}", "column", "row", "weight")
     ax.set_xticks(range(G))
     ax.set_yticks(range(G))
@@ -700,8 +713,11 @@ assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the clas
 # **Takeaway**
 # - The trained model's class token puts most of its attention on the two marked patches, the
 #   only ones that matter, also on an image it never saw.
-# - With RoPE its query-key scores depend on where those patches are relative to each other and
-#   to the class token, which sits at (0, 0), unrotated.
+# - Those scores compare the unrotated class token with keys turned by each patch's own (r, c):
+#   they depend on where A and B are, not on the offset between them. The output mixes A's and
+#   B's values weighted by absolute position, and the classifier reads the direction from that.
+# - A RoPE model uses the offset only where one patch's query meets another patch's key and the
+#   result reaches the output: a second layer, or a readout from the patches.
 #
 # ## 6 · Changing the resolution
 #
@@ -724,7 +740,13 @@ assert weights[0, 1 + a_cell] + weights[0, 1 + b_cell] > 0.5  # most of the clas
 #   recent ViTs. A resampled table is an interpolation too, so only this control compares like with like;
 # - PEG keeps its convolution, which only looks at neighbours, on the larger grid.
 #
-# First zero-shot, then after a short fine-tune of 30 steps at the new size.
+# First zero-shot, then after a short fine-tune of 30 steps at the new size. Two caveats weigh
+# on what follows. Both tasks are nearly scale-invariant by construction (the dominant-axis rule
+# survives a uniform rescaling; an upsampled digit spans the same coordinates), which favours
+# interpolated coordinates from the start. And upsampling changes what a patch contains: the
+# model without position loses about 26 points zero-shot on the digits (table below), a shift
+# that every zero-shot digits number carries. A control that is not scale-invariant is left to
+# the open-ended experiment.
 
 # %% tags=["nbval-check-output"]
 BIG = 6
@@ -776,7 +798,7 @@ for task_name in MOVED:
 resized = pd.DataFrame(rows_out)
 res_table = pd.concat({s: resized.groupby(["task", "variant"], sort=False)[s].agg(["mean", "std"]) for s in STAGES}, axis=1)
 print(f"test accuracy at {G}x{G} and on the {BIG}x{BIG} grid (mean and std over seeds {SEEDS})")
-print(res_table.round(2).to_string())
+display(res_table.round(2))
 
 # %% tags=["nbval-check-output"]
 long = resized.melt(id_vars=["task", "variant", "seed"], value_vars=STAGES[1:], var_name="stage", value_name="accuracy")
@@ -788,14 +810,14 @@ for ax, task_name in zip(axes, MOVED, strict=True):
     sns.pointplot(df, x="accuracy", y="variant", hue="stage", order=list(VARIANTS), ax=ax, dodge=0.4,
                   palette=COLORS[:2], linestyle="none", markers=["|", "|"], markersize=14, errorbar=None)
     ax.set_title(f"{task_name}" + (" (larger canvas)" if task_name == "direction" else " (upsampled)"))
-    ax.set_xlabel("test accuracy (dots: seeds, bar: mean)")
+    ax.set_xlabel("test accuracy")
     ax.set_xlim(0, 1.02)
     ax.grid(axis="x", alpha=0.3)
     ax.get_legend().remove()
 axes[0].set_ylabel("scheme at the new size")
 handles, labels_ = axes[1].get_legend_handles_labels()
 fig.legend(handles, labels_, loc="outside lower center", ncols=2)
-fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}: every seed")
+fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}\n(dots: seeds, bars: means)")
 plt.show()
 
 # %% [markdown]
@@ -924,28 +946,19 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 # %% [markdown]
 # ## Summary
 #
-# - A ViT reads its patches row-major; a 1-D encoding makes the last patch of a row the neighbour
-#   of the first of the next (§1: 1 token apart, 3.16 patches apart in the image), and the 1-D
-#   sinusoid rates that pair more similar (0.957) than the patch right below (0.729).
-# - Each 2-D scheme is a formula and ten lines of code, checked against the library: row +
-#   column tables, 2-D sin-cos (half the channels per axis; MAE puts the column first), axial
-#   RoPE (column pairs first, base 100 for a short grid) and mixed RoPE (learned frequencies).
-#   A checkpoint read with the other axis order answers the transposed direction every time.
-# - Direction task (§4), tested on 36 images whose offsets were never seen in training (ceiling
-#   0.25): axial and mixed RoPE 1.00 in every seed; 2-D sin-cos 0.92 and the learned tables
-#   0.70-0.71 with stalled seeds; PEG 1.00 on its training images but 0.71 held out; the 1-D
-#   sinusoid 0.54.
-# - Digits (§4): a bag of patches reaches 0.42; the seven schemes with position 0.70-0.86, not
-#   separated from one another by the rule.
-# - Growing the grid 4x4 -> 6x6 (§6): at extrapolated coordinates (indices never seen) sin-cos and
-#   RoPE collapse zero-shot (0.11-0.18 on the upsampled digits); at interpolated coordinates
-#   (rescaled into the trained range) they are not separated from the resampled learned
-#   table (0.47-0.51 against 0.52 zero-shot, 0.69-0.72 against 0.77 fine-tuned), and
-#   interpolated RoPE keeps 0.99-1.00 on the larger canvas. The gap "learned beats fixed" was
-#   mostly "interpolated beats extrapolated".
-# - PEG runs at any grid size but transfers no better here (§6: 0.47 and 0.29 zero-shot).
-# - Position costs little at this size: at most 544 parameters of 13,834 and under 3% of the
-#   arithmetic.
+# - A ViT reads its patches row-major, so a 1-D encoding makes the last patch of a row the
+#   neighbour of the first of the next (§1). Each 2-D scheme is a formula and ten lines of code
+#   checked against the library; a RoPE checkpoint read with the other axis order answers the
+#   transposed direction every time (§4).
+# - Direction task (§4), held-out offsets, ceiling 0.25: axial and mixed RoPE 1.00 in every seed,
+#   the 1-D sinusoid 0.54. In a one-layer class-token ViT, RoPE works as a smooth absolute code
+#   anchored at the class token, not through the A-B offset (§5).
+# - Digits (§4): a bag of patches reaches 0.42; every scheme with position is above it, and none
+#   is separated from another by the rule.
+# - Growing the grid (§6): extrapolated coordinates collapse zero-shot; interpolated ones are not
+#   separated from the resampled learned table. Both tasks are nearly scale-invariant, so part of
+#   "interpolated beats extrapolated" is built into them.
+# - Position costs little at this size: at most 544 parameters of 13,834 (§7).
 #
 # ### Open-ended experiment · How few offsets can a scheme learn the rule from?
 #
@@ -1023,6 +1036,38 @@ def mae_sincos(grid_h: int, grid_w: int, d_model: int) -> torch.Tensor:
 check_exercise_4(mae_sincos)
 
 # %% [markdown]
+# ### Exercise 5 · Explain why: RoPE as an absolute code
+# Section 4's ViT has one layer and classifies from the class token, which sits unrotated at
+# (0, 0). Why does its RoPE behave like an absolute position code, not a relative one?
+#
+# - **(a)** RoPE rotates the values too, so the class token's output carries each patch's
+#   absolute angle.
+# - **(b)** Only the class token's row of attention reaches the classifier; its query sits
+#   unrotated at (0, 0), so each score compares it with a key turned by that patch's own (r, c):
+#   a function of the patch's absolute place, never of the A-B offset.
+# - **(c)** Base 100 is too small for RoPE to express offsets on a 4x4 grid.
+# - **(d)** The class token is rotated by the mean position of all patches, which cancels the
+#   offsets.
+
+# %% tags=["exercise", "nbval-check-output"]
+answer_5 = ...  # "a", "b", "c" or "d"
+check_exercise_5(answer_5)
+
+# %% [markdown]
+# ### Exercise 6 · Predict, then run: axial RoPE on a 40x40 grid
+# Keep $d_h = 8$ and base 100 (section 2). On a 40x40 grid, by how many radians does the
+# slowest pair turn from one side of the grid to the other? Write it into `predicted_turn`,
+# then run the cell after it. Would you keep base 100 there?
+
+# %%
+predicted_turn = ...  # your prediction, in radians
+
+# %% tags=["exercise", "nbval-check-output"]
+slowest = 100.0 ** (-torch.arange(head_dim // 4) / (head_dim // 4))[-1]
+turn_40 = (40 - 1) * slowest.item()
+check_exercise_6(predicted_turn, turn_40)
+
+# %% [markdown]
 # ## Further reading
 #
 # - A. Dosovitskiy et al., *[An Image is Worth 16x16 Words: Transformers for Image Recognition at
@@ -1037,8 +1082,8 @@ check_exercise_4(mae_sincos)
 # - B. Heo, S. Park, D. Han, S. Yun, *[Rotary Position Embedding for Vision Transformer](https://arxiv.org/abs/2403.13298)*, ECCV 2024:
 #   axial and mixed 2-D RoPE and their behaviour at new resolutions ([`naver-ai/rope-vit`](https://github.com/naver-ai/rope-vit),
 #   `models/vit_rope.py`).
-# - X. Chu et al., *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT), ICLR 2023:
-#   PEG, a convolution that generates position from the tokens and works at any grid size.
+# - X. Chu et al., *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT), ICLR 2023
+#   (arXiv 2021): PEG, a convolution that generates position from the tokens and works at any grid size.
 # - L. Beyer et al., *[FlexiViT: One Model for All Patch Sizes](https://arxiv.org/abs/2212.08013)*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
@@ -1077,6 +1122,18 @@ def mae_sincos(grid_h: int, grid_w: int, d_model: int) -> torch.Tensor:
 
 
 check_exercise_4(mae_sincos)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# Exercise 5. (a) values are not rotated; (c) section 2 chose base 100 so the slowest pair
+# turns usefully; (d) the class token has angle 0.
+answer_5 = "b"
+check_exercise_5(answer_5)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# Exercise 6. theta_min = 100^(-1/2) = 0.1 rad per patch, offsets up to 39: 3.9 rad. The
+# slowest pair wraps past half a turn; a larger base suits a 40x40 grid.
+predicted_turn = 3.9
+check_exercise_6(predicted_turn, turn_40)
 
 # %% [markdown]
 # ## End of notebook 04

@@ -51,6 +51,8 @@ from posenc_course.exercises.nb05 import (
     check_exercise_1,
     check_exercise_2,
     check_exercise_3,
+    check_exercise_4,
+    check_exercise_5,
 )
 from posenc_course.explorers import relative_explorer, relative_values
 from posenc_course.plotting import (
@@ -117,6 +119,33 @@ def mib(n_bytes: float) -> str:
 # query weights). The library does the same: `T5RelativeBias.score_scale()` is 1, and
 # `MultiHeadAttention` then starts its query weights $\sqrt{d}$ times smaller, so that the
 # scores start out the size they would have in a scaled layer.
+#
+# As a formula: with $B$ buckets per side ($B = 16$ bidirectional, 32 causal), a key at distance
+# $n$ on its side gets
+#
+# $$\text{bucket}(n) = \begin{cases} n & n < B/2\\
+# \min\Big(B - 1,\; \tfrac{B}{2} + \Big\lfloor \tfrac{B}{2}\,
+# \tfrac{\log(2n/B)}{\log(2\,\text{max\_distance}/B)} \Big\rfloor\Big) & n \ge B/2 \end{cases}$$
+#
+# plus $B$ for keys after the query in the bidirectional case. In code, checked against the
+# library (itself tested against Hugging Face's `_relative_position_bucket`):
+
+# %% tags=["nbval-check-output"]
+def t5_bucket(offset, bidirectional=True, num_buckets=32, max_distance=128):
+    """T5's bucket of each offset j - i (key minus query)."""
+    side = num_buckets // 2 if bidirectional else num_buckets     # B
+    after = (offset > 0).long() * side if bidirectional else 0    # keys after
+    n = offset.abs() if bidirectional else (-offset).clamp(min=0)  # distance
+    exact = side // 2
+    log_part = exact + (torch.log(n / exact) / math.log(max_distance / exact)
+                        * (side - exact)).long()
+    return after + torch.where(n < exact, n, log_part.clamp(max=side - 1))
+
+
+for bi in (True, False):
+    offs_all = torch.arange(-300, 301)
+    assert torch.equal(t5_bucket(offs_all, bi), t5_relative_bucket(offs_all, bidirectional=bi))
+print("the inline t5_bucket equals t5_relative_bucket for offsets -300..300, both kinds")
 
 # %% tags=["nbval-check-output"]
 offsets = torch.arange(-160, 161)
@@ -220,7 +249,16 @@ print(f"time: every pair {time_pairs * 1e3:.1f} ms, offsets + gather {time_gathe
 # $m_h = 2^{-8h/n}$, $h = 1..n$: a geometric sequence from $2^{-8/n}$ down to $2^{-8}$, so some
 # heads look very locally and others almost uniformly. For other head counts the reference code
 # takes the $p$ slopes of the power of two $p$ below $n$, then every other slope of $2p$ (which
-# fall between them) until there are $n$.
+# fall between them) until there are $n$. The power-of-two case in one line, against the library:
+
+# %% tags=["nbval-check-output"]
+def alibi_slopes_pow2(n):
+    return torch.tensor([2.0 ** (-8 * h / n) for h in range(1, n + 1)])
+
+
+assert torch.equal(alibi_slopes_pow2(8), alibi_slopes(8))
+assert torch.equal(alibi_slopes_pow2(4), alibi_slopes(4))
+print("4 heads:", alibi_slopes_pow2(4).tolist())
 
 # %% tags=["nbval-check-output"]
 slopes8, slopes12 = alibi_slopes(8), alibi_slopes(12)
@@ -369,7 +407,8 @@ with torch.no_grad():
 bytes_folded = allocated_bytes(lambda: layer_folded(x, causal=True))
 bytes_mask = allocated_bytes(lambda: layer_mask(x, causal=True))
 mask_bytes = 8 * 512 * 512 * 4  # one float32 (heads, L, L) tensor
-print(f"one layer, L = 512, 8 heads: full bias + mask {mib(bytes_mask)}, compact folded {mib(bytes_folded)}; "
+print(f"one layer, L = 512, 8 heads: full bias + mask over {bytes_mask // 2**20 // 5 * 5} MiB"
+      f", compact folded {mib(bytes_folded)}; "
       f"one (8, 512, 512) float32 tensor is {mib(mask_bytes)}")
 assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 
@@ -463,7 +502,7 @@ print(f"Swin {M}x{M}: table of {n_rel} rows; BEiT with a class token: {n_rel + 3
 #
 # ## 4 · PEG: zero padding leaks absolute position
 #
-# **Question.** CPVT (Chu et al. 2021) has no position table: its Position Encoding Generator (PEG)
+# **Question.** CPVT (Chu et al., ICLR 2023) has no position table: its Position Encoding Generator (PEG)
 # puts the tokens back on their grid and adds a depthwise $3\times 3$ convolution of them. A
 # convolution is translation-equivariant, so where does *absolute* position come from?
 #
@@ -472,7 +511,8 @@ print(f"Swin {M}x{M}: table of {n_rel} rows; BEiT with a class token: {n_rel + 3
 # anything position-dependent in the output can only come from the padding. With **circular**
 # padding (the grid wraps around like a torus) there is no border. Below, the output of one
 # channel for a constant input, with one PEG and with three stacked (each layer's zero border
-# reaches one token further in).
+# reaches one token further in). CPVT places its PEG after the first encoder block; the
+# one-layer ViT of [04](04_vision.ipynb) can only put it on the embeddings.
 
 # %% tags=["nbval-check-output"]
 G, D_PEG = 6, 16  # a 6 x 6 grid of 16-channel tokens
@@ -610,7 +650,7 @@ print(f"decoder / chance = {nope_probe['decoder (causal mask)'] / chance:.1f}")
 # query. Can the position term depend on *what* the query is looking for?
 #
 # Shaw et al. (2018) gave every clipped offset a learned vector that the query dots with;
-# Transformer-XL (Dai et al. 2019) made that the standard form. Expand the score of an absolute
+# Transformer-XL (Dai et al. 2019) recast it as follows. Expand the score of an absolute
 # encoding, $(x_i + p_i)^\top W_q^\top W_k (x_j + p_j)$, into four terms, then replace every
 # absolute key position $p_j$ by a relative one $r_{i-j}$ and the query's position by two
 # learned global vectors $u$, $v$ (per head):
@@ -708,17 +748,33 @@ for name in ("RoPE", "sinusoidal", "learnable", "Transformer-XL"):
 # own; a learned function of the distance), and the added tables get there too. All of them but
 # T5 reach 1.00; T5 bias reaches 0.99. Its seeds agree so closely that this gap of under one point
 # clears the seed spread, but not the rule's floor of two points: the four others are **not
-# separated** from T5 (the verdicts above, with their gap, spread and floor). Every seed of every
-# one of them sits at the ceiling; a point in a hundred is no reason to choose an encoding. **ALiBi stays near no encoding**: its bias falls monotonically
-# with distance and has no parameters, so a head can prefer *near* keys but cannot single out
-# the key exactly 3 back, and with random tokens the content cannot help. That is no verdict on
-# ALiBi for language modelling (its design target, with a recency prior and many layers: in
-# section 4 of [06 · Length extrapolation](06_length_extrapolation.ipynb) ALiBi language models stay
-# flat from $L$ to $8L$); it is what a fixed monotone bias can and cannot express. The
-# learnable table solves it as well: it starts at the scale of the token embeddings, $\mathcal
-# N(0, 1)$, as [02 · Learnable absolute encoding](02_learnable.ipynb) (section 3) teaches, and on
-# a fixed length every position has a trained row.
+# separated** from T5 (the verdicts above, with their gap, spread and floor).
 #
+# **Why "none" sits at 0.23, not at chance, and ALiBi with it.** The answer is always one of the
+# tokens the query can see. A model with no position can still attend to the earlier tokens as a
+# bag and name the commonest of them; computed directly on the test set, that guess scores
+# 0.23. ALiBi adds little to this bag: with 4 heads its slopes run from 1/4 to 1/256, so even
+# the steepest head weights keys at distances 0-3 by 1, 0.78, 0.61, 0.47 (below): a gentle
+# recency tilt, never a peak at distance 3, and with random tokens the content cannot help. That
+# is no verdict on ALiBi for language modelling (its design target: in section 4 of
+# [06 · Length extrapolation](06_length_extrapolation.ipynb) ALiBi language models stay flat from
+# $L$ to $8L$); it is what a fixed monotone bias can and cannot express.
+
+# %% tags=["nbval-check-output"]
+tokens, targets = test_data
+one_hot = torch.nn.functional.one_hot(tokens, VOCAB)
+earlier = one_hot.cumsum(1) - one_hot           # (n, SEQ, VOCAB): counts of the earlier tokens
+bag_guess = earlier.argmax(-1)                  # the commonest earlier token
+bag_acc = (bag_guess == targets)[targets >= 0].float().mean().item()
+steepest = alibi_slopes(HEADS)[0]
+alibi_weight = torch.exp(-steepest * torch.arange(4))  # exp(-m d): the softmax factor of distance d
+print(f"bag of earlier tokens: {bag_acc:.2f} (chance {1 / VOCAB:.3f}); no encoding "
+      f"{summary.loc['none', 'mean']:.2f}, ALiBi {summary.loc['ALiBi', 'mean']:.2f}")
+print(f"ALiBi, {HEADS} heads: slopes {alibi_slopes(HEADS).tolist()}; steepest head, distances 0-3:",
+      [round(w, 2) for w in alibi_weight.tolist()])
+assert abs(summary.loc["none", "mean"] - bag_acc) < 0.05 and alibi_weight[3] > 0.4
+
+# %% [markdown]
 # What did T5 learn? Its bias per head, against the offset (seed 0):
 
 # %% tags=["nbval-check-output"]
@@ -763,7 +819,8 @@ assert (peak_d == -LAG).any()
 #   Transformer-XL's global position term (d): both learned, in the position terms alone,
 #   where to look.
 # - RoPE, T5 bias, Transformer-XL and the added tables solve the task; ALiBi's fixed monotone
-#   bias cannot express "exactly 3 back", and stays near no encoding.
+#   bias (its steepest head still gives distance 3 about half the weight of distance 0) cannot
+#   express "exactly 3 back", and stays near the bag of earlier tokens.
 
 # %% [markdown]
 # ## 8 · What each scheme costs
@@ -858,16 +915,19 @@ plt.show()
 # %% [markdown]
 # Inside a real model the picture has one more layer: the attention scores themselves are
 # $O(L^2)$ in time for every scheme, but SDPA's fused kernels keep their *memory* linear, so an
-# $L^2$ bias tensor is what can make a scheme's memory quadratic. T5 and Swin always need it (their
-# bias is an arbitrary function of the pair); ALiBi needs it only without a causal mask.
+# $L^2$ bias tensor is what can make a scheme's memory quadratic. SDPA takes a bias only as such
+# a mask: T5 and Swin need it there (a learned value per offset, gathered into every pair), and
+# ALiBi needs it without a causal mask. Kernels that compute the bias inside need none:
+# FlashAttention-2 takes ALiBi's `alibi_slopes`, and FlexAttention's `score_mod` computes a T5
+# or ALiBi bias from (head, $i$, $j$) on the fly, causal or not.
 # `make bench` measures whole attention layers (time and profiler peak memory, L = 128-2048, every
 # scheme of the library including Swin, PEG and the 2-D encodings); its tables and log-log figure
 # are in `bench/results/schemes.md`.
 #
 # **Takeaway:**
 # - Added tables, RoPE and compact ALiBi cost $O(L)$ memory.
-# - T5 and full ALiBi cost $O(L^2)$ (24 and more bytes per pair here), which at long contexts
-#   is the dominant cost.
+# - T5 and full ALiBi, handed to SDPA as a mask, cost $O(L^2)$ (24 and more bytes per pair
+#   here); a kernel that computes the bias on the fly (FlexAttention, FlashAttention-2) avoids it.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
 # ### Deep dive (optional) · Why the timed lengths stop at 1024
@@ -889,13 +949,13 @@ plt.show()
 #
 # | situation | choose | evidence this series printed | what it does not tell |
 # |---|---|---|---|
-# | bidirectional encoder | any encoding at all: without one an encoder is blind to order | 05 §5: the NoPE weights run without the causal mask (an encoder) leave a position probe at 0.040, chance 0.042 | which encoding an encoder should prefer: no notebook trains encoders with every scheme side by side |
+# | bidirectional encoder | any encoding at all: without one an encoder is blind to order | 05 §5: the NoPE weights run without the causal mask (an encoder) leave a position probe at 0.040, chance 0.042 | which encoding a text encoder should prefer: 04 §4 trains eight schemes side by side in a one-layer image encoder, not on text |
 # | causal decoder with no encoding (NoPE) | possible: the mask itself carries position | 05 §5: the decoder's states give the probe 0.204, 4.9 times chance; 06 §4: NoPE's perplexity at $L$ is 14.40, against 11.62 to 14.06 for the other encodings (the clamped learnable table: 14.00) | whether NoPE keeps up at scale (Haviv et al. report it nearly does) |
 # | relative offsets matter (copy the token $k$ back) | RoPE, T5 bias or Transformer-XL; at a fixed length an added table does it too | 05 §7, lag-3 accuracy over 3 seeds: sinusoidal, learnable, RoPE and Transformer-XL 1.00, T5 bias 0.99; ALiBi 0.24 and no encoding 0.23 | a ranking that matters: the solvers differ by about one point at most, on a task they all solve |
 # | decoder LLM with a KV cache | RoPE, angles computed in float32 | 03 §5: a cache step equals full recomputation; 03 §8: from position 1000 on, float32 angles cast to bf16 are at least 388 times closer than bf16 angles | how the other schemes behave with a cache (not measured) |
 # | train short, run long, no fine-tune | Transformer-XL or ALiBi | 06 §4: Transformer-XL 11.62 at $L$, 11.40 at $8L$, the lowest everywhere (by the series' rule from $2L$ on); ALiBi 13.19 and 13.09; T5 bias 14.06 to 14.96; plain RoPE 12.49 to 18.30, worse at $8L$ than no encoding (15.21) | lengths beyond $8L$, models beyond 2 layers and 100 steps, and Transformer-XL's cost (its query-dependent bias enters attention as an $L^2$ float mask; not timed in §8) |
 # | a RoPE model that must run longer | a short fine-tune at the long length; zero-shot, NTK-aware or YaRN only soften the rise | 06 §4 and §8: at $8L$, NTK-aware 16.71, YaRN 14.40, PI ×8 after 40 steps 14.06, the same 40 steps without PI 12.64 | that PI beats direct fine-tuning: at this scale it did not |
-# | long context, memory bound | no (heads, L, L) bias: RoPE, or compact ALiBi under a causal mask | 05 §8: T5 bias 24 bytes per (query, key) pair, full ALiBi 36, compact ALiBi and RoPE none; 05 §2: a full bias is 8 GiB per layer at 32 heads and 8192 tokens | whole-model speed (`make bench` measures whole layers) |
+# | long context, memory bound | no (heads, L, L) bias in memory: RoPE, compact ALiBi under a causal mask, or a bias computed in the kernel (FlashAttention-2's `alibi_slopes`, FlexAttention's `score_mod`) | 05 §8: T5 bias 24 bytes per (query, key) pair, full ALiBi 36, compact ALiBi and RoPE none; 05 §2: a full bias is 8 GiB per layer at 32 heads and 8192 tokens | whole-model speed (`make bench` measures whole layers) |
 # | images, fixed resolution | a 2-D RoPE (axial or mixed) when the answer is a spatial relation; for content, any encoding; Swin's bias inside windows | 04 §4, direction task on offsets never trained: axial and mixed RoPE 1.00, 2-D sin-cos 0.92, the learned tables 0.70 to 0.71, PEG 0.71, 1-D sinusoid 0.54; digits: 0.70 to 0.86 with any position scheme, no ordering among them by the rule; 05 §3 (Swin's index) | one 4x4 grid and 148 training images: whether learned tables catch up with ViT-scale data |
 # | images, variable resolution | interpolated coordinates (2-D sin-cos or RoPE at positions rescaled to the trained range) or a resampled learned table, then a short fine-tune; not extrapolated coordinates | 04 §6, digits from 4x4 to 6x6 patches, zero-shot: extrapolated sin-cos and RoPE 0.11 to 0.18, interpolated 0.47 to 0.51, the resampled 1-D table 0.52 (not separated from the interpolated ones), PEG 0.29; after the fine-tune 0.69 to 0.72, 0.77 and 0.71; direction task on a larger canvas, interpolated axial and mixed RoPE 0.99 and 1.00 with no fine-tune | one change of resolution, tiny models: PEG's advantage reported at ViT scale (CPVT) did not show here, and "learned beats fixed" was mostly "interpolated beats extrapolated" |
 # | checking what a model learned | a position probe, the learned bias, ablations | 05 §4: the probe names 0.788 of positions behind 3 zero-padded PEGs, 0.029 with circular padding; 05 §7: T5's learned bias peaks at offset −3 | a probe shows that position is present in the states, not that the model uses it |
@@ -976,6 +1036,35 @@ first_shared_distance = ...  # your answer: an int
 check_exercise_3(first_shared_distance)
 
 # %% [markdown]
+# ### Exercise 4 · Explain why: compact ALiBi needs the causal mask
+# Section 2 shows the compact per-key bias $m_h j$ giving the same attention as the full
+# $-m_h|i - j|$ under a causal mask, and a different one without it. Why?
+#
+# - **(a)** The compact form $m_h j$ is not exact in float32.
+# - **(b)** Without the mask, keys after the query count too: there $-m|i - j| = -m j + m i$,
+#   which falls with $j$, while $m j$ rises; the bias differs from the full one by more than a
+#   constant per row, so the softmax changes.
+# - **(c)** SDPA refuses a (heads, 1, L) bias without `is_causal`.
+# - **(d)** Without the mask the slopes must be doubled.
+
+# %% tags=["exercise", "nbval-check-output"]
+answer_4 = ...  # "a", "b", "c" or "d"
+check_exercise_4(answer_4)
+
+# %% [markdown]
+# ### Exercise 5 · Predict, then run: ALiBi with 8 heads on the lag task
+# Section 7 prints the softmax factor $e^{-m d}$ of ALiBi's steepest head for distances 0-3 with
+# 4 heads. With 8 heads, what factor does the steepest head give distance 3 (distance 0 being
+# 1)? Write it into `predicted_weight`, then run the cell after it.
+
+# %%
+predicted_weight = ...  # your prediction: a number between 0 and 1
+
+# %% tags=["exercise", "nbval-check-output"]
+weight_8 = math.exp(-alibi_slopes(8)[0].item() * 3)
+check_exercise_5(predicted_weight, weight_8)
+
+# %% [markdown]
 # ## Further reading
 #
 # - Shaw, Uszkoreit, Vaswani (2018), *[Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155)*: a
@@ -990,7 +1079,7 @@ check_exercise_3(first_shared_distance)
 #   Reference code: [`transformers.models.swin.modeling_swin`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/swin/modeling_swin.py) (`relative_position_index`).
 # - Bao et al. (2022), *[BEiT: BERT Pre-Training of Image Transformers](https://arxiv.org/abs/2106.08254)*: the class-token rows.
 #   Reference code: [`transformers.models.beit.modeling_beit.BeitRelativePositionBias`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/beit/modeling_beit.py).
-# - Chu et al. (2021), *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT, PEG).
+# - Chu et al. (ICLR 2023; arXiv 2021), *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT, PEG).
 # - Haviv, Ram, Press, Izsak, Levy (2022), *[Transformer Language Models without Positional
 #   Encodings Still Learn Positional Information](https://arxiv.org/abs/2203.16634)*.
 # - Kazemnejad et al. (2023), *[The Impact of Positional Encoding on Length Generalization in
@@ -1028,6 +1117,17 @@ check_exercise_2(my_swin_index)
 first_shared_distance = 8
 assert t5_relative_bucket(torch.tensor([-8])) == t5_relative_bucket(torch.tensor([-9]))
 check_exercise_3(first_shared_distance)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# Exercise 4. -m|i - j| = m j - m i only for j <= i; -m i is a constant per row (the softmax
+# ignores it), but for keys after the query the sign of j flips.
+answer_4 = "b"
+check_exercise_4(answer_4)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# Exercise 5. m_1 = 2^(-8/8) = 1/2, so exp(-3/2) = 0.22.
+predicted_weight = 0.22
+check_exercise_5(predicted_weight, weight_8)
 
 # %% [markdown]
 # ## End of notebook 05

@@ -8,6 +8,10 @@ Each checker and the function it expects::
     check_exercise_3(value)  the exact bag-of-patches ceiling of RelativeDirection(grid_h=3, grid_w=6)
     check_exercise_4(fn)     fn(grid_h, grid_w, d_model) -> (grid_h*grid_w, d_model) 2-D sin-cos table in
                              MAE's channel order (the column's half first), from the formula
+    check_exercise_5(letter) explain why: a one-layer class-token ViT with RoPE behaves like an
+                             absolute code
+    check_exercise_6(predicted, actual)  predict, then run: the slowest axial-RoPE pair's turn
+                             (rad) across a 40-patch side with base 100 and head_dim 8
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ import torch
 from torch import Tensor
 
 from posenc_course.data import RelativeDirection
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_lib.embeddings.tables_2d import sincos_2d_table
 from posenc_lib.grid import grid_coordinates
 from posenc_lib.rotary.rope_2d import AxialRoPE2D
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
+__all__ = [
+    "check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5",
+    "check_exercise_6",
+]
 
 
 @checker("Exercise 1 (row and column of a patch)")
@@ -121,3 +128,38 @@ def check_exercise_4(ex: Exercise, fn: Callable[[int, int, int], Tensor]) -> Non
         ex.fail(f"on a {grid_h}x{grid_w} grid with d_model={d}, channel {bad} differs; patch (0, 1) should be "
                 f"{[round(v, 4) for v in want[1, :4].tolist()]}... you gave {[round(v, 4) for v in got[1, :4].tolist()]}...")
     ex.passed("equal to MAE's get_2d_sincos_pos_embed order on three grids")
+
+
+check_exercise_5 = choice(
+    "Exercise 5 (why a one-layer class-token ViT uses RoPE as an absolute code)",
+    options={
+        "a": "RoPE rotates the values too, so the class token's output carries each patch's absolute angle.",
+        "b": "Only the class token's row of attention reaches the classifier; its query sits unrotated at "
+             "(0, 0), so each score compares it with a key turned by that patch's own (r, c): a function "
+             "of the patch's absolute place, never of the A-B offset.",
+        "c": "Base 100 is too small for RoPE to express offsets on a 4x4 grid.",
+        "d": "The class token is rotated by the mean position of all patches, which cancels the offsets.",
+    },
+    answer="b",
+    why="The offset between two patches enters a score only when one patch's query meets the other's "
+        "key, and in one layer read from the class token those scores are computed and discarded. A "
+        "second layer (or a readout from the patches) is where RoPE's offset could matter.",
+    hints={
+        "a": "RoPE turns queries and keys only; values are not rotated (section 2's inline code).",
+        "c": "base 100 was chosen so that even the slowest pair turns by a useful angle across the grid "
+             "(section 2 prints it).",
+        "d": "the class token gets angle 0: it is never rotated (section 2).",
+    },
+)
+
+check_exercise_6 = prediction(
+    "Exercise 6 (predict the slowest pair's turn across a 40-patch side)", variable="predicted_turn",
+    tolerance=0.2,
+    too_low="With head_dim 8 there are only two frequencies per axis: the slowest is 100^(-1/2) = 0.1 "
+            "rad per patch, and 39 steps separate the first and last patch.",
+    too_high="The slowest frequency is 100^(-1/2) = 0.1 rad per patch, not 1; offsets reach 39, not 40.",
+    why="theta_min = 100^(-(d_h/4 - 1)/(d_h/4)) = 100^(-1/2) = 0.1 rad per patch, times the largest "
+        "offset 39: 3.9 rad, more than half a turn. On a 40x40 grid the slowest pair is no longer "
+        "slow: a pair meant to tell far patches apart starts to wrap, and a larger base (or more "
+        "frequencies per axis) suits a larger grid.",
+)

@@ -4,6 +4,9 @@
 2. ``my_swin_index(window_h, window_w)``: the row of Swin's bias table used by each (query, key) pair.
 3. ``first_shared_distance``: the smallest distance that T5's default buckets no longer tell apart
    from its neighbour.
+4. explain why (a letter): compact ALiBi is wrong without the causal mask.
+5. predict, then run: with 8 heads, the steepest ALiBi head's softmax factor for distance 3
+   (distance 0 being 1).
 
 Each checker compares the answer with the library (itself tested against Hugging Face
 ``transformers``) and prints a hint when it is wrong.
@@ -18,12 +21,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_lib.score_bias.alibi import alibi_slopes
 from posenc_lib.score_bias.swin import swin_relative_position_index
 from posenc_lib.score_bias.t5 import t5_relative_bucket
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5"]
 
 
 def _as_float64(ex: Exercise, out: Any, n: int) -> Tensor:
@@ -93,3 +96,37 @@ def check_exercise_3(ex: Exercise, first_shared_distance: Any) -> None:
               f"d = {first_shared_distance} and d + 1 fall in buckets {int(buckets[first_shared_distance])} and "
               f"{int(buckets[first_shared_distance + 1])}" if 0 <= first_shared_distance < 199 else "look at distances 0-199")
     ex.passed(f"distances 0-{answer - 1} have their own bucket; from {answer} on, neighbours share (log spacing)")
+
+
+check_exercise_4 = choice(
+    "Exercise 4 (why compact ALiBi needs the causal mask)",
+    options={
+        "a": "The compact form m_h j is not exact in float32.",
+        "b": "Without the mask, keys after the query count too: there -m|i - j| = -m j + m i, which "
+             "falls with j, while m j rises; the bias differs from the full one by more than a constant "
+             "per row, so the softmax changes.",
+        "c": "SDPA refuses a (heads, 1, L) bias without is_causal.",
+        "d": "Without the mask the slopes must be doubled.",
+    },
+    answer="b",
+    why="-m|i - j| equals m j - m i only for j <= i. The term -m i is one constant per query row, which "
+        "the softmax ignores; for keys after the query the sign of j flips, and no per-key vector can "
+        "follow it. Section 2 measures the gap without the mask.",
+    hints={
+        "a": "in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
+             "precision caveat is bf16 at long lengths, and it does not explain a gap of 0.1 at L = 24.",
+        "c": "SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
+             "attention, silently.",
+        "d": "the slopes are the same with or without the mask; what changes is which keys count.",
+    },
+)
+
+check_exercise_5 = prediction(
+    "Exercise 5 (predict ALiBi's weight at distance 3, 8 heads)", variable="predicted_weight",
+    tolerance=0.03,
+    too_high="With 8 heads the steepest slope is 2^(-8/8) = 1/2, twice that of 4 heads: the factor "
+             "is exp(-3/2).",
+    too_low="The factor is exp(-m d) with m = 1/2 and d = 3, not a power of 1/2.",
+    why="m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 of the weight of "
+        "distance 0: a clear recency preference, still no peak at distance 3.",
+)

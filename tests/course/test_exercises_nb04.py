@@ -105,3 +105,26 @@ def test_ex4_accepts_the_formula(capsys):
 def test_ex4_rejects_wrong_answers(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_4(wrong)
+
+
+# ----------------------------------------------------------------- exercises 5 and 6
+def test_ex5_and_ex6_accept_the_right_answers(capsys):
+    from posenc_course.exercises.nb04 import check_exercise_5, check_exercise_6
+    check_exercise_5("b")
+    check_exercise_6(3.9, 39 * 100 ** -0.5)
+    assert capsys.readouterr().out.count("[passed]") == 2
+
+
+@pytest.mark.parametrize(("letter", "hint"), [("a", "values are not rotated"), ("c", "slowest pair"),
+                                              ("d", "angle 0")])
+def test_ex5_rejects_each_wrong_option_with_its_hint(letter, hint):
+    from posenc_course.exercises.nb04 import check_exercise_5
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_5(letter)
+
+
+@pytest.mark.parametrize(("guess", "hint"), [(0.39, "too low"), (39.0, "too high")])
+def test_ex6_rejects_a_wrong_turn(guess, hint):
+    from posenc_course.exercises.nb04 import check_exercise_6
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_6(guess, 39 * 100 ** -0.5)
