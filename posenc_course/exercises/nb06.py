@@ -16,14 +16,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_lib.analysis.lm_metrics import perplexity_at
 from posenc_lib.attention import allowed_keys
 from posenc_lib.models import TinyTransformer
 from posenc_lib.rotary.scaling import rope_frequencies
 from posenc_lib.score_bias.alibi import ALiBi
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5"]
 
 
 @checker("Exercise 1 (perplexity from per-position losses)")
@@ -100,3 +100,35 @@ def check_exercise_3(ex: Exercise, sink_window_mask: Callable[[int, int, int], T
                               model(tokens, attn_mask=allowed_keys(24, window=4, sink=4)[None, None]))
     ex.expect(same, "the mask gives other model outputs than the library's allowed_keys")
     ex.passed("causal, the last `window` keys plus the first `sink` tokens")
+
+
+check_exercise_4 = prediction(
+    "Exercise 4 (predict how many pairs YaRN keeps at L0 = 4096)", variable="predicted_kept", tolerance=0,
+    too_low="At L0 = 4096 the fast pairs turn hundreds of times within the original context: more of "
+            "them pass the 32 turns of beta_fast than at L0 = 32.",
+    too_high="Only pairs that turn at least 32 times within L0 (wavelength up to 4096 / 32 = 128) are kept, "
+             "and the rounding moves the ramp's start down to a whole index.",
+    why="Pair i makes 4096 / (2 pi 10000^(2i/16)) turns within L0; that is 32 turns at the fractional index "
+        "8 log(4096 / (32 x 2 pi)) / log 10000, about 2.6, rounded down to 2: pairs 0, 1 and 2 are kept. At "
+        "L0 = 32 the same index is negative and rounds to 0: pair 0 only.",
+)
+
+check_exercise_5 = choice(
+    "Exercise 5 (why zero-shot PI is bad already at L)",
+    options={
+        "a": "At L the sequence has more keys than in training, so attention spreads thinner.",
+        "b": "PI divides every frequency by s, pair 0 included: neighbouring characters now differ by angles "
+             "s times smaller than any the model was trained on.",
+        "c": "PI multiplies cos and sin by an attention factor that the model never saw.",
+        "d": "PI changes the model's weights, which then have to be trained again.",
+    },
+    answer="b",
+    why="Every pair's new/old ratio is 1/s (section 7): the fast pairs that tell neighbouring characters apart "
+        "turn s times slower, so even inside L the model sees rotations it never saw. NTK-aware and YaRN keep "
+        "pair 0 and cost little at L.",
+    hints={
+        "a": "At L there are exactly as many keys as in training; the number of keys is the same for plain RoPE.",
+        "c": "That is YaRN's 0.1 ln s + 1 factor; PI has none.",
+        "d": "RoPE has no weights: `with_scheme` changes only the frequencies (section 3).",
+    },
+)

@@ -8,7 +8,13 @@ import pytest
 import torch
 
 from posenc_course.exercises import ExerciseFailure
-from posenc_course.exercises.nb06 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises.nb06 import (
+    check_exercise_1,
+    check_exercise_2,
+    check_exercise_3,
+    check_exercise_4,
+    check_exercise_5,
+)
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 
@@ -118,3 +124,31 @@ def test_ex3_rejects_wrong(wrong, hint):
 def test_checkers_require_a_function(check, name):
     with pytest.raises(ExerciseFailure, match="the answer must be a function, got Tensor"):
         check(torch.zeros(3))
+
+
+# ---------------------------------------------------------------- exercise 4: predict the pairs YaRN keeps
+
+
+def test_ex4_accepts_the_count(capsys):
+    check_exercise_4(3, 3)
+    assert "[passed] Exercise 4" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("guess", "hint"), [(1, "too low"), (5, "too high")])
+def test_ex4_rejects_wrong_counts(guess, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_4(guess, 3)
+
+
+# ---------------------------------------------------------------- exercise 5: why zero-shot PI is bad at L
+
+
+def test_ex5_accepts_b(capsys):
+    check_exercise_5("(B)")
+    assert "[passed] Exercise 5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("letter", ["a", "c", "d"])
+def test_ex5_rejects_the_others(letter):
+    with pytest.raises(ExerciseFailure, match="is not it"):
+        check_exercise_5(letter)
