@@ -29,17 +29,28 @@ three kinds of config field:
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import torch
 import transformers
+from torch import Tensor
 
 from posenc_lib.interop.hf_config import ROPE_ON_SLIDING_ONLY, rope_layer_types, rope_parameters, rotating_layers
 
 __all__ = [
+    "Agreement",
+    "TINY",
+    "hf_modeling",
+    "hf_rotary",
+    "llama_pair",
+    "converted",
+    "HeldOutVideos",
     "Family",
     "FAMILIES",
     "family_table",
@@ -48,6 +59,12 @@ __all__ = [
 ]
 
 PretrainedConfig = transformers.PretrainedConfig
+
+# Notebook 08 runs 24 language models and 12 video models through one pool of worker processes;
+# joblib's loky restarts a worker whose memory has grown (its leak protection) and says so in a
+# UserWarning. Each run seeds itself, so a restart changes no result: the warning is noise here.
+warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor",
+                        category=UserWarning)
 
 
 @dataclass(frozen=True)
@@ -367,3 +384,105 @@ def _fraction(config: PretrainedConfig, params: dict[str, Any]) -> str:
         order = "interleaved" if params.get("mrope_interleaved") else "sectioned"
         return f"{fraction} (t/h/w pairs {'/'.join(map(str, params['mrope_section']))}, {order})"
     return f"{fraction} (p-RoPE)" if params.get("rope_type") == "proportional" else fraction
+
+
+# ----------------------------------------------------------------------------- section 2: the harness
+
+#: a tiny config for whole attention layers: hidden size 64, 4 heads of 16
+TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=2,
+            intermediate_size=64, vocab_size=128)
+
+
+def hf_modeling(model: str):
+    """The module ``transformers.models.<model>.modeling_<model>`` (e.g. "llama", "qwen2_vl")."""
+    return importlib.import_module(f"transformers.models.{model}.modeling_{model}")
+
+
+def hf_rotary(module: torch.nn.Module, positions: Tensor, *layer_type: str) -> tuple[Tensor, Tensor]:
+    """A Hugging Face rotary module's (cos, sin) at positions, at half width as the library's (HF repeats the halves)."""
+    cos, sin = module(torch.zeros(1), positions, *layer_type)
+    return cos[..., : cos.shape[-1] // 2], sin[..., : sin.shape[-1] // 2]
+
+
+class Agreement:
+    """``agree(name, ours, theirs, tol)`` asserts ``|ours - theirs| <= tol`` everywhere (tol 0: bit for bit).
+
+    Each call records the bound that held under ``name``; :attr:`bounds` is that record, name -> text.
+    """
+
+    def __init__(self) -> None:
+        self.bounds: dict[str, str] = {}
+
+    def __call__(self, name: str, ours: Tensor, theirs: Tensor, tol: float = 1e-5) -> None:
+        assert ours.shape == theirs.shape, f"{name}: shapes {tuple(ours.shape)} and {tuple(theirs.shape)}"
+        error = (ours.double() - theirs.double()).abs().max().item()
+        assert error <= tol, f"{name}: {error:.3g} > {tol:g}"
+        self.bounds[name] = "equal, bit for bit" if tol == 0 else f"within {tol:g} (rounding)"
+
+
+# ----------------------------------------------------------------------------- section 3: the conversion lab
+
+
+def llama_pair(init_std: float) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """A random Hugging Face Llama (half layout) and an empty Llama 4 text model of the same shape (interleaved).
+
+    The Llama 4 model is configured as the same dense network: every layer rotates, no query-key
+    norm, no mixture of experts, one chunk of attention, no temperature; RMSNorm epsilon 1e-5 in
+    both (the two config classes default to different values).
+    """
+    shape = dict(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=4, head_dim=16, max_position_embeddings=128, tie_word_embeddings=False,
+                 rms_norm_eps=1e-5, initializer_range=init_std,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    torch.manual_seed(9)
+    llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(**shape)).eval()
+    llama4 = transformers.Llama4ForCausalLM(transformers.Llama4TextConfig(
+        **shape, intermediate_size_mlp=128, no_rope_layers=[1, 1], use_qk_norm=False, moe_layers=[],
+        attention_chunk_size=1024, attn_temperature_tuning=False)).eval()
+    return llama, llama4
+
+
+def converted(state: dict, permute: bool) -> dict:
+    """Llama's state_dict under Llama 4's names (mlp -> feed_forward), W_q and W_k permuted per head if asked."""
+    from posenc_lib.rotary.rope import convert_rope_checkpoint
+
+    if permute:
+        state = convert_rope_checkpoint(state, head_dim=16, to="interleaved")
+    return {name.replace(".mlp.", ".feed_forward."): weight for name, weight in state.items()}
+
+
+# ----------------------------------------------------------------------------- section 5: held-out videos
+
+
+class HeldOutVideos:
+    """A :class:`~posenc_course.data.WhenAndWhere` task whose placements of (A, B) are split once, at random.
+
+    ``sample(n, generator)`` draws training videos from the kept placements only; :meth:`test` returns
+    every held-out placement once (inputs, labels), so accuracy at the trained size measures
+    generalisation to videos the model never saw. ``held_out`` is the fraction held out; the split is
+    fixed by ``seed``.
+    """
+
+    def __init__(self, task: Any, held_out: float = 0.25, seed: int = 0) -> None:
+        self.task = task
+        cells, labels = task.placements()
+        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))
+        n_test = round(held_out * len(labels))
+        self.test_cells, self.test_labels = cells[order[:n_test]], labels[order[:n_test]]
+        self.train_cells, self.train_labels = cells[order[n_test:]], labels[order[n_test:]]
+
+    def _videos(self, cells: Tensor) -> Tensor:
+        videos = torch.zeros(len(cells), self.task.seq_len, dtype=torch.long)
+        rows = torch.arange(len(cells))
+        videos[rows, cells[:, 0]] = 1
+        videos[rows, cells[:, 1]] = 2
+        return videos
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """``n`` training videos, uniform over the kept placements: (n, seq_len) tokens and (n,) labels."""
+        pick = torch.randint(len(self.train_labels), (n,), generator=generator)
+        return self._videos(self.train_cells[pick]), self.train_labels[pick]
+
+    def test(self) -> tuple[Tensor, Tensor]:
+        """Every held-out placement once: (n_test, seq_len) tokens and (n_test,) labels."""
+        return self._videos(self.test_cells), self.test_labels

@@ -1,77 +1,57 @@
 """Checkers for notebook 08 (position in today's models).
 
-1. ``llama3_frequencies(inv_freq, factor, low_freq_factor, high_freq_factor, original)``: Llama 3.1's bands.
-2. ``pair_axes(n_pairs, section, interleaved)``: which coordinate (t, h, w) each M-RoPE pair reads.
-3. ``no_rope_layers(n_layers, interval)``: SmolLM3's per-layer RoPE flags (1 = the layer uses RoPE).
+Each checker and what it expects::
 
-Each checker tests the answer on fixed inputs against the library (or ``transformers``' own config)
-and prints a hint when it is wrong.
+    check_exercise_1(predicted, actual)  predict, then run: how many of Llama 3.1's 64 rotary pairs
+                                         (head 128, base 500,000, original context 8192,
+                                         high_freq_factor 4) keep their frequency
+    check_exercise_2(letter)             explain why: the M-RoPE order for a 40 x 40 grid of patches
+    check_exercise_3(fn)                 fn(n_layers, interval) -> SmolLM3's per-layer RoPE flags
+                                         (1 = the layer uses RoPE), against transformers' own config
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
-import torch
-from torch import Tensor
-
-from posenc_course.exercises import Exercise, checker
-from posenc_lib.rotary.mrope import mrope_axes
-from posenc_lib.rotary.rope import rope_inv_freq
-from posenc_lib.rotary.scaling import rope_frequencies
+from posenc_course.exercises import Exercise, checker, choice, prediction
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
+check_exercise_1 = prediction(
+    "Exercise 1 (predict the pairs Llama 3.1 keeps)", variable="predicted_kept", tolerance=2,
+    too_low="Pair 0's wavelength is 2 pi and the ladder climbs by 500000^(2/128), about 1.23, per pair: "
+            "it takes many pairs to reach 8192 / 4 = 2048 tokens.",
+    too_high="The slowest pair's wavelength is nearly 500000 x 2 pi, about 3 million tokens: the ladder "
+             "passes 2048 before its middle.",
+    why="A pair is kept while its wavelength 2 pi 500000^(2i/128) stays under 8192 / 4 = 2048, that is "
+        "i < 64 ln(2048 / 2 pi) / ln 500000, about 28.2: pairs 0 to 28. Those past 8192 (i >= 35) are "
+        "divided by 8, and the few between are blended.",
+)
 
-@checker("Exercise 1 (Llama 3's frequency bands)")
-def check_exercise_1(ex: Exercise, llama3_frequencies: Callable[..., Tensor]) -> None:
-    """llama3_frequencies(inv_freq, factor, low, high, original) -> Llama 3.1's rescaled frequencies."""
-    for head_dim, base, factor, low, high, original in [(128, 500000.0, 8.0, 1.0, 4.0, 8192), (16, 10000.0, 4.0, 1.0, 4.0, 64),
-                                                        (64, 10000.0, 8.0, 2.0, 8.0, 256)]:
-        plain = rope_inv_freq(head_dim, base)
-        got = ex.call(llama3_frequencies, plain.clone(), factor, low, high, original)
-        want = rope_frequencies(head_dim, {"rope_type": "llama3", "rope_theta": base, "factor": factor, "low_freq_factor": low,
-                                           "high_freq_factor": high, "original_max_position_embeddings": original})[0]
-        ex.expect(isinstance(got, Tensor) and got.shape == want.shape,
-                  f"for head_dim={head_dim} return a tensor of shape {tuple(want.shape)}, got "
-                  f"{tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__}")
-        got = got.double()
-        if torch.allclose(got, plain.double() / factor, rtol=1e-5):
-            ex.fail("every frequency divided by the factor is PI (linear); Llama 3 keeps the short wavelengths")
-        if torch.allclose(got, plain.double(), rtol=1e-5):
-            ex.fail("these are the unscaled frequencies; the long wavelengths must be divided by the factor")
-        wavelength = 2 * math.pi / plain.double()
-        long_ok = torch.allclose(got[wavelength > original / low], (plain.double() / factor)[wavelength > original / low], rtol=1e-5)
-        short_ok = torch.allclose(got[wavelength < original / high], plain.double()[wavelength < original / high], rtol=1e-5)
-        ex.expect(long_ok and short_ok, f"for original={original}, low={low}, high={high}: wavelengths above "
-                  f"original/low must be divided by factor and those below original/high kept")
-        ex.expect(torch.allclose(got, want.double(), rtol=1e-5),
-                  f"the band between original/high and original/low differs from the blend (head_dim={head_dim}): "
-                  f"s = (original/wavelength - low) / (high - low), (1 - s) theta/factor + s theta")
-    ex.passed("short wavelengths kept, long ones divided by the factor, a smooth blend between")
-
-
-@checker("Exercise 2 (which coordinate each M-RoPE pair reads)")
-def check_exercise_2(ex: Exercise, pair_axes: Callable[[int, list[int], bool], list[int]]) -> None:
-    """pair_axes(n_pairs, section, interleaved) -> the axis (0 t, 1 h, 2 w) of each pair, as mrope_axes."""
-    for n_pairs, section, interleaved in [(64, [16, 24, 24], False), (64, [24, 20, 20], True), (12, [4, 4, 4], True),
-                                          (12, [4, 4, 4], False), (8, [4, 2, 2], True)]:
-        got = ex.call(pair_axes, n_pairs, list(section), interleaved)
-        want = mrope_axes(n_pairs, section, interleaved).tolist()
-        try:
-            got = [int(a) for a in got]
-        except (TypeError, ValueError):
-            ex.fail(f"return a list of {n_pairs} ints (0, 1 or 2), got {type(got).__name__}")
-        ex.expect(len(got) == n_pairs, f"return one axis per pair ({n_pairs}), got {len(got)}")
-        counts = [got.count(a) for a in range(3)]
-        ex.expect(counts == list(section), f"{'interleaved' if interleaved else 'sectioned'} {section}: each axis must get "
-                  f"its section's number of pairs {list(section)}, got {counts}")
-        if interleaved and got == [a for a, c in enumerate(section) for _ in range(c)]:
-            ex.fail("that is the sectioned order; interleaved cycles t, h, w, t, h, w, ...")
-        ex.expect(got == want, f"{'interleaved' if interleaved else 'sectioned'} {section} over {n_pairs} pairs: expected "
-                  f"{want[:9]}..., got {got[:9]}...")
-    ex.passed("sectioned: t, then h, then w; interleaved: t, h, w cycling")
+check_exercise_2 = choice(
+    "Exercise 2 (which M-RoPE order for a 40 x 40 grid)",
+    options={
+        "a": "Sectioned: width gets 24 pairs, the most of any axis, so it can tell more columns apart.",
+        "b": "Interleaved: every axis gets fast and slow pairs, so neighbouring columns differ by a "
+             "visible angle and far ones are still told apart.",
+        "c": "Either: the two orders use the same 64 frequencies, so the scores are the same.",
+        "d": "Sectioned: slow pairs never wrap around within 40 columns, so no two columns alias.",
+    },
+    answer="b",
+    why="In the sectioned order width reads pairs 40-63, the slowest of the head: with base 10^6 the "
+        "fastest of them turns about 1.8e-4 rad per column, some 0.007 rad across 40 columns, so a score "
+        "barely sees which column a patch is in. Interleaved, width's fastest pair turns about 0.65 rad per "
+        "column and its slowest still separates the far columns.",
+    hints={
+        "a": "the number of pairs matters less than their speed: width's 24 pairs in the sectioned order "
+             "are the 24 slowest, turning at most about 1.8e-4 rad per column (section 2's print).",
+        "c": "the set of frequencies is the same, but which axis gets which is not; a score depends on "
+             "delta w only through the pairs that read w.",
+        "d": "they do not wrap, but they hardly turn at all: 40 columns add up to less than 0.01 rad, "
+             "so neighbouring columns look alike.",
+    },
+)
 
 
 @checker("Exercise 3 (SmolLM3's NoPE layers)")
