@@ -660,7 +660,8 @@ def verdict(a: str, b: str, at: int):
 hybrid = "local RoPE + global NoPE"
 for a, b, at in [(hybrid, "local + global RoPE", 3),
                  (hybrid, "local RoPE, every layer", 3),
-                 ("NoPE 1 in 4", "all RoPE", 3), ("p-RoPE 0.25", "all RoPE", 2)]:
+                 ("NoPE 1 in 4", "all RoPE", 3),
+                 ("p-RoPE 0.25", "all RoPE", 2)]:
     print(f"at {2 ** at}L, {a} vs {b}: {verdict(a, b, at)}")
 growth = {name: v.mean(0)[-1] / v.mean(0)[0] for name, v in ppl.items()}
 
