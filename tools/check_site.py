@@ -422,7 +422,11 @@ def _follows_values(series: dict, where: str) -> list[str]:
 
 
 def check_explorers(page, name: str, report: Report) -> int:
-    """The explorers of the current page (see the module docstring); returns how many there are."""
+    """The explorers of the current page (see the module docstring); returns how many there are.
+
+    An explorer inside a deep dive (a fold, closed on load) is checked with its fold opened, as a
+    reader who opens it sees it."""
+    page.evaluate("() => document.querySelectorAll('details.deep-dive').forEach(d => { d.open = true; })")
     facts = page.evaluate(EXPLORER_FACTS_JS)
     for i, explorer in enumerate(facts):
         where = f"explorer {explorer['name']}"
@@ -474,7 +478,8 @@ def check_explorers_without_scripts(pw, pages: list[Path], site: Path, report: R
         for path in pages:
             page.goto(path.as_uri(), wait_until="load")
             for problem in page.evaluate(r"""
-                () => [...document.querySelectorAll('div.posenc-explorer')].flatMap(c => {
+                () => [...document.querySelectorAll('details.deep-dive')].forEach(d => { d.open = true; })
+                  || [...document.querySelectorAll('div.posenc-explorer')].flatMap(c => {
                   const img = c.closest('div.cell_output')?.querySelector('img');
                   return [...(c.checkVisibility() ? ['its drawing shows'] : []),
                           ...(img && img.checkVisibility() ? [] : ['its static figure does not show'])]
