@@ -819,7 +819,7 @@ assert ceilings["M-RoPE (t, h, w)"] == 1
 # The task has only 648 placements of A and B, so a quarter is held out: each arm trains on the
 # rest (150 steps, batch 32, 2 layers, width 48, 3 seeds) and is tested on the held-out
 # placements, and on 5 × 5 frames with the coordinate table of that size (a new resolution).
-# %% tags=["nbval-check-output"]
+# %%
 BASE, SECTION = 100.0, [4, 4, 4]
 split = nb08.HeldOutVideos(task, held_out=0.25, seed=0)
 LARGER = WhenAndWhere(frames=4, height=5, width=5)
