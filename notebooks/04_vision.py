@@ -1194,35 +1194,13 @@ fig, axes = plt.subplots(
     1, 2, figsize=(7.5, 4.6), sharey=True, layout="constrained"
 )
 for ax, task_name in zip(axes, MOVED, strict=True):
-    df = long[long.task == task_name]
-    sns.stripplot(
-        df,
-        x="accuracy",
-        y="variant",
-        hue="stage",
-        order=list(VARIANTS),
-        ax=ax,
-        dodge=True,
-        size=4,
-        palette=COLORS[:2],
-        jitter=0.1,
-        marker="o",
-        legend=False,
-    )
-    sns.pointplot(
-        df,
-        x="accuracy",
-        y="variant",
-        hue="stage",
-        order=list(VARIANTS),
-        ax=ax,
-        dodge=0.4,
-        palette=COLORS[:2],
-        linestyle="none",
-        markers=["|", "|"],
-        markersize=14,
-        errorbar=None,
-    )
+    # every seed as a dot, the mean of the seeds as a bar
+    where = dict(data=long[long.task == task_name], x="accuracy", y="variant",
+                 hue="stage", order=list(VARIANTS), palette=COLORS[:2], ax=ax)
+    sns.stripplot(**where, dodge=True, size=4, jitter=0.1, marker="o",
+                  legend=False)
+    sns.pointplot(**where, dodge=0.4, linestyle="none", markers=["|", "|"],
+                  markersize=14, errorbar=None)
     ax.set_title(
         f"{task_name}"
         + (" (larger canvas)" if task_name == "direction" else " (upsampled)")
