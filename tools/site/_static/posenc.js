@@ -1,4 +1,4 @@
-// posenc course site: two behaviours the theme does not have (loaded by tools/site/conf.py).
+// posenc course site: behaviours the theme does not have (loaded by tools/site/conf.py).
 "use strict";
 
 // Print: every fold opens (solutions, deep dives), so that paper shows what a click would; the folds
@@ -71,3 +71,43 @@ if (window.POSENC_SEARCH) {
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
 }
+
+// Navigation on phones and tablets: each page has two ☰ buttons (.primary-toggle) and two contents
+// buttons (.secondary-toggle), one in the theme's header and one in the article's header.
+// pydata-sphinx-theme 0.20.0 binds only the first of each (document.querySelector), which is the
+// header's copy, hidden below 960 px; the visible one did nothing (docs/site.md). A click on any
+// other copy is handed to the bound one, so the drawer (or, on a desktop, the collapsing sidebar)
+// answers whichever button the reader sees.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const kind of ["primary", "secondary"]) {
+    const [bound, ...others] = document.querySelectorAll(`.${kind}-toggle`);
+    for (const button of others) {
+      button.addEventListener("click", (event) => {
+        event.preventDefault();
+        event.stopPropagation();
+        bound.click();
+      });
+    }
+  }
+});
+
+// Solutions on paper: a fold's label says "Show/Hide the solution to exercise N", which means nothing
+// on paper; the print stylesheet shows this label instead ("Solution to exercise N").
+// A link to a solution (#solution-N, under each exercise) opens its fold.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const prompt of document.querySelectorAll("div.cell details.hide > summary > p.collapsed")) {
+    const label = document.createElement("p");
+    label.className = "posenc-print-label admonition-title";
+    const text = prompt.textContent.trim().replace(/^Show (the )?/, "");
+    label.textContent = text.charAt(0).toUpperCase() + text.slice(1);
+    prompt.parentElement.appendChild(label);
+  }
+  const openTarget = () => {
+    const anchor = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    const cell = anchor && anchor.closest(".posenc-solution-anchor") ? anchor.nextElementSibling : null;
+    const fold = cell && cell.querySelector("details");
+    if (fold) { fold.open = true; anchor.scrollIntoView(); }
+  };
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
+});
