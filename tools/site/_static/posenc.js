@@ -111,3 +111,24 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("hashchange", openTarget);
   openTarget();
 });
+
+// Inline formulas: not scroll boxes (posenc.css), except one wider than the line it stands in (a long
+// formula on a phone), which gets the class posenc-wide-math and scrolls in its own box. Marked once
+// MathJax has typeset the page, and again when the window's width changes.
+window.addEventListener("load", () => {
+  const block = (el) => { for (let a = el.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).display !== "inline") return a; } return document.body; };
+  const mark = () => {
+    for (const math of document.querySelectorAll("span.math")) {
+      math.classList.remove("posenc-wide-math");
+      const parent = block(math);
+      const room = parent.clientWidth - parseFloat(getComputedStyle(parent).paddingLeft) -
+        parseFloat(getComputedStyle(parent).paddingRight);
+      if (math.getBoundingClientRect().width > room + 1) math.classList.add("posenc-wide-math");
+    }
+  };
+  const ready = window.MathJax && MathJax.startup && MathJax.startup.promise;
+  (ready || Promise.resolve()).then(mark);
+  let width = innerWidth;
+  window.addEventListener("resize", () => { if (innerWidth !== width) { width = innerWidth; mark(); } });
+});
