@@ -460,7 +460,74 @@ def render(src: Path, out: Path, doctrees: Path | None = None) -> float:
         raise RuntimeError(f"the site build failed (Sphinx exit status {status}):\n{errors.getvalue()}")
     for source_map in out.glob("_static/**/*.map"):
         source_map.unlink()
+    trim_icons(out)
     return elapsed
+
+
+# The theme draws its icons with Font Awesome's script (``_static/scripts/fontawesome.js``, 1.56 MB, every
+# icon of every style), loaded by every page. The pages use a dozen solid icons: the script is replaced
+# by one that draws those, as inline SVG with the classes Font Awesome's own would give them.
+ICON_CLASS = re.compile(r'<i\b[^>]*\bclass="([^"]*\bfa-(?:solid|regular|brands)\b[^"]*|[^"]*\bfa[srb]\b[^"]*)"')
+ICON_MODIFIERS = {"fa-solid", "fas", "fa-regular", "far", "fa-brands", "fab", "fa-lg", "fa-fw", "fa-xl", "fa-sm",
+                  "fa-xs", "fa-2x", "fa-spin"}
+ICON_SCRIPT = r"""// Font Awesome's solid icons that these pages use, drawn as inline SVG (tools/build_site.py trim_icons
+// writes this file in place of the theme's 1.56 MB fontawesome.js, taking the icons' outlines from it).
+"use strict";
+(() => {
+  const ICONS = __ICONS__;
+  const draw = () => {
+    for (const i of document.querySelectorAll("i.fa-solid, i.fas")) {
+      const name = [...i.classList].find((c) => c.startsWith("fa-") && ICONS[c.slice(3)]);
+      if (!name) continue;
+      const [width, height, path] = ICONS[name.slice(3)];
+      const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      for (const attr of i.attributes) if (attr.name !== "class") svg.setAttribute(attr.name, attr.value);
+      svg.setAttribute("class", `svg-inline--fa ${[...i.classList].filter((c) => c !== "fa-solid" && c !== "fas").join(" ")}`);
+      svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("focusable", "false");
+      svg.setAttribute("role", "img");
+      const shape = document.createElementNS("http://www.w3.org/2000/svg", "path");
+      shape.setAttribute("fill", "currentColor");
+      shape.setAttribute("d", path);
+      svg.appendChild(shape);
+      i.replaceWith(svg);
+    }
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
+  else draw();
+})();
+"""
+
+
+def trim_icons(out: Path) -> None:
+    """Replace the theme's Font Awesome script in ``out`` by one that draws only the solid icons the
+    pages use (see ICON_SCRIPT). Raises RuntimeError when an icon a page uses is not found in the
+    theme's script (a theme upgrade that changed its format)."""
+    script = out / "_static" / "scripts" / "fontawesome.js"
+    if not script.is_file():
+        return
+    names = set()
+    for page in out.rglob("*.html"):
+        for classes in ICON_CLASS.findall(page.read_text(encoding="utf-8")):
+            names.update(c[3:] for c in classes.split() if c.startswith("fa-") and c not in ICON_MODIFIERS)
+    text = script.read_text(encoding="utf-8")
+    # the solid pack: the icon table registered last, as "fas" (after the regular and brands packs)
+    end = text.find('p("fas",b)')
+    start = text.rfind('p("far",b)', 0, end)
+    if end < 0 or start < 0:
+        raise RuntimeError(f"{script}: the solid icon pack was not found; the theme's Font Awesome changed")
+    pack = text[start:end]
+    icons = {}
+    for name in sorted(names):
+        m = re.search(r'(?:"' + re.escape(name) + r'"|[{,]' + re.escape(name) + r')\s*:\s*\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]', pack)
+        if m is None:
+            raise RuntimeError(f"{script}: no solid icon {name!r}; the theme's Font Awesome changed")
+        icons[name] = [int(m[1]), int(m[2]), m[3]]
+    script.write_text(ICON_SCRIPT.replace("__ICONS__", json.dumps(icons, separators=(",", ":"))), encoding="utf-8")
+    for extra in script.parent.glob("fontawesome.js.LICENSE.txt"):
+        extra.write_text(extra.read_text(encoding="utf-8") + "\n(Subset: the solid icons these pages use.)\n",
+                         encoding="utf-8")
 
 
 def size_mb(folder: Path) -> float:
