@@ -34,8 +34,12 @@ CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title
 <div class="highlight" style="width: 200px"><pre>a very long line of code that wraps inside its own box instead of being cut off .......</pre></div>
 <table class="dataframe"><thead><tr><th>scheme</th><th>loss</th></tr></thead>
 <tbody><tr><th>RoPE</th><td class="posenc-number">12.48 ± 0.03</td></tr></tbody></table>
-<div class="cell tag_solution"><details><summary>Show the solution to exercise 1</summary>
-<div class="cell_input"><pre>answer = 42</pre></div></details></div>
+<div class="cell tag_solution"><details class="hide"><summary><p class="collapsed">Show the solution to exercise 1</p>
+<p class="expanded">Hide the solution to exercise 1</p></summary>
+<div class="cell_input"><div class="highlight"><pre>answer = 40 + 2  # the solution's code</pre></div></div></details></div>
+<p>Inline math: <span class="math">x + y</span>.</p>
+<button class="primary-toggle" onclick="document.getElementById('pst-primary-sidebar-modal').showModal()">menu</button>
+<dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog>
 </main></body></html>
 """
 INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>index</title></head><body><main>
@@ -50,8 +54,14 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</titl
 <p><a href="missing.html">a broken link</a> and <a href="other.html#nowhere">a missing anchor</a>.</p>
 <img src="no-such-figure.png" alt="no-such-figure.png">
 <pre style="overflow: hidden; width: 200px">a very long line of code that is cut off at the edge of its box ...................</pre>
-<div class="cell tag_solution"><details open><summary>Show solution</summary>
-<div class="cell_input"><pre>answer = 42</pre></div></details></div>
+<div class="cell tag_solution"><details class="hide" open><summary>Show solution</summary>
+<div class="cell_input"><pre>answer = 40 + 2  # the solution's code</pre></div></details></div>
+<p>A formula in a scroll box: <span class="math" style="display: inline-flex; overflow-x: auto; max-width: 60px;
+white-space: nowrap">x + y + z + w + v + u</span>.</p>
+<div class="highlight"><pre style="white-space: pre-wrap; width: 300px">code = "that wraps at the edge of a box too narrow for eighty columns of code"</pre></div>
+<div class="cell_output"><pre>scheme x seed: 100%|####################| 21/21</pre></div>
+<button class="primary-toggle">menu</button><dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog>
+<div style="break-before: page"></div>
 <details><p>a fold with no label</p></details>
 <details><summary>Deep dive (optional) · closed on paper</summary><p>hidden</p></details>
 <p><a class="reference external" href="https://example.org/paper">a paper</a></p>
@@ -155,9 +165,30 @@ def test_a_broken_page_fails_on_every_fault(report):
         "2 search boxes visible at 1280 px",
         "a fold prints closed: Deep dive (optional) · closed on paper",
         "a link prints without its URL: https://example.org/paper",
+        "inline formula at 1280 px with a 15 px scrollbar",  # scrollbars are shown, as on Windows
+        "at 1280 px: code wraps: 2 screen lines for 1 lines",
+        "the code column holds",
+        "an output line the site must not show: scheme x seed: 100%",
+        "a solution prints labelled 'Show solution'",
+        "at 768 px: a tap on the visible navigation (☰) button opens no drawer",
+        "on a 390 px phone: a tap on the visible navigation (☰) button opens no drawer",
+        "printed: page 2 of 2 is blank",
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
+
+
+def test_a_solution_that_prints_as_an_empty_box_is_caught(tmp_path):
+    """myst-nb fades an opened fold in from opacity 0: printed at once (as a reader's Print does), its
+    code is in the PDF but not visible. Without the site's print rules (posenc.css) the check sees it."""
+    fade = ("<style>@keyframes fade { 0% { opacity: 0; } 100% { opacity: 1; } }\n"
+            "div.cell details.hide[open] > summary ~ * { animation: fade 0.3s ease-in-out; }</style>")
+    (tmp_path / "faded.html").write_text(CLEAN.replace('<link rel="stylesheet" href="posenc.css">', fade), encoding="utf-8")
+    (tmp_path / "posenc.js").write_bytes((ROOT / "tools" / "site" / "_static" / "posenc.js").read_bytes())
+    (tmp_path / "other.html").write_text(OTHER, encoding="utf-8")
+    problems = [p for p in check.check_site(tmp_path, check_search=False).problems if p.startswith("faded.html")]
+    assert "faded.html: printed: a solution's code is in the PDF but not visible (blank pixels): answer = 40 + 2" \
+        in problems, problems
 
 
 def test_an_explorer_that_draws_the_library_values_passes(report):
