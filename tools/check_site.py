@@ -335,7 +335,7 @@ DRAWER_OPEN_JS = r"""
   const dialog = document.getElementById(`pst-${kind}-sidebar-modal`);
   const sidebar = document.getElementById(`pst-${kind}-sidebar`);
   const shown = (el) => { if (!el || !el.checkVisibility()) return false;
-    const r = el.getBoundingClientRect(); return r.width > 50 && r.right > 0 && r.left < innerWidth; };
+    const r = el.getBoundingClientRect(); return r.width > 0 && r.right > 0 && r.left < innerWidth; };
   const links = dialog && dialog.open ? [...dialog.querySelectorAll('a[href]')].filter(shown).length : 0;
   return {open: !!(dialog && dialog.open), links, inline: shown(sidebar) && [...sidebar.querySelectorAll('a[href]')].some(shown)};
 }
