@@ -669,7 +669,7 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 # handling, because the attention mask stops attention to them (erratum E6). That is right for
 # the attention and wrong for the positions: with left padding the real tokens sit at shifted
 # positions, and an absolute encoding can then be wrong silently, depending on the task. Two
-# decoders with a learnable table (std 1), trained for 150 steps: one on the lag-3 task of
+# decoders with a learnable table (std 1), trained for 300 steps: one on the lag-3 task of
 # section 3 (a *relative* task), one on "repeat the first token at every step" (an *absolute*
 # task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
 
@@ -694,7 +694,7 @@ def table_decoder(setup: tuple) -> TinyTransformer:
     seed_everything(seed)  # the table's rows, then the rest of the model
     model = make(LearnablePE(D_MODEL, SEQ, init_std=1.0), True, seed)
     batches = torch.Generator().manual_seed(seed)
-    train(model, TASKS[task][0], 150, generator=batches, desc=None)
+    train(model, TASKS[task][0], 300, generator=batches, desc=None)
     return model
 
 
