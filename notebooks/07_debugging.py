@@ -396,9 +396,9 @@ for label, weight in [
 # ## 3 · Attention maps as a diagnostic
 #
 # **Question:** what does a working position signal look like inside a trained model, and a lost
-# one? A small RoPE decoder learns to repeat the token 3 steps back (notebook 03); we look at its
-# attention once with the right positions, once with every position id 0, as a pipeline that
-# forgets to pass them would.
+# one? Small RoPE decoders (three seeds) learn to repeat the token 3 steps back (notebook 03); we
+# look at their attention once with the right positions, once with every position id 0, as a
+# pipeline that forgets to pass them would. The maps show seed 0.
 
 # %% tags=["nbval-check-output"]
 VOCAB, SEQ, LAG = 16, 16, 3
@@ -479,9 +479,10 @@ weights.groupby(["offset", "positions"], sort=False)["weight"].agg(
 
 # %% [markdown]
 # **Check.** The healthy maps are stripes parallel to the diagonal: each query puts most of its
-# weight at a fixed distance back (the key 3 back, the task's lag). With every position 0, RoPE
-# rotates nothing, and the stripes dissolve into content-driven smears; accuracy falls to 2.6
-# times the chance of 1/16: the causal mask still gives some order (§1), but not the distance 3.
+# weight at a fixed distance back (the key 3 back, the task's lag: 0.83 of a head's weight). With
+# every position 0, RoPE rotates nothing, and the stripes dissolve into content-driven smears;
+# accuracy falls from 1.00 to 0.16, 2.5 times the chance of 1/16, on every seed: the causal mask
+# still gives some order (§1), but not the distance 3.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 per_seed = weights.set_index(["positions", "offset"])["weight"]
@@ -660,18 +661,17 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 # %% [markdown]
 # Every setting moves the real tokens' logits far above rounding, positions from the mask
 # included: the ids are right, but the frequencies are those of the batch, not of each sequence;
-# and the more padding, the larger the change. The cure is not in the position ids: batch
-# sequences of similar length, or use a scaling that does not depend on the length (linear,
-# static NTK, YaRN, notebook 06).
+# and the more padding, the larger the change. The cure: batch sequences of similar length, or
+# use a scaling that does not depend on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
 # The source article says that adding the position code to padded positions needs no special
 # handling, because the attention mask stops attention to them (erratum E6). That is right for
 # the attention and wrong for the positions: with left padding the real tokens sit at shifted
-# positions, and an absolute encoding can then be wrong silently, depending on the task. Two
-# decoders with a learnable table (std 1), trained for 300 steps: one on the lag-3 task of
-# section 3 (a *relative* task), one on "repeat the first token at every step" (an *absolute*
-# task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
+# positions, and an absolute encoding can then be wrong silently, depending on the task.
+# Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on the lag-3
+# task of section 3 (a *relative* task), and on "repeat the first token at every step" (an
+# *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
 
 
 # %% tags=["nbval-check-output"]
@@ -814,9 +814,9 @@ checked(
 )
 
 # %% [markdown]
-# The lag-3 model survives: its task is the same at every position it learned. The first-token
-# model fails: the first real token of a row of $n$ tokens sits at position $16 - n$, and the
-# model looks for position 0, a masked pad. Positions from the mask restore both.
+# The lag-3 models survive: their task is the same at every position they learned. The
+# first-token models fail: the first real token of a row of $n$ tokens sits at position $16 - n$,
+# and the model looks for position 0, a masked pad. Positions from the mask restore them.
 
 # %% [markdown]
 # **Takeaway:**
@@ -832,7 +832,7 @@ checked(
 # Seven bugs met in real code, each run, measured, and caught by a check or a library error.
 #
 # ### 5.1 · Wrong RoPE layout when loading weights
-# The RoPE model of section 3 was trained with interleaved pairs (Meta's layout). Loading its
+# The RoPE models of section 3 were trained with interleaved pairs (Meta's layout). Loading their
 # weights into a half-split model (Hugging Face's layout) raises nothing:
 
 # %% tags=["nbval-check-output"]
@@ -881,7 +881,7 @@ print("after convert_qk_weight: golden-output test passes")
 # %% [markdown]
 # ### 5.2 · Half-precision angles
 # A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. The trained
-# RoPE model in bfloat16, with all positions shifted by 0, 1000 and 4000 (a RoPE model should not
+# RoPE models in bfloat16, with all positions shifted by 0, 1000 and 4000 (a RoPE model should not
 # care), once with float32 angles (the library) and once with bfloat16 angles. (The source
 # article warns instead that `theta ** (2i/d)` may overflow. It cannot: $10000^{2i/d} \le
 # 10000$. The problem is $m\theta_i$ in low precision, measured here and in
@@ -1001,7 +1001,7 @@ for build_it, expected, fragment in odd_widths:
 # error only says two sizes differ.
 #
 # ### 5.4 · Positions past a learnable table's `max_len`
-# The learnable model of section 4 has 16 rows. A common "fix" for the index error is to clamp
+# The lag-3 models of section 4 have 16 rows. A common "fix" for the index error is to clamp
 # positions to the last row. On 24 tokens:
 
 # %% tags=["nbval-check-output"]
@@ -1100,7 +1100,7 @@ assert scales == {"t5": 1.0, "alibi": 0.125, "rope": 0.125}
 # %% [markdown]
 # ### 5.6 · A KV-cache decode step without the position offset
 # A hand-written generation loop feeds the prompt, then each new token alone, at position 0
-# instead of `len(cache)`. The trained learnable model, predicting each test sequence's last token:
+# instead of `len(cache)`. Section 4's lag-3 models, predicting each test sequence's last token:
 
 # %% tags=["nbval-check-output"]
 prompt, last = lag_test[0][:, :-1], lag_test[0][:, -1:]
@@ -1226,11 +1226,11 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 #   test declares them broken (E7). With a start token every decoder learns absolute position.
 # - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; a detached
 #   table never moves while the probe still learns: only the gradient check names the bug.
-# - **Attention maps** (§3): with all position ids 0 a trained RoPE decoder loses its stripes and
-#   falls from 0.999 to 0.160, still 2.6 times chance: the causal mask still gives order.
+# - **Attention maps** (§3): with all position ids 0 trained RoPE decoders lose their stripes and
+#   fall from 1.00 to 0.16 (3 seeds), still 2.5 times chance: the causal mask gives order.
 # - **Padding** (§4): right padding changes real tokens by float32 rounding only. Left padding
-#   with default positions breaks absolute encodings (a first-token model: 1.000 -> 0.377; E6);
-#   `cumsum(mask) - 1` fixes them; RoPE, T5 and ALiBi are immune, dynamic NTK is not.
+#   with default positions breaks absolute encodings (first-token models, 3 seeds: 1.00 -> 0.30;
+#   E6); `cumsum(mask) - 1` fixes them; RoPE, T5 and ALiBi are immune, dynamic NTK is not.
 # - **Bug zoo** (§5): wrong RoPE layout, low-precision angles (E8), clamped positions, no
 #   $1/\sqrt d$, a decode step at position 0, rotated values: each caught by a check or an error.
 
@@ -1238,7 +1238,7 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 # ### Open-ended experiment · How far can bfloat16 angles go?
 #
 # **Question.** In section 5.2 the RoPE model with bfloat16 angles was perfect at the training
-# positions and near chance at positions + 1000. Where, between the two, does it break, and why
+# positions and far below that at positions + 1000. Where, between the two, does it break, and why
 # there? bfloat16 keeps 8 significant bits, so whole numbers above 256 are no longer all
 # representable.
 #
