@@ -475,7 +475,7 @@ print(
 )
 weights.groupby(["offset", "positions"], sort=False)["weight"].agg(
     lambda runs: mean_std(runs, 2)
-).unstack("positions")
+).unstack("positions").rename_axis(columns=None)
 
 # %% [markdown]
 # **Check.** The healthy maps are stripes parallel to the diagonal: each query puts most of its
@@ -759,7 +759,7 @@ padding_runs = pd.DataFrame([
 print(f"test accuracy, mean ± std over {len(SEEDS)} seeds:")
 padding_runs.groupby(["task", "case"], sort=False)["accuracy"].agg(
     lambda runs: mean_std(runs, 2)
-).unstack("case")
+).unstack("case").rename_axis(columns=None)
 
 # %% tags=["nbval-check-output"]
 row = int(test_lengths.argmin())
@@ -933,7 +933,7 @@ precision = bf16_runs.pivot(
 print(f"lag-3 accuracy in bfloat16, mean ± std over {len(SEEDS)} seeds:")
 bf16_runs.groupby(["angles", "shift"], sort=False)["accuracy"].agg(
     lambda runs: mean_std(runs, 2)
-).unstack("shift")
+).unstack("shift").rename_axis(columns=None)
 
 # %% [markdown]
 # **Caught by** the shift check: a RoPE model's outputs must not depend on a common shift of all
