@@ -57,6 +57,10 @@ def seed_everything(seed: int = 0) -> torch.Generator:
 #: The environment variable ``POSENC_NUM_THREADS`` overrides it (``make numerics-matrix`` tries 2).
 NOTEBOOK_THREADS = 1
 
+#: True once :func:`setup_notebook` has run in this process (posenc_course.kernel points a NameError
+#: raised before it to the setup cell).
+notebook_set_up = False
+
 
 def setup_notebook(seed: int = 0) -> torch.Generator:
     """First call of every notebook: thread count, the series' figure style, seeds, print options.
@@ -77,6 +81,8 @@ def setup_notebook(seed: int = 0) -> torch.Generator:
         print(line)
     use_style()
     torch.set_printoptions(precision=4, sci_mode=False)
+    global notebook_set_up
+    notebook_set_up = True
     return seed_everything(seed)
 
 
