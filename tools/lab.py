@@ -68,8 +68,9 @@ def keep_solutions_folded(notebook: dict[str, Any]) -> None:
         metadata = cell.setdefault("metadata", {})
         if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith(SOLUTIONS_HEADING):
             metadata["jp-MarkdownHeadingCollapsed"] = True
-        if "solution" in metadata.get("tags", []):
-            metadata.setdefault("jupyter", {})["source_hidden"] = True
+        if "solution" in metadata.get("tags", []):  # "jupyter" first, where the committed .py has it
+            jupyter = {**metadata.get("jupyter", {}), "source_hidden": True}
+            cell["metadata"] = {"jupyter": jupyter, **{k: v for k, v in metadata.items() if k != "jupyter"}}
 
 
 def keep_widgets_drawable(notebook: dict[str, Any]) -> None:
