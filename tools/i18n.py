@@ -257,14 +257,27 @@ def load_terminology(path: Path = TERMINOLOGY) -> list[Rule]:
     return [Rule(r.get("term", ""), tuple(r["en"]), tuple(r["zh"])) for r in data["rule"]]
 
 
+# A link to the outside world: its text is the title of a cited work, which stays in its own language.
+CITATION = re.compile(r"\[[^\]]*\]\(https?://[^)\s]+\)")
+
+
 def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str]:
-    """The rules whose English the message uses and whose Chinese its translation does not."""
-    english, chinese = prose(msgid), prose(msgstr).lower()
+    """The rules whose English the message uses and whose Chinese its translation does not.
+
+    Phrases match longest first: in "bag of tokens" the rule for "bag of tokens" applies, not the one
+    for "tokens". Titles of cited works (the text of a link to the web) are not checked."""
+    english, chinese = prose(CITATION.sub(" ", msgid)), prose(CITATION.sub(" ", msgstr)).lower()
+    matches = sorted(((m.start(), m.end(), m[0], rule) for rule in rules for m in rule.pattern.finditer(english)),
+                     key=lambda t: (t[0] - t[1], t[0]))
+    taken: list[tuple[int, int]] = []
     problems = []
-    for rule in rules:
-        found = rule.pattern.search(english)
-        if found and not any(form.lower() in chinese for form in rule.zh):
-            problems.append(f"term: {found[0]!r} is translated with none of {' / '.join(rule.zh)}")
+    for start, end, text, rule in matches:
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        message = f"term: {text!r} is translated with none of {' / '.join(rule.zh)}"
+        if not any(form.lower() in chinese for form in rule.zh) and message not in problems:
+            problems.append(message)
     return problems
 
 
