@@ -190,9 +190,30 @@ def prose(text: str) -> str:
     return TAG.sub(" ", text)
 
 
+_MARKDOWN = None
+
+
+def markup(text: str) -> Counter:
+    """The inline markup of a message as MyST parses it (CommonMark, with formulas set aside): how many
+    bold, italic and link spans. Chinese text needs care here: CommonMark does not close ``**粗体。**``
+    when a letter follows it directly, and the reader would see the asterisks."""
+    global _MARKDOWN
+    if _MARKDOWN is None:
+        from markdown_it import MarkdownIt
+
+        _MARKDOWN = MarkdownIt("commonmark")
+    tokens = [t for block in _MARKDOWN.parse(MATH.sub("M", text)) for t in (block.children or [])]
+    return Counter(t.type for t in tokens if t.type in ("strong_open", "em_open", "link_open"))
+
+
 def kept(msgid: str, msgstr: str) -> list[str]:
     """What the translation changed of what it must keep (empty when all is kept)."""
     problems = []
+    names = {"strong_open": "bold", "em_open": "italic", "link_open": "link"}
+    source_markup, target_markup = markup(msgid), markup(msgstr)
+    if source_markup != target_markup:
+        problems.append("markup: " + ", ".join(f"{names[k]} {source_markup[k]} -> {target_markup[k]}"
+                                               for k in names if source_markup[k] != target_markup[k]))
     source, target = spans(msgid), spans(msgstr)
     for kind in source:
         missing, extra = source[kind] - target[kind], target[kind] - source[kind]

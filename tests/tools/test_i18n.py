@@ -88,6 +88,21 @@ def test_a_translation_that_changes_what_it_must_keep_is_reported(broken, expect
     assert [p.what.split(":")[0] for p in problems] == [expected], problems
 
 
+@pytest.mark.parametrize("broken", [
+    "**问题。**如果把词元打乱，注意力会察觉吗？",  # CommonMark does not close bold after 。 before a letter
+    "**问题。 如果把词元打乱，注意力会察觉吗？",
+    "问题。如果把*词元*打乱，注意力会察觉吗？",
+])
+def test_a_translation_that_loses_or_adds_markup_is_reported(broken, rules):
+    english = "**Question.** If we shuffle the tokens, does attention notice?"
+    catalog = Catalog(locale="zh_CN")
+    catalog.add(english, "**问题。** 如果把词元打乱，注意力会察觉吗？")
+    assert i18n.entry_problems("demo", catalog, rules, complete=True) == []
+    catalog[english].string = broken
+    problems = i18n.entry_problems("demo", catalog, rules, complete=True)
+    assert [p.what.split(":")[0] for p in problems] == ["markup"], problems
+
+
 def test_a_display_formula_must_stay_the_formula(pots, rules):
     document = "00_permutation_blindness"
     formula = sorted(i18n.formulas(pots, document))[0]
