@@ -302,6 +302,13 @@ def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str
     return problems
 
 
+def glossary_terms() -> set[str]:
+    """Every term of the glossary, English and Chinese, as the glossary page writes it."""
+    from tools.site.posenc_site import load_glossary
+
+    return {name for t in load_glossary() for name in (t["en"], t["zh"])}
+
+
 def glossary_problems(rules: list[Rule]) -> list[str]:
     """The table follows the glossary: every glossary term has a rule, and each rule's Chinese is the
     glossary's (one of its forms appears in the glossary's Chinese for that term)."""
@@ -382,7 +389,9 @@ def entry_problems(document: str, catalog: Catalog, rules: list[Rule], complete:
             found.append("fuzzy (the English changed: review the translation, then remove the flag)")
         if message.string and not message.fuzzy:
             found += kept(message.id, message.string)
-            if message.id not in display:
+            # A display formula, and a glossary term kept as itself (the glossary page lists every term in
+            # English and in Chinese, and {term} references name the English), are not prose.
+            if message.id not in display and not (message.string == message.id and message.id in glossary_terms()):
                 found += terminology_problems(message.id, message.string, rules)
         problems += [Problem(document, where.get(message.id, []), message.id, what) for what in found]
     return problems
