@@ -25,6 +25,7 @@ The extraction (about 20 s) is cached under ``build/i18n/cache/``, keyed by a di
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import io
 import json
@@ -47,6 +48,7 @@ LOCALE = ROOT / "locale"
 CATALOGS = LOCALE / LANGUAGE / "LC_MESSAGES"
 MANIFEST = LOCALE / LANGUAGE / "complete.toml"
 TERMINOLOGY = LOCALE / LANGUAGE / "terminology.toml"
+GLOSSARY = CONF / "glossary.toml"
 CACHE = ROOT / "build" / "i18n" / "cache"
 # Beside the .pot files: per page, each msgid's section headings, and the msgids that are display formulas.
 SECTIONS = "messages.json"
@@ -61,7 +63,7 @@ INPUTS = ("notebooks/[0-9][0-9]_*.ipynb", "notebooks/catalog.toml", "docs/*.md",
 
 def source_digest(root: Path = ROOT) -> str:
     """A digest of everything the extraction reads (files, tool versions, the checkout's origin)."""
-    from tools.build_site import repository_url
+    import subprocess
 
     h = hashlib.sha256()
     for pattern in INPUTS:
@@ -69,7 +71,10 @@ def source_digest(root: Path = ROOT) -> str:
             h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     for dist in ("sphinx", "myst-nb", "myst-parser", "docutils"):
         h.update(f"{dist}=={metadata.version(dist)}\0".encode())
-    h.update(str(repository_url(root)).encode())  # the front page names the repository when it has one
+    # the front page names the repository when it has one (tools/build_site.repository_url)
+    origin = subprocess.run(["git", "-C", str(root), "config", "--get", "remote.origin.url"],
+                            capture_output=True, text=True).stdout
+    h.update(origin.encode())
     return h.hexdigest()[:16]
 
 
@@ -135,8 +140,10 @@ def _parents(node):
         node = node.parent
 
 
+@functools.lru_cache(maxsize=None)
 def templates(root: Path = ROOT, cache: Path = CACHE) -> Path:
-    """The folder of ``.pot`` templates for the current English, extracted once per input digest."""
+    """The folder of ``.pot`` templates for the current English, extracted once per input digest
+    (and looked up once per process)."""
     folder = cache / source_digest(root)
     if not (folder / SECTIONS).exists():
         if cache.exists():  # older extractions
@@ -302,18 +309,20 @@ def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str
     return problems
 
 
-def glossary_terms() -> set[str]:
-    """Every term of the glossary, English and Chinese, as the glossary page writes it."""
-    from tools.site.posenc_site import load_glossary
+def load_glossary(path: Path = GLOSSARY) -> list[dict]:
+    """The glossary's terms (``tools/site/glossary.toml``; the site reads it with ``posenc_site.load_glossary``)."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))["term"]
 
-    return {name for t in load_glossary() for name in (t["en"], t["zh"])}
+
+@functools.lru_cache(maxsize=None)
+def glossary_terms() -> frozenset[str]:
+    """Every term of the glossary, English and Chinese, as the glossary page writes it."""
+    return frozenset(name for t in load_glossary() for name in (t["en"], t["zh"]))
 
 
 def glossary_problems(rules: list[Rule]) -> list[str]:
     """The table follows the glossary: every glossary term has a rule, and each rule's Chinese is the
     glossary's (one of its forms appears in the glossary's Chinese for that term)."""
-    from tools.site.posenc_site import load_glossary
-
     glossary = {t["en"]: t for t in load_glossary()}
     problems = [f"glossary term {en!r} has no rule in {TERMINOLOGY.relative_to(ROOT)}"
                 for en in glossary if en not in {r.term for r in rules}]
