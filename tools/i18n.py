@@ -421,12 +421,14 @@ def stale_problems(document: str, catalog: Catalog, pots: Path) -> list[Problem]
     return problems
 
 
-def statistics(catalog: Catalog) -> dict[str, int]:
+def statistics(catalog: Catalog, display: set[str] = frozenset()) -> dict[str, int]:
+    """Entries translated, fuzzy and untranslated, and the English words of the page (outside
+    formulas, code and links; ``display``: the page's display formulas, which hold none)."""
     entries = [m for m in catalog if m.id]
     done = [m for m in entries if m.string and not m.fuzzy]
     return {"entries": len(entries), "translated": len(done), "fuzzy": sum(1 for m in entries if m.fuzzy),
             "untranslated": sum(1 for m in entries if not m.string),
-            "words": sum(len(re.findall(r"[A-Za-z]+(?:'[a-z]+)?", prose(m.id))) for m in entries)}
+            "words": sum(len(re.findall(r"[A-Za-z]+(?:'[a-z]+)?", prose(m.id))) for m in entries if m.id not in display)}
 
 
 def check(catalogs: Path = CATALOGS, stale: bool = True) -> list[Problem]:
@@ -458,7 +460,7 @@ def main(argv: list[str]) -> int:
         complete = set(complete_documents())
         print(f"{'document':28} {'entries':>7} {'done':>5} {'fuzzy':>5} {'empty':>5} {'words':>6}  complete")
         for path in sorted(CATALOGS.glob("*.po")):
-            s = statistics(load(path))
+            s = statistics(load(path), formulas(templates(), path.stem))
             print(f"{path.stem:28} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
                   f"{s['words']:6}  {'yes' if path.stem in complete else ''}")
     if args.command == "check":
