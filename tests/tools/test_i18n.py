@@ -122,9 +122,9 @@ def test_an_english_change_makes_the_entry_fuzzy_and_the_test_names_its_section(
 
     document = "00_permutation_blindness"
     template = i18n.load(pots / f"{document}.pot")
-    paragraph = next(m.id for m in template if m.id.startswith("**Question.** If we shuffle the tokens"))
+    paragraph = next(m.id for m in template if m.id.startswith("**Question.**"))
     section = i18n._sections(pots, document)[paragraph]
-    assert section and section[0].startswith("1.")
+    assert section and section[0]
 
     po = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / f"{document}.po"
     po.parent.mkdir(parents=True)
@@ -135,7 +135,7 @@ def test_an_english_change_makes_the_entry_fuzzy_and_the_test_names_its_section(
     with open(po, "wb") as f:
         write_po(f, catalog)
     # The English edits one paragraph: a new template, as the gettext builder would write it.
-    edited = paragraph.replace("6 random token vectors", "8 random token vectors")
+    edited = paragraph + " And one more sentence."
     pot_dir = tmp_path / "pot"
     pot_dir.mkdir()
     new_template = Catalog()
