@@ -25,29 +25,41 @@ import torch
 from joblib import Parallel, delayed
 
 from posenc_course import numerics
-from posenc_course.data import char_corpus
+from posenc_course.data import char_corpus, lm_eval_windows
 from posenc_course.nb06_extrapolation import (
     CHECKPOINT_CONFIG,
     CHECKPOINT_DIR,
     SCHEME_NAMES,
     SEEDS,
+    build_base_model,
     checkpoint_file,
     save_checkpoint,
     train_base_model,
 )
+from posenc_lib.analysis.lm_metrics import per_position_loss, perplexity_at
 
 
-def _one(name: str, seed: int, out: Path) -> tuple[str, dict]:
+def _one(name: str, seed: int, out: Path, config: dict) -> tuple[str, dict]:
     torch.set_num_threads(1)
+    corpus = char_corpus()
     start = time.process_time()
-    model, losses = train_base_model(name, seed, char_corpus())
+    model, losses = train_base_model(name, seed, corpus, config)
     cpu = time.process_time() - start
     path = checkpoint_file(name, seed, out)
     digest = save_checkpoint(model, losses, path)
+    # perplexity at L on the notebook's 32 evaluation windows (the first L characters of each),
+    # of the weights as stored (float16, evaluated in float32): what notebook 06 compares with the 4-gram
+    L = config["seq_len"]
+    stored = build_base_model(name, len(corpus.vocab), config)
+    with torch.no_grad():
+        for p, q in zip(stored.parameters(), model.parameters()):
+            p.copy_(q.half().float())
+    inputs, targets = lm_eval_windows(corpus.valid, 8 * L, 32)
+    ppl = perplexity_at(per_position_loss(stored.eval(), inputs[:, :L], targets[:, :L]), [L])[0]
     entry = {"scheme": name, "seed": seed, "sha256": digest, "bytes": path.stat().st_size,
-             "final_loss": losses[-1], "mean_loss_last_100_steps": sum(losses[-100:]) / 100,
-             "cpu_seconds": round(cpu, 1)}
-    print(f"{path.name}: final loss {losses[-1]:.4f}, {cpu:.0f} s CPU", flush=True)
+             "final_loss": losses[-1], "mean_loss_last_100_steps": sum(losses[-100:]) / len(losses[-100:]),
+             "perplexity_at_L": ppl, "cpu_seconds": round(cpu, 1)}
+    print(f"{path.name}: final loss {losses[-1]:.4f}, perplexity at L {ppl:.3f}, {cpu:.0f} s CPU", flush=True)
     return path.name, entry
 
 
@@ -57,18 +69,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="output directory")
     parser.add_argument("--only", nargs="*", default=None, metavar="SCHEME",
                         help="train only these schemes (for a sweep; the manifest then lists only them)")
+    parser.add_argument("--seeds", nargs="*", type=int, default=list(SEEDS), help="seeds (default 0 1 2)")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="override CHECKPOINT_CONFIG for a sweep, e.g. --set n_layers=4 steps=3000"
+                             " (with --out elsewhere: the notebook loads only the shipped config)")
     args = parser.parse_args(argv)
     names = SCHEME_NAMES if not args.only else args.only
     unknown = sorted(set(names) - set(SCHEME_NAMES))
     if unknown:
         parser.error(f"unknown schemes {unknown}; choose from {list(SCHEME_NAMES)}")
+    config = dict(CHECKPOINT_CONFIG)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        if key not in config:
+            parser.error(f"--set {item}: no such key; the config has {sorted(config)}")
+        config[key] = type(config[key])(value)
     print(numerics.describe(), flush=True)
     start = time.time()
-    jobs = [(name, seed) for name in names for seed in SEEDS]
-    results = Parallel(n_jobs=args.jobs)(delayed(_one)(name, seed, args.out) for name, seed in jobs)
+    jobs = [(name, seed) for name in names for seed in args.seeds]
+    results = Parallel(n_jobs=args.jobs)(delayed(_one)(name, seed, args.out, config) for name, seed in jobs)
     manifest = {
         "what": "notebook 06's base models: tools/train_06_checkpoints.py, posenc_course.nb06_extrapolation",
-        "config": CHECKPOINT_CONFIG,
+        "config": config,
         "storage": "safetensors; parameters as float16 ('param.<name>'), the loss of every step as float32 ('losses')",
         "torch": torch.__version__,
         "reference_numerics": numerics.reproduces_reference(),
