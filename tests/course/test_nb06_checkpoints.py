@@ -30,9 +30,9 @@ from posenc_course.nb06_extrapolation import (
 )
 
 TINY = dict(CHECKPOINT_CONFIG, steps=4, batch_size=4)
-#: the run the test retrains: the cheapest scheme per step (measured: T5 bias ~42 ms, NoPE ~50 ms)
+#: the run the test retrains (per step all schemes cost about the same, 75-95 ms of CPU with 4 layers)
 RETRAINED = ("T5 bias", 0)
-#: how many of its first steps (about 15 s of CPU)
+#: how many of its first steps (about 30 s of CPU with 4 layers)
 PREFIX = 300
 
 shipped = pytest.mark.skipif(not (CHECKPOINT_DIR / "manifest.json").is_file(),
@@ -101,7 +101,7 @@ def test_every_shipped_checkpoint_matches_the_manifest_and_the_config():
     models = load_base_models(64)  # checks every SHA-256
     assert len(models) == 21
     total = sum(checkpoint_file(n, s).stat().st_size for n, s in models)
-    assert total < 6_000_000, total
+    assert total < 10_000_000, total  # about 430 kB each (float16)
 
 
 @shipped
