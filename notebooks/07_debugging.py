@@ -24,7 +24,7 @@
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
 #
-# **Run time:** about 25 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 43 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 72 probe runs and nine small decoders.
 
 # %%
