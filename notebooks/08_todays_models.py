@@ -34,7 +34,7 @@
 # [07 · Debugging and practice](07_debugging.ipynb) (layout bugs).
 #
 # **Run time:** about 136 s on a laptop CPU (measured with `make execute`, one thread), most of it in
-# 18 training runs of a character LM and 12 of a tiny video classifier.
+# 24 training runs of a character LM and 12 of a tiny video classifier.
 # %%
 import itertools
 import math
