@@ -10,7 +10,7 @@ Contents::
 
     CHECKPOINT_CONFIG    - the size and training of 06's 21 base models (7 schemes x 3 seeds)
     base_schemes         - the seven position schemes, as functions that build them
-    train_base_model     - one base model: the training loop, written out (AdamW, linear decay)
+    train_base_model     - one base model: the library's training loop (AdamW, linear decay) on the corpus
     save_checkpoint      - a trained model's weights (float16) and loss curve, as safetensors
     load_base_models     - the shipped checkpoints, each checked against the manifest's SHA-256
     train_char_lm        - a TinyTransformer causal char LM trained on random windows of a corpus
@@ -44,7 +44,7 @@ from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.scheme import NoPosition, PositionScheme
 from posenc_lib.score_bias.alibi import ALiBi
 from posenc_lib.score_bias.t5 import T5RelativeBias
-from posenc_lib.training import cross_entropy
+from posenc_lib.training import train as _train
 
 __all__ = [
     "CHECKPOINT_CONFIG",
@@ -120,33 +120,20 @@ def train_base_model(name: str, seed: int, corpus: CharCorpus, config: dict = CH
                      stop_after: int | None = None) -> tuple[TinyTransformer, list[float]]:
     """Train one base model of notebook 06; return it (in eval mode) and the loss of every step.
 
-    The whole training, written out: seed, build the model (its weights and any weights of its
-    scheme come from ``seed``), then ``config["steps"]`` AdamW steps on random windows of
-    ``config["seq_len"]`` characters of ``corpus.train`` (offsets from the same seed), the
-    learning rate decaying linearly from ``config["lr"]`` to 10% of it.
+    Seed, build the model (its weights and any weights of its scheme come from ``seed``), then
+    ``config["steps"]`` AdamW steps (weight decay 0.01) of :func:`posenc_lib.training.train` on
+    random windows of ``config["seq_len"]`` characters of ``corpus.train`` (offsets from the same
+    seed), the learning rate decaying linearly from ``config["lr"]`` to 10% of it.
     stop_after: stop after this many steps of the same run (same schedule): its first steps exactly.
     """
     check_int("seed", seed, minimum=0)
-    steps = config["steps"]
-    stop = steps if stop_after is None else stop_after
-    check_int("stop_after", stop)
-    if not 0 < stop <= steps:
-        raise ValueError(f"stop_after must be in 1..{steps} (the run's steps), got {stop}")
     gen = seed_everything(seed)
     model = build_base_model(name, len(corpus.vocab), config)
-    opt = torch.optim.AdamW(model.parameters(), lr=config["lr"], foreach=True)
-    losses = []
-    model.train()
-    for step in range(stop):
-        for group in opt.param_groups:  # linear decay to 10% of lr
-            group["lr"] = config["lr"] * (1.0 - 0.9 * step / steps)
-        x, y = lm_batch(corpus.train, config["seq_len"], config["batch_size"], gen)
-        loss = cross_entropy(model(x), y)  # next-character prediction
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
+
+    def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:  # (B, L) inputs, (B, L) next chars
+        return lm_batch(corpus.train, config["seq_len"], config["batch_size"], gen)
+
+    losses = _train(model, batch, config["steps"], lr=config["lr"], weight_decay=0.01, stop_after=stop_after)
     return model, losses
 
 

@@ -5,7 +5,7 @@ Run it through make, which sets the reference numerics (one thread, tools/numeri
     make checkpoints-06                 # all 21, two at a time
     make checkpoints-06 CKPT_JOBS=4     # more at a time, on a machine with more cores
 
-Each run is ``posenc_course.nb06_extrapolation.train_base_model`` (the training loop, written out,
+Each run is ``posenc_course.nb06_extrapolation.train_base_model`` (the library's training loop,
 with ``CHECKPOINT_CONFIG``), so the result does not depend on how many run at a time. Each model
 is stored with ``save_checkpoint``: its parameters as float16 (the notebook evaluates them in
 float32) and the loss of every training step. ``manifest.json`` records the config, the PyTorch

@@ -59,7 +59,7 @@ def test_train_base_model_is_seeded_and_stop_after_is_its_prefix():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     _, other_seed = train_base_model("RoPE", 2, corpus, TINY)
     assert other_seed != losses_a
-    with pytest.raises(ValueError, match="stop_after must be in 1..4"):
+    with pytest.raises(ValueError, match="stop_after must be an integer in 1..4"):
         train_base_model("RoPE", 1, corpus, TINY, stop_after=5)
     with pytest.raises(ValueError, match="unknown scheme 'rope'"):
         train_base_model("rope", 1, corpus, TINY)
