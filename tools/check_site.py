@@ -221,6 +221,7 @@ async () => {
     details.querySelector('summary').click();
     await new Promise(r => setTimeout(r, 50));
     if (!details.open || !code.checkVisibility()) out.push(`solution ${i + 1}: does not open on click`);
+    details.open = false;  // closed again, as a reader who prints the page finds it
   }
   return {count: cells.length, problems: out};
 }
@@ -317,14 +318,17 @@ CODE_JS = r"""
 MIN_CODE_COLUMNS = 80  # docs/style.md: lessons keep code within 80 columns
 CODE_JS = CODE_JS.replace("MIN_COLUMNS", str(MIN_CODE_COLUMNS))
 
-# Phones and tablets: the visible ☰ (site navigation) and contents buttons, tapped where they are drawn.
+# Phones and tablets: the visible ☰ (site navigation) and contents buttons, tapped where they are drawn
+# (one drawn off screen is scrolled to first). `header`: the page has the theme's header (the site's
+# pages do), where the ☰ button must be.
 TOGGLES_JS = r"""
 () => ['primary', 'secondary'].map(kind => {
-  const button = [...document.querySelectorAll(`.${kind}-toggle`)].find(b => {
-    const r = b.getBoundingClientRect();
-    return b.checkVisibility() && r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < innerHeight;
-  });
-  if (!button) return {kind, found: false, drawer: !!document.getElementById(`pst-${kind}-sidebar-modal`)};
+  const drawn = (b) => { const r = b.getBoundingClientRect(); return b.checkVisibility() && r.width > 0 && r.height > 0; };
+  const onScreen = (b) => { const r = b.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; };
+  const buttons = [...document.querySelectorAll(`.${kind}-toggle`)].filter(drawn);
+  const button = buttons.find(onScreen) || buttons[0];
+  if (!button) return {kind, found: false, header: !!document.querySelector('.bd-header, .bd-header-article')};
+  if (!onScreen(button)) button.scrollIntoView({block: 'center'});
   const r = button.getBoundingClientRect();
   return {kind, found: true, x: r.left + r.width / 2, y: r.top + r.height / 2};
 })
@@ -684,7 +688,7 @@ def check_drawers(page, name: str, where: str, report: Report) -> None:
         kind = toggle["kind"]
         label = {"primary": "navigation (☰)", "secondary": "contents"}[kind]
         if not toggle["found"]:
-            if kind == "primary" and toggle["drawer"]:
+            if kind == "primary" and toggle["header"]:
                 report.add(name, f"{where}: no visible {label} button")
             continue
         page.mouse.click(toggle["x"], toggle["y"])
@@ -695,6 +699,7 @@ def check_drawers(page, name: str, where: str, report: Report) -> None:
         if state["open"]:
             page.keyboard.press("Escape")
             page.wait_for_timeout(100)
+    page.evaluate("() => window.scrollTo(0, 0)")
 
 
 def _pdf_pages(pdf: bytes, scale: float):
@@ -716,7 +721,16 @@ def check_printed_pdf(page, name: str, report: Report) -> dict:
     import numpy as np
 
     lines = [line for line in page.evaluate(SOLUTION_CODE_JS) if line]
+    # A reader's Print fires "beforeprint" (posenc.js opens the folds then) and lays the page out for
+    # paper at once, before any animation started by it has run; page.pdf() fires no "beforeprint".
+    # So "beforeprint" is sent as the browser sends it, and every animation it started is held at its
+    # first frame (a print stylesheet that removes an animation still cancels it) while the PDF is taken.
+    page.evaluate("""() => { window.dispatchEvent(new Event('beforeprint'));
+        window.posencHeld = document.getAnimations().filter(a => a.playState === 'running');
+        for (const a of window.posencHeld) { a.pause(); a.currentTime = 0; } }""")
     pdf = page.pdf(format="A4", print_background=True)
+    page.evaluate("""() => { for (const a of window.posencHeld || []) if (a.playState === 'paused') a.play();
+        window.dispatchEvent(new Event('afterprint')); }""")
     seen: dict[str, bool] = {}
     blank = []
     pages = 0
@@ -963,7 +977,9 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                     if not re.fullmatch(r"Solution to exercise \d+", label):
                         report.add(name, f"a solution prints labelled {label!r}, not 'Solution to exercise N'")
                         break
-                page.emulate_media(media="screen")
+                # back to no emulation ("null"): emulated "screen" would stay in force for page.pdf(),
+                # which then prints with the screen styles
+                page.emulate_media(media="null")
                 page.evaluate(NEXT_FRAME_JS)
                 printed = check_printed_pdf(page, name, report) if solutions["count"] or index_page(name) else {}
                 page.set_viewport_size(TABLET)
@@ -976,7 +992,8 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 phone = page.evaluate(PHONE_JS)
                 for item in phone["narrow"]:
                     report.add(name, f"figure narrower than a {PHONE['width']} px phone's screen: {item}")
-                if index_page(name) and (phone["startTop"] is None or phone["startTop"] > PHONE["height"]):
+                # (a front page without "Start here" at all is reported once, by check_layout)
+                if index_page(name) and phone["startTop"] is not None and phone["startTop"] > PHONE["height"]:
                     report.add(name, f'"Start here" is not within the first screen of a {PHONE["width"]} px phone '
                                      f"(its top at {phone['startTop']} px)")
                 for explorer in page.evaluate(EXPLORER_FACTS_JS):
