@@ -112,6 +112,9 @@ def corrupted(data: dict) -> dict:
 STUCK = CLEAN.replace('<div class="cell tag_solution"><details class="hide">',
                       '<div class="cell tag_solution"><details class="hide" ontoggle="this.open = false">')
 assert STUCK != CLEAN
+# A page break after the last paragraph: paper gets an empty last page (the issue found 01 ending on one).
+TRAILING = CLEAN.replace("</main>", '<div style="break-before: page; height: 1px"></div></main>')
+assert TRAILING != CLEAN
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +122,8 @@ def report(tmp_path_factory):
     """One browser run over a clean page, a broken one and one whose solution does not open."""
     site = tmp_path_factory.mktemp("site")
     for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER),
-                       ("index.html", INDEX), ("00_first.html", OTHER), ("no_button.html", NO_BUTTON)]:
+                       ("index.html", INDEX), ("00_first.html", OTHER), ("no_button.html", NO_BUTTON),
+                       ("trailing.html", TRAILING)]:
         (site / name).write_text(text, encoding="utf-8")
     for asset in ("posenc.css", "posenc.js", "posenc_explorer.js"):
         (site / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
@@ -180,6 +184,11 @@ def test_a_broken_page_fails_on_every_fault(report):
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
+
+
+def test_a_blank_printed_page_is_caught(report):
+    assert problems_of(report, "trailing.html") == ["printed: page 2 of 2 is blank"]
+    assert report.pages["clean.html"]["printed pages"] == 1
 
 
 def test_the_navigation_button_is_required_where_the_theme_header_is(report):
