@@ -92,6 +92,8 @@ EXPLORER_VIEW = """(index) => {
           imageShown: !!image && image.checkVisibility() && image.naturalWidth > 0,
           plainImages: [...out.querySelectorAll('img:not(.widget-image)')].filter(i => i.checkVisibility()).length,
           height: out.getBoundingClientRect().height,
+          imageHeight: image ? image.getBoundingClientRect().height : 0,
+          controlsHeight: out.querySelector('.widget-hbox')?.getBoundingClientRect().height ?? 0,
           text: out.textContent};
 }"""
 # Before a slider moves: a promise that resolves, once the figure's image has a new source and is decoded,
@@ -451,9 +453,11 @@ def test_an_explorer_follows_a_drag_before_the_release(session):
 
 def test_the_01_explorer_fits_one_screen(session):
     """Sliders and figure within the ~660 px a 1280x800 screen shows of a notebook under JupyterLab's bars."""
-    height = session.explorer["before"]["sinusoidal"]["height"]
-    print(f"01 explorer: {height:.0f} px tall")
-    assert height <= 700, height  # 780 px before (150 dpi figure scaled to the column)
+    view = session.explorer["before"]["sinusoidal"]
+    height = view["height"]
+    print(f"01 explorer: {height:.0f} px tall (sliders {view['controlsHeight']:.0f} px, figure {view['imageHeight']:.0f} px)")
+    assert view["sliders"] == 2 and len(view["readouts"]) == 2  # position p and base: no control lost
+    assert height <= 600, height  # 780 px at first (150 dpi figure scaled to the column), 684 at 96 dpi
 
 
 def test_explorers_redraw_quickly(session):
