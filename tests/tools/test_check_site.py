@@ -181,6 +181,7 @@ def test_a_broken_page_fails_on_every_fault(report):
         "an output line the site must not show: scheme x seed: 100%",
         "at 768 px: a tap on the visible navigation (☰) button opens no drawer",
         "on a 390 px phone: a tap on the visible navigation (☰) button opens no drawer",
+        "a solution prints labelled '', not 'Solution to exercise N'",  # no paper label (posenc.js absent)
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
@@ -267,6 +268,24 @@ def test_a_solution_that_does_not_open_is_caught(report):
 
 def test_the_search_check_fails_without_a_search_page(report):
     assert problems_of(report, "search.html") == ["the site has no search page"]
+
+
+# A search page as Sphinx's script leaves it once it has answered: the results, each with its summary.
+SEARCH_RESULTS = """<!doctype html><html><head><meta charset="utf-8"><title>search</title></head><body><main>
+<div id="search-results"><ul>
+<li><a href="api/rope.html">posenc_lib.rotary.rope</a><p class="context">the module</p></li>
+<li><a href="03_rope.html">03 · RoPE</a><p class="context">the notebook</p></li>
+</ul></div></main></body></html>"""
+
+
+def test_a_search_that_ranks_its_page_below_another_fails(tmp_path):
+    (tmp_path / "search.html").write_text(SEARCH_RESULTS, encoding="utf-8")
+    for name in ("03_rope.html", "api/rope.html"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(OTHER, encoding="utf-8")
+    report = check.check_site(tmp_path, searches=[("RoPE", "03_rope.html", "first"), ("rotary", "03_rope.html")])
+    problems = [p for p in report.problems if p.startswith("search.html: search for")]
+    assert problems == ["search.html: search for 'RoPE' lists api/rope.html before 03_rope.html"], report.problems
 
 
 def test_search_term_is_a_word_of_exactly_one_notebook_page(tmp_path):
