@@ -119,7 +119,8 @@ def test_solutions_fold_and_stubs_do_not():
         new_code_cell("# Exercise 1\ndef f():\n    return 1\n\ncheck_exercise_1(f)",
                       metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}}),
     ])
-    stub, solution = glue.prepare(nb).cells
+    stub, anchor, solution = glue.prepare(nb).cells  # the anchor an exercise's link points at (link_solutions)
+    assert anchor.source == '<div class="posenc-solution-anchor" id="solution-1"></div>'
     assert stub.metadata["tags"] == ["exercise"]
     assert solution.metadata["tags"] == ["solution", "hide-cell"]
     assert solution.metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 1"
@@ -127,7 +128,9 @@ def test_solutions_fold_and_stubs_do_not():
 
 def test_a_solution_is_numbered_by_the_checker_it_calls():
     nb = new_notebook(cells=[new_code_cell("x = 2\ncheck_exercise_3(x)", metadata={"tags": ["solution"]})])
-    assert glue.prepare(nb).cells[0].metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 3"
+    anchor, solution = glue.prepare(nb).cells
+    assert solution.metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 3"
+    assert 'id="solution-3"' in anchor.source
 
 
 def test_a_solution_that_does_not_name_its_exercise_is_an_error():
@@ -372,8 +375,12 @@ def test_page_facts_are_the_downloads_and_the_run_time_is_stated_once(synthetic_
     facts = soup.select_one("p.posenc-page-facts")
     assert facts.get_text().startswith("Download:") and "34 s" not in facts.get_text()  # the notebook states it
     links = [a["href"] for a in facts.find_all("a")]
-    assert links == ["_sources/00_demo.ipynb", "downloads/00_demo.py"]
+    # the .py opens as a page (highlighted, with its own download link), not as a download
+    assert links == ["_sources/00_demo.ipynb", "source/00_demo.html"]
     assert all((synthetic_site / href).is_file() for href in links)
+    py = [a["href"] for a in page(synthetic_site, "source/00_demo.html").select("a[href$='.py']")]
+    assert len(py) == 1 and (synthetic_site / "source" / py[0]).resolve().read_bytes() == \
+        (synthetic_site.parent / "notebooks" / "00_demo.py").read_bytes()
     no_py = [a["href"] for a in page(synthetic_site, "01_next.html").select("p.posenc-page-facts a")]
     assert no_py == ["_sources/01_next.ipynb"]  # no .py beside it, no link
     src = synthetic_site.parent / "notebooks" / "00_demo.ipynb"
