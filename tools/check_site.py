@@ -19,7 +19,10 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   itself does not scroll sideways; on the two desktop widths, no code, output, table or formula
   scrolls sideways either (it wraps or fits: nothing is reachable only by scrolling);
 - every figure is shown at half its natural width or more (its labels stay readable), and a click
-  on a notebook's figure opens it at full size;
+  on a notebook's figure opens it at full size; on a 390 px phone every figure spans the page's
+  width (without its scrollbar), in a fold or deep dive too, and no page scrolls sideways with its
+  folds open (a display formula, table or code line wider than the screen scrolls in its own box:
+  counted in the report);
 - tables of results: no header row of pandas' index names alone, no number cell wrapped over two lines;
 - one search box, and every fold (``<details>``) labelled; the front page (``index.html``) links
   to the first notebook under "Start here";
@@ -137,8 +140,9 @@ CLIPPED_JS = r"""
     const snippet = (el.textContent || '').trim().slice(0, 60).replace(/\s+/g, ' ');
     clipped.push(`${label} (${Math.round(cut)} px cut off): ${snippet}`);
   }
+  // the page's width without the scrollbar beside it (shown, as on Windows): a page 1 px wider scrolls
   const page = document.documentElement;
-  const sideways = page.scrollWidth > window.innerWidth + 1 ? page.scrollWidth - window.innerWidth : 0;
+  const sideways = page.scrollWidth > page.clientWidth + 1 ? page.scrollWidth - page.clientWidth : 0;
   return {clipped, sideways};
 }
 """
@@ -348,18 +352,33 @@ DRAWER_OPEN_JS = r"""
 OUTPUT_LINES_JS = r"""
 () => [...document.querySelectorAll('div.cell_output pre')].flatMap(pre => pre.textContent.split('\n'))
 """
-# Phones: figures as wide as the screen; the top of the front page's "Start here" within the first screen.
+# Phones: figures as wide as the page (its width without a scrollbar), in deep dives too; the top of the
+# front page's "Start here" within the first screen; what scrolls in its own box (display formulas,
+# tables, code: counted for the report, not a fault).
 PHONE_JS = r"""
-() => {
+async () => {
   const main = document.querySelector('main, article, .bd-article') || document.body;
   const narrow = [];
+  const page = document.documentElement.clientWidth;
+  const folds = [...main.querySelectorAll('details:not([open])')];
+  folds.forEach(d => { d.open = true; });
+  await new Promise(r => setTimeout(r, 50));  // each fold's toggle event, on which posenc.js lays out its figures
   for (const img of main.querySelectorAll('div.cell_output img')) {
     if (!img.checkVisibility() || !img.naturalWidth) continue;
     const width = img.getBoundingClientRect().width;
-    if (width < Math.min(img.naturalWidth, 0.97 * innerWidth)) narrow.push(`${img.getAttribute('src')} at ${Math.round(width)} px of a ${innerWidth} px screen`);
+    if (width < Math.min(img.naturalWidth, page - 2)) narrow.push(`${img.getAttribute('src')} at ${Math.round(width)} px of a ${page} px page`);
   }
+  const boxes = {formulas: 0, tables: 0, code: 0};
+  const scrolls = (el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 1;
+  boxes.formulas = [...main.querySelectorAll('mjx-container[display="true"], span.math.posenc-wide-math')].filter(scrolls).length;
+  boxes.tables = [...main.querySelectorAll('table')].filter(t => { for (let a = t.parentElement; a && a !== main; a = a.parentElement) {
+    if (scrolls(a)) return true; } return false; }).length;
+  boxes.code = [...main.querySelectorAll('div.highlight pre')].filter(scrolls).length;
+  const root = document.documentElement;
+  const sideways = root.scrollWidth > root.clientWidth + 1 ? root.scrollWidth - root.clientWidth : 0;  // folds open
+  folds.forEach(d => { d.open = false; });
   const start = [...main.querySelectorAll('p, li')].find(el => /^\s*Start here/.test(el.textContent));
-  return {narrow, startTop: start ? start.getBoundingClientRect().top + scrollY : null};
+  return {narrow, boxes, sideways, startTop: start ? start.getBoundingClientRect().top + scrollY : null};
 }
 """
 # Print: the label a solution fold shows on paper.
@@ -992,6 +1011,9 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 phone = page.evaluate(PHONE_JS)
                 for item in phone["narrow"]:
                     report.add(name, f"figure narrower than a {PHONE['width']} px phone's screen: {item}")
+                if phone["sideways"]:
+                    report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {phone['sideways']} px "
+                                     "with every fold open")
                 # (a front page without "Start here" at all is reported once, by check_layout)
                 if index_page(name) and phone["startTop"] is not None and phone["startTop"] > PHONE["height"]:
                     report.add(name, f'"Start here" is not within the first screen of a {PHONE["width"]} px phone '
@@ -1009,6 +1031,8 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                                       "images": len(facts["images"]),
                                       "links": len(set(facts["links"])), "solutions": solutions["count"],
                                       "explorers": explorers, "kB loaded": round(weight / 1000),
+                                      "phone: scrolling in their box": ", ".join(
+                                          f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
                                       **({"printed pages": printed["pages"]} if printed else {})}
                 if explorers:
                     with_explorers.append(path)

@@ -116,6 +116,23 @@ assert STUCK != CLEAN
 TRAILING = CLEAN.replace("</main>", '<div style="break-before: page; height: 1px"></div></main>')
 assert TRAILING != CLEAN
 
+# Phones: a figure spans the page's width (posenc.js, posenc.css), in a deep dive's indent too.
+WIDE_FIGURE = f'<div class="cell_output"><img src="{SVG_400PX}" alt="Figure: 400 px wide"></div>'
+DEEP = CLEAN.replace("</main>", '<details class="deep-dive"><summary>Deep dive (optional) · a figure</summary>'
+                                f"{WIDE_FIGURE}</details></main>")
+assert DEEP != CLEAN
+# The rule the site had first: 100vw centred on the column. In a fold's indent (here a plain fold, which
+# only the phone check opens) the figure sticks out at the right and the page scrolls sideways.
+CENTRED = ("<style>@media (max-width: 600px) { div.cell_output a.posenc-enlarge "
+           "{ width: 100vw !important; margin-left: calc(50% - 50vw) !important; } }</style></head>")
+OFF_CENTRE = CLEAN.replace("</head>", CENTRED).replace(
+    "</main>", f'<details><summary>More</summary><div style="padding-left: 2em">{WIDE_FIGURE}</div></details></main>')
+assert OFF_CENTRE.count("100vw") == 1 and OFF_CENTRE.count("padding-left: 2em") == 1
+# A figure left at its column's width on a phone (the site before issue #41).
+IN_COLUMN = CLEAN.replace("</head>", "<style>@media (max-width: 600px) { div.cell_output a.posenc-enlarge "
+                                     "{ width: 60% !important; } }</style></head>").replace("</main>", f"{WIDE_FIGURE}</main>")
+assert IN_COLUMN.count("60%") == 1
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
@@ -123,7 +140,8 @@ def report(tmp_path_factory):
     site = tmp_path_factory.mktemp("site")
     for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER),
                        ("index.html", INDEX), ("00_first.html", OTHER), ("no_button.html", NO_BUTTON),
-                       ("trailing.html", TRAILING)]:
+                       ("trailing.html", TRAILING), ("deep.html", DEEP), ("off_centre.html", OFF_CENTRE),
+                       ("in_column.html", IN_COLUMN)]:
         (site / name).write_text(text, encoding="utf-8")
     for asset in ("posenc.css", "posenc.js", "posenc_explorer.js"):
         (site / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
@@ -190,6 +208,21 @@ def test_a_broken_page_fails_on_every_fault(report):
 def test_a_blank_printed_page_is_caught(report):
     assert problems_of(report, "trailing.html") == ["printed: page 2 of 2 is blank"]
     assert report.pages["clean.html"]["printed pages"] == 1
+
+
+def test_phone_figures_span_the_page_without_widening_it(report):
+    """The site's rules draw a figure across a phone's page, in a deep dive too (deep.html passes); a
+    figure centred on an indented column widens the page once its fold is open; one left in its column
+    is reported as narrow."""
+    assert problems_of(report, "deep.html") == []
+    # 100vw counts the scrollbar shown beside the page: the closed page already scrolls by its half
+    closed, opened = problems_of(report, "off_centre.html")
+    assert closed.startswith("page scrolls sideways on a 390 px phone by "), closed
+    assert opened.startswith("page scrolls sideways on a 390 px phone by ") and opened.endswith(
+        " px with every fold open"), opened
+    [narrow] = problems_of(report, "in_column.html")
+    assert narrow.startswith("figure narrower than a 390 px phone's screen: data:image/svg+xml,") and " px page" in narrow
+    assert report.pages["clean.html"]["phone: scrolling in their box"] == "none"
 
 
 def test_the_navigation_button_is_required_where_the_theme_header_is(report):

@@ -42,6 +42,34 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 });
 
+// Phones: each figure is drawn across the page's whole width (posenc.css). Its left margin is minus the
+// left edge of its column, measured here, and its width the page's (document.documentElement's, which
+// leaves out a scrollbar shown beside the page); a figure in a closed fold is measured when the fold
+// opens. Wider screens, and print, keep figures in their column.
+(() => {
+  const phone = window.matchMedia("(max-width: 600px)");
+  const bleed = () => {
+    const width = document.documentElement.clientWidth;
+    for (const link of document.querySelectorAll("div.cell_output a.posenc-enlarge")) {
+      const column = link.parentElement;
+      if (!phone.matches || !column.checkVisibility()) {
+        link.style.removeProperty("--posenc-bleed-left");
+        link.style.removeProperty("--posenc-bleed-width");
+        continue;
+      }
+      const style = getComputedStyle(column);
+      const left = column.getBoundingClientRect().left + window.scrollX +
+        parseFloat(style.borderLeftWidth) + parseFloat(style.paddingLeft);
+      link.style.setProperty("--posenc-bleed-left", `${-left}px`);
+      link.style.setProperty("--posenc-bleed-width", `${width}px`);
+    }
+  };
+  document.addEventListener("DOMContentLoaded", bleed);
+  window.addEventListener("load", bleed);  // the page at its full length: a scrollbar may have appeared
+  window.addEventListener("resize", bleed);
+  document.addEventListener("toggle", bleed, true);  // a fold opened (toggle does not bubble)
+})();
+
 // Search (search.html only, where posenc_search_text.js defines POSENC_SEARCH): Sphinx fetches each
 // result's page for its summary, which a page opened from file:// may not do. The page's prose,
 // written at build time, answers instead; and a result that points at a glossary term or a section
