@@ -126,10 +126,11 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
     if archive:  # raw HTML: a file published beside the pages (html_extra_path), not a page MyST resolves
         ways.append(f'<a href="{archive}" download>download the sources</a> (a zip of every file of the course as '
                     "this site was built)")
-    get_code = ""
-    if ways:
-        get_code = (f"**Get the code:** {' or '.join(ways)}; then `make setup` and `make lab` "
-                    f"([how to run it](#how-to-run-it); {readme_ref} has the details).\n")
+    if not ways:  # built from a copy that is not a git checkout, with no address given: no link to offer
+        ways.append("the folder of the course this site was built from (this build had no repository address "
+                    "and no git checkout to zip)")
+    get_code = (f"**Get the code:** {' or '.join(ways)}; then `make setup` and `make lab` "
+                f"([how to run it](#how-to-run-it); {readme_ref} has the details).\n")
     rows = "\n".join(
         f"| {e.number} | [{_cell(e.title)}]({e.stem}.ipynb) | {_cell(e.topic)} | {_cell(e.outcome)} | "
         f"{format_seconds(e.run_time_s)} |"

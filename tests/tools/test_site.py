@@ -606,6 +606,14 @@ def test_the_front_page_says_how_to_get_the_code(real_site, tmp_path):
                                      repository="https://example.org/posenc")
     assert "git clone https://example.org/posenc posenc" in text and "[the repository](https://example.org/posenc)" in text
     assert text.index("git clone") < text.index("download the sources")
+    # with none (no --repository, $POSENC_REPOSITORY or web origin): the zip, before the course's description
+    # and with no clone command; with no zip either, still a sentence, and no link
+    entries = catalog.existing(catalog.load_catalog())
+    text = build_site.index_markdown(entries, [], archive="downloads/x.zip")
+    assert "git clone" not in text and "repository" not in text.split("## The notebooks")[0]
+    assert text.index("**Get the code:**") < text.index("Attention on its own") and "download the sources" in text
+    bare = build_site.index_markdown(entries, [])
+    assert "**Get the code:** the folder of the course" in bare and "git clone" not in bare and ".zip" not in bare
 
 
 def test_repository_url_is_a_web_address_or_none(tmp_path):
