@@ -30,7 +30,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # Tests run in parallel, one whole file (or notebook) per worker, one thread each.
 JOBS ?= 2
 
-.PHONY: help setup chromium test unit nbval numerics-matrix execute sync html student check-site lab bench clean
+.PHONY: help setup chromium test unit nbval numerics-matrix execute sync html student check-site lab bench clean \
+	i18n-update i18n-status i18n-check checkpoints-06
 
 help:
 	@echo "make test    - unit tests (the site and JupyterLab checked in headless Chromium among them) + nbval"
@@ -38,12 +39,15 @@ help:
 	@echo "make numerics-matrix - execute every notebook under other CPU kernel settings and thread counts"
 	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html"
 	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
+	@echo "make i18n-update - extract the English and update the Chinese catalogs (locale/zh_CN/, docs/i18n.md)"
+	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
 	@echo "make student - the student edition (solutions removed) in build/student/"
 	@echo "make check-site - render the committed notebooks and check every page in headless Chromium"
 	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up)"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
 	@echo "make execute - re-execute notebooks in place, deterministically"
 	@echo "make bench   - RoPE and position-scheme benchmarks"
+	@echo "make checkpoints-06 - retrain notebook 06's 21 base models into data/checkpoints/06/ (CKPT_JOBS=2 at a time)"
 	@echo "make setup   - create .venv with the pinned environment"
 	@echo "make clean   - remove build outputs and caches (keeps .venv)"
 
@@ -114,10 +118,28 @@ EXECUTE_JOBS ?= 1
 execute: $(STAMP) $(KERNEL)
 	$(PY) tools/execute.py --jobs $(EXECUTE_JOBS) $(NOTEBOOKS)
 
+# Notebook 06 loads its 21 base models from data/checkpoints/06/ (their training is out of the
+# notebook's run-time budget); this retrains them under the reference numerics, CKPT_JOBS at a time.
+CKPT_JOBS ?= 2
+checkpoints-06: $(STAMP)
+	$(PY) tools/train_06_checkpoints.py --jobs $(CKPT_JOBS)
+
 # HTMLFLAGS=--no-execute renders the notebooks as committed instead of executing them afresh.
 # Sphinx + myst-nb + sphinx-book-theme (tools/site/); a broken link between notebooks fails the build.
 html: $(STAMP)
 	$(PY) tools/build_site.py $(HTMLFLAGS)
+
+# The Chinese edition's catalogs (tools/i18n.py, docs/i18n.md): extract the English with Sphinx's gettext builder
+# and merge it into locale/zh_CN/LC_MESSAGES/*.po with sphinx-intl (a changed paragraph turns fuzzy);
+# i18n-status counts what is left to translate per page; i18n-check lists every problem the test fails on.
+i18n-update: $(STAMP)
+	$(PY) -m tools.i18n update
+
+i18n-status: $(STAMP)
+	$(PY) -m tools.i18n status
+
+i18n-check: $(STAMP)
+	$(PY) -m tools.i18n check
 
 # Solutions removed, exercise stubs kept with their outputs cleared: for handing out in class.
 student: $(STAMP)

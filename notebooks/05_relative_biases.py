@@ -1186,8 +1186,9 @@ checked(
 
 # %% [markdown]
 # On a log-log plot memory grows as $L$ (slope 1) for the added tables, RoPE and compact ALiBi,
-# and as $L^2$ for the pairwise biases. Times vary with the machine, so the cell asserts only that
-# the two pairwise biases grow clearly faster than the others, and its output is not compared.
+# and as $L^2$ for the pairwise biases. Times vary with the machine and its load, so the cell
+# asserts only that at $L = 1024$ each pairwise bias takes more than twice as long as any of the
+# others, and its output is not compared.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -1208,12 +1209,10 @@ for name in COST_SCHEMES:
         abs(slopes.loc[name, "memory slope"] - (2 if name in quadratic else 1))
         < 0.05
     ), name
-# time depends on the machine and its threads: assert only that the pairwise
-# biases grow clearly faster
-assert (
-    slopes.loc[quadratic, "time slope"].min()
-    > slopes.drop(quadratic)["time slope"].max() + 0.5
-)
+# time depends on the machine, its threads and its load (small lengths are
+# mostly call overhead, so slopes wander): assert only the order at L=1024
+at_1024 = slopes["time at L=1024 (ms)"]
+assert at_1024[quadratic].min() > 2 * at_1024.drop(quadratic).max()
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -619,7 +619,7 @@ assert (
 )
 from_scratch = PANELS["Trained at L = 32, evaluated longer"]
 # Transformer-XL: flat, and the lowest perplexity of all at every length; by the rule from 2L on
-# (at L, its lead over RoPE is near the rule's bar: printed below, not asserted either way)
+# (at L, its lead over RoPE is near the rule's bar, so it is not asserted either way)
 assert abs(growth["Transformer-XL"] - 1) < 0.05
 others_from_scratch = [
     name for name in from_scratch if name != "Transformer-XL"

@@ -33,8 +33,8 @@
 # [06 · Length extrapolation](06_length_extrapolation.ipynb) (PI, YaRN) and
 # [07 · Debugging and practice](07_debugging.ipynb) (layout bugs).
 #
-# **Run time:** about 98 s on a laptop CPU (measured with `make execute`, one thread), most of it in
-# 18 training runs of a character LM and 12 of a tiny video classifier.
+# **Run time:** about 136 s on a laptop CPU (measured with `make execute`, one thread), most of it in
+# 24 training runs of a character LM and 12 of a tiny video classifier.
 # %%
 import itertools
 import math

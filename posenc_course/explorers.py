@@ -37,7 +37,9 @@ from typing import Any, Literal
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+import PIL.Image
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
@@ -67,6 +69,8 @@ __all__ = [
     "axis_ticks",
     "panel_arrays",
     "explorer_figure",
+    "LIVE_DPI",
+    "LiveFigure",
     "explorer_widget",
     "export_explorer",
     "show_explorer",
@@ -594,14 +598,48 @@ def explorer_figure(explorer: Explorer, state: Mapping[str, Any] | None = None) 
     Drawn with the series' style (call ``setup_notebook`` or ``plotting.use_style`` first); at most
     ``plotting.MAX_WIDTH_IN`` wide. The caller shows or closes it.
     """
-    state = explorer.default_state if state is None else {**explorer.default_state, **state}
+    fig = plt.figure(figsize=explorer.figsize)
+    _draw(explorer, fig, _axes(explorer, fig), _full_state(explorer, state))
+    return fig
+
+
+def _full_state(explorer: Explorer, state: Mapping[str, Any] | None) -> dict[str, Any]:
+    return explorer.default_state if state is None else {**explorer.default_state, **state}
+
+
+def _axes(explorer: Explorer, fig: Figure) -> dict[str, Any]:
+    """The explorer's panels on ``fig``: the axes with what no control changes (scales, titles, labels)."""
+    axes = fig.subplot_mosaic([list(row) for row in explorer.mosaic])
+    for panel in explorer.panels:
+        ax = axes[panel.key]
+        ax.set_xscale(panel.xscale)
+        ax.set_yscale(panel.yscale)
+        if panel.equal:
+            ax.set_aspect("equal")
+        ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
+    return axes
+
+
+def _draw(explorer: Explorer, fig: Figure, axes: Mapping[str, Any], state: Mapping[str, Any]) -> Values:
+    """Draw ``explorer`` at ``state`` on the panels ``axes`` (from :func:`_axes`): the title, the series,
+    limits, ticks and legends, in place of what an earlier call drew (a live explorer redraws this way).
+    Returns what was drawn (:func:`panel_arrays`)."""
     arrays = panel_arrays(explorer, explorer.values(state))
-    fig, axes = plt.subplot_mosaic([list(row) for row in explorer.mosaic], figsize=explorer.figsize)
-    title_size = FontProperties(size=mpl.rcParams["axes.titlesize"]).get_size_in_points()
-    fig.suptitle(explorer.caption(state), fontsize=title_size + 1, fontweight="bold")
+    caption = [t for t in fig.texts if t.get_gid() == "caption"]
+    if caption:  # a redraw: a new text, where the layout put the title
+        caption[0].set_text(explorer.caption(state))
+    else:
+        title_size = FontProperties(size=mpl.rcParams["axes.titlesize"]).get_size_in_points()
+        fig.suptitle(explorer.caption(state), fontsize=title_size + 1, fontweight="bold", gid="caption")
+    for legend in list(fig.legends):
+        legend.remove()
     figure_legend = []
     for panel in explorer.panels:
         ax = axes[panel.key]
+        for artist in [*ax.lines, *ax.texts, *ax.patches, *ax.collections]:
+            artist.remove()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
         handles = []
         for s in (s for s in panel.series if _shown(s, arrays)):
             drawn = _draw_series(ax, s, arrays)
@@ -609,23 +647,18 @@ def explorer_figure(explorer: Explorer, state: Mapping[str, Any] | None = None) 
                 handles += [(h, s.row_format.format(v)) for h, v in zip(drawn, arrays[s.row_labels])]
             elif s.label:
                 handles.append((drawn, s.label))
-        ax.set_xscale(panel.xscale)
-        ax.set_yscale(panel.yscale)
         for axis in ("x", "y"):
             getattr(ax, f"set_{axis}lim")(*arrays[f"{panel.key}:{axis}lim"])
             ticks, labels = arrays[f"{panel.key}:{axis}ticks"]
             getattr(ax, f"set_{axis}ticks")(ticks, [_tex(t) for t in labels])
         ax.minorticks_off()
-        if panel.equal:
-            ax.set_aspect("equal")
-        ax.set(title=panel.title, xlabel=panel.xlabel, ylabel=panel.ylabel)
         if panel.legend == "figure":
             figure_legend += handles
         elif panel.legend and handles:
             ax.legend(*zip(*handles), loc=panel.legend, ncols=panel.legend_columns)
     if figure_legend:
         fig.legend(*zip(*figure_legend), loc="outside lower center", ncols=len(figure_legend))
-    return fig
+    return arrays
 
 
 def _shown(series: Series, arrays: Values) -> bool:
@@ -644,11 +677,72 @@ def _png(fig: Figure) -> bytes:
 # ----------------------------------------------------------------------------- JupyterLab: ipywidgets
 
 
+#: Resolution of a live explorer's figure: 96 px per inch, a screen's CSS pixel, so its text shows at its
+#: point size and the 01 explorer (sliders and figure) is about 600 px tall. The static figure keeps 150 dpi.
+LIVE_DPI = 96
+
+
+class LiveFigure:
+    """One explorer's figure, kept open and redrawn in place: the panels are made once, and a new setting
+    replaces only what the controls change (see :func:`_draw`).
+
+    ``png(state)`` is the figure at ``state`` as PNG at :data:`LIVE_DPI`. The text-heavy part of a
+    drawing (frames, ticks, axis labels, panel titles) is drawn once and kept as a background while
+    the limits and ticks stay the same; a new setting restores it and draws only the series, the
+    legends and the figure's title over it (matplotlib's blitting). Constrained layout runs only when
+    the widest tick label of an axis changes its length (digits are equally wide in the series' font). The PNG is written at zlib level 1 (several times faster than the default
+    level; a local frontend does not miss the bytes). The figure is not pyplot's, so no notebook
+    shows it by itself.
+    """
+
+    def __init__(self, explorer: Explorer, dpi: float = LIVE_DPI) -> None:
+        self.explorer = explorer
+        self.figure = Figure(figsize=explorer.figsize, dpi=dpi, layout="constrained")
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.axes = _axes(explorer, self.figure)
+        self._background: Any = None
+        self._drawn_for: tuple | None = None  # the limits and ticks of the background
+        self._laid_out_for: tuple | None = None  # the widest tick label of each axis, in characters
+
+    def png(self, state: Mapping[str, Any] | None = None) -> bytes:
+        arrays = _draw(self.explorer, self.figure, self.axes, _full_state(self.explorer, state))
+        changing = [artist for panel in self.explorer.panels for artist in _changing(self.axes[panel.key])]
+        changing += [*self.figure.legends, *self.figure.texts]
+        for artist in changing:
+            artist.set_animated(True)  # left out of canvas.draw(): drawn over the background below
+        frame = tuple(_flat(arrays[key]) for key in arrays if key.endswith(("lim", "ticks")))
+        if frame != self._drawn_for:
+            labels = tuple(max(map(len, arrays[key][1]), default=0) for key in arrays if key.endswith("ticks"))
+            self.figure.set_layout_engine("constrained" if labels != self._laid_out_for else "none")
+            self.canvas.draw()
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+            self._drawn_for, self._laid_out_for = frame, labels
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in changing:
+            self.figure.draw_artist(artist)
+        buffer = io.BytesIO()
+        PIL.Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
+
+
+def _changing(ax: Any) -> list[Any]:
+    """What :func:`_draw` puts on ``ax``, in drawing order: the series by z-order, then the legend."""
+    drawn = sorted([*ax.lines, *ax.patches, *ax.collections, *ax.texts], key=lambda a: a.get_zorder())
+    return drawn + ([ax.get_legend()] if ax.get_legend() is not None else [])
+
+
+def _flat(value: Any) -> tuple:
+    return tuple(float(v) if isinstance(v, (int, float, np.number)) else v for v in np.ravel(np.asarray(value, dtype=object)))
+
+
 def explorer_widget(explorer: Explorer) -> Any:
     """The explorer as ipywidgets: one slider (or menu) per control above the figure.
 
-    Moving a control recomputes the values with the library and redraws the figure
-    (:func:`explorer_figure`) into the image widget. Returns the ``ipywidgets.VBox``.
+    Moving a control recomputes the values with the library and redraws the figure in place
+    (:class:`LiveFigure`) into the image widget, while the slider moves (``continuous_update``);
+    ipywidgets sends a change only when the kernel has answered the previous one, so a fast drag
+    is not queued up behind redraws. Returns the ``ipywidgets.VBox``.
     """
     import ipywidgets as widgets
 
@@ -658,25 +752,21 @@ def explorer_widget(explorer: Explorer) -> Any:
         common = {"options": options, "value": c.default, "description": c.label,
                   "style": {"description_width": "initial"}}
         controls[c.name] = (widgets.Dropdown(**common) if c.kind == "menu" else
-                            widgets.SelectionSlider(continuous_update=False, **common))
-
-    def render(state: Mapping[str, Any]) -> bytes:
-        fig = explorer_figure(explorer, state)
-        try:
-            return _png(fig)
-        finally:
-            plt.close(fig)
-
-    image = widgets.Image(value=render(explorer.default_state), format="png",
-                          layout=widgets.Layout(max_width="100%", height="auto"))
+                            widgets.SelectionSlider(continuous_update=True, **common))
+    figure = LiveFigure(explorer)
+    image = widgets.Image(value=figure.png(), format="png", layout=widgets.Layout(max_width="100%", height="auto"))
 
     def redraw(_change: Any) -> None:
-        image.value = render({name: w.value for name, w in controls.items()})
+        image.value = figure.png({name: w.value for name, w in controls.items()})
 
     for w in controls.values():
         w.observe(redraw, names="value")
     row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
     return widgets.VBox([row, image])
+
+
+#: The live widget each explorer shows now, by name: showing an explorer again closes the earlier one.
+_SHOWN: dict[str, Any] = {}
 
 
 def show_explorer(explorer: Explorer, interactive: bool | None = None) -> None:
@@ -687,21 +777,26 @@ def show_explorer(explorer: Explorer, interactive: bool | None = None) -> None:
     execute`` and nbval set it), where the output is the static figure at the default setting,
     byte-identical run to run, and no widget state is written. The widget output also carries that
     figure (PNG) and the figure's text: a frontend without widgets (nbconvert's HTML, a notebook
-    viewer) shows the figure, and nbval, which skips the widget and the image, compares the same text.
+    viewer, a saved notebook whose widget state was not kept: see tools/lab.py) shows the figure,
+    and nbval, which skips the widget and the image, compares the same text.
+
+    Showing an explorer again (re-running its cell) closes the widgets shown before, so the kernel
+    keeps, and JupyterLab saves with the notebook, one live copy of each explorer.
     """
     from IPython.display import display
 
-    from posenc_course.training import live_widgets
+    from posenc_course.training import close_widgets, live_widgets
 
     fig = explorer_figure(explorer)
     try:
         if not (live_widgets() if interactive is None else interactive):
             display(fig)
             return
-        widget = explorer_widget(explorer)
-        png = widget.children[-1].value  # the figure at the default setting, as the widget first shows it
+        if explorer.name in _SHOWN:
+            close_widgets(_SHOWN.pop(explorer.name))
+        widget = _SHOWN[explorer.name] = explorer_widget(explorer)
         bundle = widget._repr_mimebundle_()
-        bundle.update({"image/png": base64.b64encode(png).decode("ascii"), "text/plain": repr(fig)})
+        bundle.update({"image/png": base64.b64encode(_png(fig)).decode("ascii"), "text/plain": repr(fig)})
         display(bundle, raw=True)
     finally:
         plt.close(fig)

@@ -1,4 +1,4 @@
-"""Train short, test long: the measurements of notebook 06 on causal language models.
+"""Train short, test long: the models and measurements of notebook 06 on causal language models.
 
 A causal model's loss at position p depends only on tokens 0..p, so one forward pass over
 sequences of length ``8L`` gives the loss at every position, and the perplexity of length-``nL``
@@ -8,32 +8,195 @@ on the total length (all except dynamic NTK, which is run once per length).
 
 Contents::
 
+    CHECKPOINT_CONFIG    - the size and training of 06's 21 base models (7 schemes x 3 seeds)
+    base_schemes         - the seven position schemes, as functions that build them
+    train_base_model     - one base model: the library's training loop (AdamW, linear decay) on the corpus
+    save_checkpoint      - a trained model's weights (float16) and loss curve, as safetensors
+    load_base_models     - the shipped checkpoints, each checked against the manifest's SHA-256
     train_char_lm        - a TinyTransformer causal char LM trained on random windows of a corpus
     finetune_char_lm     - continue training it on longer windows (after a RoPE rescaling)
 
-The measurements themselves are the library's (:mod:`posenc_lib.analysis.lm_metrics`: per-position loss,
-perplexity by length, attention entropy; :func:`posenc_lib.models.with_scheme`;
-:func:`posenc_lib.attention.allowed_keys` for windows).
+The base models are trained by ``tools/train_06_checkpoints.py`` (``make checkpoints-06``) under the
+reference numerics and shipped in ``data/checkpoints/06/`` with ``manifest.json``; the notebook loads
+them and retrains the start of one run live. The measurements themselves are the library's
+(:mod:`posenc_lib.analysis.lm_metrics`: per-position loss, perplexity by length, attention entropy;
+:func:`posenc_lib.models.with_scheme`; :func:`posenc_lib.attention.allowed_keys` for windows).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from posenc_course.data import CharCorpus, lm_batch
 from posenc_course.training import seed_everything, train
 from posenc_lib.checks import check_int
+from posenc_lib.embeddings.learnable import LearnablePE
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE
 from posenc_lib.models import LayerSpec, TinyTransformer
-from posenc_lib.scheme import PositionScheme
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.scheme import NoPosition, PositionScheme
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.t5 import T5RelativeBias
+from posenc_lib.training import train as _train
 
 __all__ = [
+    "CHECKPOINT_CONFIG",
+    "CHECKPOINT_DIR",
+    "SCHEME_NAMES",
+    "base_schemes",
+    "build_base_model",
+    "train_base_model",
+    "save_checkpoint",
+    "checkpoint_file",
+    "load_manifest",
+    "load_base_model",
+    "load_base_models",
     "train_char_lm",
     "finetune_char_lm",
 ]
 
+#: The 21 base models of notebook 06: their size and their training (one run per scheme and seed).
+#: Chosen by measurement against the notebook's character 4-gram (perplexity 9.14 at L on its 32
+#: evaluation windows), seed 0 unless said: with 2 layers and 2000 steps RoPE reaches 8.57 and the
+#: learnable table 8.44, NoPE only 10.57 (its slowest learner); NoPE with 4 layers reaches 9.06 after
+#: 2000 steps and 8.62 / 8.45 (seeds 0, 1) after 3000, about 225 s of CPU each. So: 4 layers, 3000 steps
+#: (about 3 million training characters; some 430 kB per checkpoint as float16).
+CHECKPOINT_CONFIG: dict[str, int | float] = {
+    "seq_len": 32,  # L, the training length
+    "d_model": 64,
+    "n_heads": 4,
+    "n_layers": 4,
+    "batch_size": 32,
+    "steps": 3000,
+    "lr": 5e-3,  # AdamW, decaying linearly to 10% over the run
+}
 
+SCHEME_NAMES = ("sinusoidal", "learnable", "RoPE", "ALiBi", "T5 bias", "NoPE", "Transformer-XL")
+SEEDS = (0, 1, 2)
+
+#: Where the shipped checkpoints live (one safetensors file per scheme and seed, and manifest.json).
+CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "data" / "checkpoints" / "06"
+MAKE_HINT = "run `make checkpoints-06` to train them again (tools/train_06_checkpoints.py)"
+
+
+def base_schemes(config: dict = CHECKPOINT_CONFIG) -> dict[str, Callable[[], PositionScheme]]:
+    """The seven position schemes of notebook 06, each as a function that builds it (after the seeding).
+
+    learnable: a table of L rows at the tokens' scale (02 §3); T5 bias: causal, 32 buckets, every
+    distance from L on in the last bucket; Transformer-XL: sinusoidal r_{i-j} with learned W_r, u, v.
+    """
+    d, heads, L = config["d_model"], config["n_heads"], config["seq_len"]
+    return {
+        "sinusoidal": lambda: SinusoidalPE(d),
+        "learnable": lambda: LearnablePE(d, max_len=L, init_std=1.0),
+        "RoPE": lambda: RotaryPE(d // heads),
+        "ALiBi": lambda: ALiBi(heads),
+        "T5 bias": lambda: T5RelativeBias(heads, num_buckets=32, max_distance=L, bidirectional=False),
+        "NoPE": lambda: NoPosition(),
+        "Transformer-XL": lambda: TransformerXLRelative(d, heads),
+    }
+
+
+def _check_name(name: str) -> None:
+    if name not in SCHEME_NAMES:
+        raise ValueError(f"unknown scheme {name!r}; the base models are {', '.join(SCHEME_NAMES)}")
+
+
+def build_base_model(name: str, vocab_size: int, config: dict = CHECKPOINT_CONFIG) -> TinyTransformer:
+    """A fresh causal character LM with scheme ``name`` (weights from the current random state)."""
+    _check_name(name)
+    return TinyTransformer(vocab_size, vocab_size, config["d_model"], config["n_heads"], config["n_layers"],
+                           scheme=base_schemes(config)[name](), causal=True, pool="none")
+
+
+def train_base_model(name: str, seed: int, corpus: CharCorpus, config: dict = CHECKPOINT_CONFIG,
+                     stop_after: int | None = None) -> tuple[TinyTransformer, list[float]]:
+    """Train one base model of notebook 06; return it (in eval mode) and the loss of every step.
+
+    Seed, build the model (its weights and any weights of its scheme come from ``seed``), then
+    ``config["steps"]`` AdamW steps (weight decay 0.01) of :func:`posenc_lib.training.train` on
+    random windows of ``config["seq_len"]`` characters of ``corpus.train`` (offsets from the same
+    seed), the learning rate decaying linearly from ``config["lr"]`` to 10% of it.
+    stop_after: stop after this many steps of the same run (same schedule): its first steps exactly.
+    """
+    check_int("seed", seed, minimum=0)
+    gen = seed_everything(seed)
+    model = build_base_model(name, len(corpus.vocab), config)
+
+    def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:  # (B, L) inputs, (B, L) next chars
+        return lm_batch(corpus.train, config["seq_len"], config["batch_size"], gen)
+
+    losses = _train(model, batch, config["steps"], lr=config["lr"], weight_decay=0.01, stop_after=stop_after)
+    return model, losses
+
+
+def checkpoint_file(name: str, seed: int, directory: Path = CHECKPOINT_DIR) -> Path:
+    """The file of base model ``name``, seed ``seed``: e.g. ``t5-bias_seed0.safetensors``."""
+    _check_name(name)
+    return Path(directory) / f"{name.lower().replace(' ', '-')}_seed{seed}.safetensors"
+
+
+def save_checkpoint(model: TinyTransformer, losses: Sequence[float], path: Path) -> str:
+    """Write the model's parameters as float16 and its loss curve (float32) to ``path``; return the SHA-256."""
+    tensors = {f"param.{k}": v.detach().to(torch.float16).contiguous() for k, v in model.named_parameters()}
+    tensors["losses"] = torch.tensor(list(losses), dtype=torch.float32)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_manifest(directory: Path = CHECKPOINT_DIR) -> dict:
+    """``manifest.json`` of the shipped checkpoints: config, steps, final losses, SHA-256 per file."""
+    path = Path(directory) / "manifest.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the checkpoints of notebook 06 are not there; {MAKE_HINT}")
+    return json.loads(path.read_text())
+
+
+def load_base_model(name: str, seed: int, vocab_size: int,
+                    directory: Path = CHECKPOINT_DIR) -> tuple[TinyTransformer, torch.Tensor]:
+    """One shipped base model (float16 weights, evaluated in float32, eval mode) and its loss curve.
+
+    Raises FileNotFoundError or ValueError, naming the file, when it is missing or its SHA-256
+    differs from the manifest's.
+    """
+    manifest = load_manifest(directory)
+    path = checkpoint_file(name, seed, directory)
+    entry = manifest["files"].get(path.name)
+    if entry is None:
+        raise ValueError(f"{path.name} is not in {Path(directory) / 'manifest.json'}; {MAKE_HINT}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing; {MAKE_HINT}")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != entry["sha256"]:
+        raise ValueError(f"{path} has SHA-256 {digest}, the manifest records {entry['sha256']}:"
+                         f" the file is damaged or from another run; {MAKE_HINT}")
+    tensors = load_file(str(path))
+    torch.manual_seed(0)  # the weights are overwritten; this only keeps the global state predictable
+    model = build_base_model(name, vocab_size, manifest["config"])
+    params = dict(model.named_parameters())
+    stored = {k.removeprefix("param."): v for k, v in tensors.items() if k.startswith("param.")}
+    if set(stored) != set(params) or any(stored[k].shape != params[k].shape for k in params):
+        raise ValueError(f"{path} does not hold the parameters of a {name} model of this config; {MAKE_HINT}")
+    with torch.no_grad():
+        for k, p in params.items():
+            p.copy_(stored[k].to(torch.float32))
+    model.eval()
+    return model, tensors["losses"]
+
+
+def load_base_models(vocab_size: int, names: Sequence[str] = SCHEME_NAMES, seeds: Sequence[int] = SEEDS,
+                     directory: Path = CHECKPOINT_DIR) -> dict[tuple[str, int], TinyTransformer]:
+    """Every shipped base model, ``{(name, seed): model}`` (see :func:`load_base_model`)."""
+    return {(name, s): load_base_model(name, s, vocab_size, directory)[0] for name in names for s in seeds}
 def train_char_lm(
     scheme: PositionScheme | Callable[[], PositionScheme],
     corpus: CharCorpus,

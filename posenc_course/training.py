@@ -6,12 +6,13 @@ every experiment in the series is seeded the same way and reports progress the s
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import random
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ __all__ = [
     "setup_notebook",
     "seed_everything",
     "live_widgets",
+    "close_widgets",
     "progress",
     "run_each",
     "worker_count",
@@ -55,6 +57,10 @@ def seed_everything(seed: int = 0) -> torch.Generator:
 #: The environment variable ``POSENC_NUM_THREADS`` overrides it (``make numerics-matrix`` tries 2).
 NOTEBOOK_THREADS = 1
 
+#: True once :func:`setup_notebook` has run in this process (posenc_course.kernel points a NameError
+#: raised before it to the setup cell).
+notebook_set_up = False
+
 
 def setup_notebook(seed: int = 0) -> torch.Generator:
     """First call of every notebook: thread count, the series' figure style, seeds, print options.
@@ -75,6 +81,8 @@ def setup_notebook(seed: int = 0) -> torch.Generator:
         print(line)
     use_style()
     torch.set_printoptions(precision=4, sci_mode=False)
+    global notebook_set_up
+    notebook_set_up = True
     return seed_everything(seed)
 
 
@@ -93,6 +101,45 @@ def _in_jupyter_kernel() -> bool:
     return ipython is not None and type(ipython.get_ipython()).__name__ == "ZMQInteractiveShell"
 
 
+@functools.cache
+def _widget_bar() -> type:
+    """tqdm's widget bar (``tqdm.notebook``), which turns into its final line of text when it closes.
+
+    While it runs, JupyterLab draws the widget. When it closes (finished, failed or interrupted), its
+    output is replaced, in place, by the text of its last state ("scheme x seed: 100%|...| 21/21
+    [00:34<00:00, ...]"), and its widgets are closed: the saved notebook holds that line, which every
+    frontend shows, instead of a widget that a reopened notebook could no longer find.
+    """
+    from IPython.display import display
+    from tqdm.notebook import tqdm as notebook_bar
+
+    class WidgetBar(notebook_bar):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, display=False, **kwargs)
+            self.handle = display(self.container, display_id=True)
+            self.displayed = True
+
+        def close(self) -> None:
+            if self.disable:  # closed already (tqdm disables a bar as it closes it)
+                return
+            super().close()
+            if self.handle is not None:  # None outside a kernel, where display() only prints
+                self.handle.update({"text/plain": str(self)}, raw=True)
+            close_widgets(self.container)
+
+    return WidgetBar
+
+
+def close_widgets(widget: Any) -> None:
+    """Close ``widget``, the widgets it holds (``children``), and their layouts and styles: the kernel lets
+    go of them, and JupyterLab no longer saves their state with the notebook."""
+    for child in getattr(widget, "children", ()):
+        close_widgets(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
+        if part is not None:
+            part.close()
+
+
 def live_widgets() -> bool:
     """True where output goes to a live Jupyter frontend that can draw widgets: a Jupyter kernel, with
     ``ipywidgets`` installed and ``POSENC_DETERMINISTIC`` unset (``make execute`` and nbval set it, so
@@ -108,7 +155,8 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
       set it; ``make lab`` does not): one line of text on stdout, the final state, with no time
       or rate, so an executed notebook is identical from run to run.
     - In a Jupyter kernel: a live widget bar when ``ipywidgets`` is installed (JupyterLab
-      draws it), otherwise live text on stdout; stderr stays for warnings.
+      draws it; it becomes its final line of text when it closes, see :func:`_widget_bar`),
+      otherwise live text on stdout; stderr stays for warnings.
     - Elsewhere (a terminal): tqdm's usual live text bar on stderr.
     """
     if os.environ.get("POSENC_DETERMINISTIC"):
@@ -117,9 +165,7 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
             ascii=True, bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt}{postfix}",
         )
     if live_widgets():
-        from tqdm.notebook import tqdm as widget_bar
-
-        return widget_bar(iterable, total=total, desc=desc)
+        return _widget_bar()(iterable, total=total, desc=desc)
     if _in_jupyter_kernel():
         return tqdm(iterable, total=total, desc=desc, file=sys.stdout, ascii=True)
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, ascii=True, dynamic_ncols=True)

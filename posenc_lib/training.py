@@ -36,6 +36,7 @@ def train(
     generator: torch.Generator | None = None,
     loss_fn: Callable[[Tensor, Tensor], Tensor] = cross_entropy,
     progress: Callable[[range], Iterable[int]] | None = None,
+    stop_after: int | None = None,
 ) -> list[float]:
     """Train ``model`` with AdamW for ``steps`` steps; return the loss of every step.
 
@@ -45,9 +46,14 @@ def train(
     progress: wraps the steps, ``progress(range(steps))``, e.g. a tqdm bar; ``None`` trains silently.
     The bar's ``set_postfix_str`` (when it has one) gets the mean loss of the last 20 steps at the end,
     and its ``close`` (when it has one) is called after the last step.
+    stop_after: stop after this many of the ``steps`` steps, keeping the run's schedule: the model and
+    losses are exactly those of the first ``stop_after`` steps of the full run (``None``: all of them).
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    stop = steps if stop_after is None else stop_after
+    if isinstance(stop, bool) or not isinstance(stop, int) or not 0 < stop <= steps:
+        raise ValueError(f"stop_after must be an integer in 1..{steps} (the run's steps), got {stop_after!r}")
     if isinstance(data, tuple):
         inputs, targets = data
         if inputs.shape[0] != targets.shape[0]:
@@ -64,8 +70,8 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - 0.9 * s / steps)
     model.train()
     losses: list[float] = []
-    bar = progress(range(steps)) if progress is not None else None
-    for step in bar if bar is not None else range(steps):
+    bar = progress(range(stop)) if progress is not None else None
+    for step in bar if bar is not None else range(stop):
         x, y = batch(step)
         loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
@@ -73,7 +79,7 @@ def train(
         opt.step()
         sched.step()
         losses.append(loss.item())
-        if step == steps - 1 and hasattr(bar, "set_postfix_str"):
+        if step == stop - 1 and hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(f"loss={sum(losses[-20:]) / len(losses[-20:]):.4f}", refresh=False)
     if hasattr(bar, "close"):
         bar.close()

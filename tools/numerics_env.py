@@ -56,13 +56,20 @@ def machine_env() -> dict[str, str]:
     return env
 
 
+def kernel_argv() -> list[str]:
+    """The project kernel's command: :data:`LAUNCH` with :func:`machine_env`, loading the course's IPython
+    extension (posenc_course.kernel: a NameError before the setup cell points to it)."""
+    return [sys.executable, "-c", LAUNCH.format(env=machine_env()), "-f", "{connection_file}",
+            "--IPKernelApp.extensions=posenc_course.kernel"]
+
+
 def install_kernel() -> Path:
     """Install the project's kernelspec into this Python's prefix, launching with :func:`machine_env`."""
     from ipykernel.kernelspec import install
 
     spec_file = Path(install(kernel_name=KERNEL_NAME, display_name=DISPLAY_NAME, prefix=sys.prefix)) / "kernel.json"
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
-    spec["argv"] = [sys.executable, "-c", LAUNCH.format(env=machine_env()), "-f", "{connection_file}"]
+    spec["argv"] = kernel_argv()
     spec_file.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     return spec_file
 

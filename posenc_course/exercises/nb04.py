@@ -98,6 +98,9 @@ def check_exercise_3(ex: Exercise, value: float) -> None:
     ex.expect(isinstance(value, (int, float)) and not isinstance(value, bool),
               f"give a number (a float between 0 and 1), got {type(value).__name__}")
     want = RelativeDirection(3, 6).bag_of_patches_ceiling()
+    if 1 < value <= 100:  # a percentage
+        ex.fail(f"give the ceiling as a fraction between 0 and 1, not a percentage: {value:g} % as a fraction: "
+                f"{value / 100:g}" + (" (that is the right value)" if math.isclose(value / 100, want, abs_tol=1e-9) else ""))
     ex.expect(not math.isclose(value, 0.25, abs_tol=1e-9),
               "0.25 holds on a square grid; on a 3x6 canvas the four classes are not equally frequent")
     ex.expect(not math.isclose(value, 0.5, abs_tol=1e-9),

@@ -73,7 +73,9 @@ def test_ex3_accepts_the_count(capsys):
 
 
 @pytest.mark.parametrize(("wrong", "hint"), [(0.25, "square grid"), (0.5, "two horizontal"), (0.4, "count the allowed"),
-                                             ("0.388", "give a number"), (True, "give a number")])
+                                             ("0.388", "give a number"), (True, "give a number"),
+                                             (75, "not a percentage: 75 % as a fraction: 0.75$"),
+                                             (38.8, r"as a fraction: 0.388 \(that is the right value\)")])
 def test_ex3_rejects_wrong_answers(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(wrong)

@@ -253,21 +253,100 @@ def test_live_widgets_needs_a_kernel_and_no_deterministic_run(monkeypatch):
     assert not training.live_widgets()
 
 
-def test_the_widget_redraws_with_the_library_when_a_control_moves():
+def test_the_widget_redraws_with_the_library_while_a_control_moves():
     import ipywidgets
 
     box = ex.explorer_widget(ex.RELATIVE)
     controls, image = box.children
     sliders = {w.description: w for w in controls.children}
     assert set(sliders) == {"heads", "length L"} and isinstance(image, ipywidgets.Image)
-    assert all(isinstance(w, ipywidgets.SelectionSlider) for w in sliders.values())
+    assert all(isinstance(w, ipywidgets.SelectionSlider) and w.continuous_update for w in sliders.values())
     first = image.value
     sliders["heads"].value = 12
     assert image.value != first
-    fig = ex.explorer_figure(ex.RELATIVE, {"n_heads": 12, "length": 64})
-    assert image.value == ex._png(fig)  # exactly the static figure of that setting
+    assert image.value == ex.LiveFigure(ex.RELATIVE).png({"n_heads": 12, "length": 64})  # that setting, drawn afresh
     menu = ex.explorer_widget(ex.CONTEXT).children[0].children[0]
     assert isinstance(menu, ipywidgets.Dropdown) and menu.options[0] == ("PI (linear)", "linear")
+
+
+def _settings(explorer: ex.Explorer) -> list[dict]:
+    """A walk over the controls: each control to its first, last and a middle option, one after the other."""
+    state, walk = dict(explorer.default_state), []
+    for c in explorer.controls:
+        for value in (c.options[0], c.options[-1], c.options[len(c.options) // 2]):
+            state = {**state, c.name: value}
+            walk.append(state)
+    return walk
+
+
+@pytest.mark.parametrize("name", list(ex.EXPLORERS))
+def test_a_figure_redrawn_in_place_is_the_figure_drawn_afresh(name):
+    """The live figure keeps its background and layout while it can: nothing of an earlier setting stays.
+
+    Same artists with the same data, titles, limits and ticks; the same pixels where the walk keeps the
+    layout (constrained layout starts from the axes' last positions, so a re-run may shift a panel by a
+    fraction of a pixel: the relative explorer's ticks change with its controls)."""
+    explorer = ex.EXPLORERS[name]
+    live = ex.LiveFigure(explorer)
+    first = live.png()
+    for state in _settings(explorer):
+        afresh = ex.LiveFigure(explorer)
+        redrawn_png, afresh_png = live.png(state), afresh.png(state)
+        assert _drawn(live) == _drawn(afresh), state
+        if name != "relative":
+            assert redrawn_png == afresh_png, state
+    assert name == "relative" or live.png() == first
+
+
+def _drawn(live: ex.LiveFigure) -> list:
+    """What a live figure shows, artist by artist."""
+    def describe(artist):
+        if hasattr(artist, "get_xydata"):
+            return ("line", artist.get_xydata().round(9).tolist(), artist.get_color(), artist.get_linestyle())
+        if hasattr(artist, "xy"):
+            return ("arrow", tuple(np.round(artist.xy, 9)))
+        if hasattr(artist, "get_texts"):
+            return ("legend", [t.get_text() for t in artist.get_texts()])
+        return (type(artist).__name__, getattr(artist, "get_text", lambda: None)())
+
+    fig = live.figure
+    shown = [describe(a) for a in [*fig.texts, *fig.legends]]
+    for ax in fig.axes:
+        shown.append((ax.get_title(), ax.get_xlim(), ax.get_ylim(), [t.get_text() for t in ax.get_xticklabels()],
+                      [t.get_text() for t in ax.get_yticklabels()], [describe(a) for a in ex._changing(ax)]))
+    return shown
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    from io import BytesIO
+
+    from PIL import Image
+
+    return np.asarray(Image.open(BytesIO(png))).astype(int)
+
+
+@pytest.mark.parametrize("name", list(ex.EXPLORERS))
+def test_the_live_figure_is_the_static_figure_at_screen_resolution(name):
+    """Same panels, title and drawing as the static figure; 96 px per inch, so the 01 explorer fits a screen."""
+    explorer = ex.EXPLORERS[name]
+    live = ex.LiveFigure(explorer)
+    height, width = _pixels(live.png()).shape[:2]
+    assert (width, height) == (int(explorer.figsize[0] * ex.LIVE_DPI), int(explorer.figsize[1] * ex.LIVE_DPI))
+    assert height <= 620  # with the sliders' row (about 40 px): under the ~660 px a 1280x800 screen shows of a notebook
+    static = ex.explorer_figure(explorer)
+    assert live.figure.get_suptitle() == static.get_suptitle()
+    assert [a.get_title() for a in live.figure.axes] == [a.get_title() for a in static.axes]
+
+
+def test_showing_an_explorer_again_closes_the_widgets_shown_before(displayed):
+    """Re-running an explorer's cell leaves one live copy in the kernel, the one JupyterLab saves."""
+    ex.sinusoidal_explorer(interactive=True)
+    first = ex._SHOWN["sinusoidal"]
+    parts = [first, *first.children, *first.children[0].children]
+    ex.sinusoidal_explorer(interactive=True)
+    assert ex._SHOWN["sinusoidal"] is not first
+    assert all(w.comm is None for w in parts)  # closed
+    assert ex._SHOWN["sinusoidal"].comm is not None or ex._SHOWN["sinusoidal"].model_id
 
 
 # --- the site: the library's values on the whole control grid ---------------------------------------------

@@ -35,6 +35,23 @@ def test_seeded_training_is_reproducible():
     assert run(1) != first  # and the seed matters
 
 
+def test_stop_after_is_exactly_the_first_steps_of_the_longer_run():
+    gen = seed_everything(0)
+    data = sorting_data(gen)
+    nets, curves = [], []
+    for stop in (None, 6):
+        seed_everything(0)
+        net = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+        curves.append(train(net, data, steps=15, batch_size=16, desc=None,
+                            generator=torch.Generator().manual_seed(1), stop_after=stop))
+        nets.append(net)
+    assert len(curves[1]) == 6 and curves[1] == curves[0][:6]  # same schedule, bit for bit
+    seed_everything(0)
+    short = TinyTransformer(8, 2, d_model=16, n_heads=2, n_layers=1)
+    alone = train(short, data, steps=6, batch_size=16, desc=None, generator=torch.Generator().manual_seed(1))
+    assert alone[1:] != curves[1][1:]  # a 6-step run decays its rate faster: not the same steps
+
+
 def test_seed_everything_seeds_the_returned_generator_and_torch():
     gen = seed_everything(3)
     assert gen.initial_seed() == 3

@@ -95,6 +95,8 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"layer_specs must be a list of n_layers=2 LayerSpec objects, got 1 items"),
     ("train steps 0", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long)), steps=0),
      ValueError, r"steps must be a positive integer, got 0"),
+    ("train stop_after past steps", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long)), steps=3, stop_after=4),
+     ValueError, r"stop_after must be an integer in 1\.\.3 \(the run's steps\), got 4"),
     ("train data lengths", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long)), steps=1),
      ValueError, r"data inputs and targets differ in length: 4 vs 3"),
     ("accuracy all ignored", lambda: accuracy(tiny, torch.zeros(2, 5, dtype=torch.long), torch.full((2,), -100)),

@@ -15,6 +15,9 @@ project = "posenc: how Transformers know word order"
 author = "the posenc authors"
 copyright = "the posenc authors, MIT License"
 language = "en"
+# The Chinese edition: gettext catalogs, locale/zh_CN/LC_MESSAGES/PAGE.po (tools/i18n.py, docs/i18n.md)
+locale_dirs = [str(HERE.parent.parent / "locale")]
+gettext_compact = False  # one catalog per page
 
 extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx.ext.autodoc", "sphinx.ext.napoleon",
               "tools.site.posenc_site"]
