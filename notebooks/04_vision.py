@@ -1255,6 +1255,7 @@ long = resized.melt(
 fig, axes = plt.subplots(
     1, 3, figsize=(7.5, 5.4), sharey=True, layout="constrained"
 )
+fig.get_layout_engine().set(wspace=0.08)  # room between the panels' ticks
 for ax, task_name in zip(axes, MOVED, strict=True):
     # every seed as a dot, the mean of the seeds as a bar
     where = dict(data=long[long.task == task_name], x="accuracy", y="variant",
@@ -1277,9 +1278,9 @@ for ax, task_name in zip(axes, MOVED, strict=True):
     ax.grid(axis="x", alpha=0.3)
     ax.get_legend().remove()
 axes[0].set_ylabel("scheme at the new size")
-fig.supxlabel("test accuracy (dots: seeds, bars: means)", fontsize=10)
+axes[1].set_xlabel("test accuracy (dots: seeds, bars: means)")
 handles, labels_ = axes[1].get_legend_handles_labels()
-fig.legend(handles, labels_, loc="outside upper center", ncols=2)
+fig.legend(handles, labels_, loc="outside lower center", ncols=2)
 fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}")
 plt.show()
 
@@ -1499,8 +1500,8 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 #
 # **What to look for.** Training accuracy against held-out accuracy, scheme by scheme: which ones
 # keep the held-out accuracy near their training accuracy (they learned a rule about offsets),
-# and which ones fall towards the 0.25 ceiling (they learned the images). Does RoPE, whose
-# scores depend only on the offset, degrade more gracefully than the added tables? Use
+# and which ones fall towards the 0.25 ceiling (they learned the images). Does RoPE, a smooth
+# code of each patch's place in this model (§5), degrade more gracefully than the added tables? Use
 # `compare` (it prints the verdict with its gap, spread and floor) before calling any gap an ordering.
 #
 # ## Exercises
