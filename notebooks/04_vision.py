@@ -1355,8 +1355,10 @@ assert all(clearly_ahead(digits_zs(v), none_zs)  # (2)
 for table in RESAMPLED:
     assert all(clearly_ahead(digits_zs(table), digits_zs(v))
                for v in EXTRAPOLATED)
-    assert not any(compare(digits_zs(table), digits_zs(v)).separated
-                   for v in INTERPOLATED)
+    assert not any(  # on the direction task too (takeaway)
+        compare(at(t, table, ZS), at(t, v, ZS)).separated
+        for v in INTERPOLATED for t in ("digits", "direction")
+    )
 for task_name in ("direction", "digits"):  # (3)
     assert (case(task_name, ZS).gap > 0.2).all()
     assert set(case(task_name, ZS, FIXED[1:]).verdict) == {"interpolated ahead"}
