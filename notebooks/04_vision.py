@@ -692,7 +692,7 @@ direction_rows += run_all("direction", UNSETTLED, EXTRA_SEEDS)
 results = pd.DataFrame(direction_rows + run_all("digits"))
 
 
-# %% tags=["nbval-check-output"]
+# %%
 def summary(
     df: pd.DataFrame,
     column: str,
@@ -1300,7 +1300,7 @@ plt.show()
 # (6) after 10 fine-tune steps on the 6x6 control, interpolated coordinates are higher in every
 # seed of every scheme.
 
-# %% tags=["nbval-check-output"]
+# %%
 def at(task_name: str, variant: str, stage: str) -> list[float]:
     return seeds_of(resized, stage, task=task_name, variant=variant)
 
