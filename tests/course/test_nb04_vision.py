@@ -94,3 +94,53 @@ def test_attention_weights_are_those_of_the_layer():
     torch.testing.assert_close(weights, w)
 
 
+
+
+# ----------------------------------------------------------------------------- the column-gap control
+
+
+def test_column_gap_labels_pairs_by_the_column_offset_in_patches():
+    from posenc_course.nb04_vision import ColumnGap
+
+    task = ColumnGap(4, 4, gap=2)
+    cells, labels = task.pairs()
+    assert len(labels) == 16 * 15 and labels.sum().item() == 3 * 16  # column pairs (0,2) (1,3) (0,3), any rows
+    offsets = task.column_offsets(cells)
+    assert torch.equal(labels, (offsets >= 2).long())
+    images = task.render(cells[:5])
+    assert images.shape == (5, 2, 4, 4) and torch.equal(images.sum((2, 3)), torch.ones(5, 2))
+    # the same offset keeps its label on a larger canvas: the rule is in patch units, not image units
+    big_cells, big_labels = ColumnGap(6, 6, gap=2).pairs()
+    assert torch.equal(big_labels, (ColumnGap(6, 6).column_offsets(big_cells) >= 2).long())
+    assert big_labels.sum().item() == (4 + 3 + 2 + 1) * 36
+
+
+def test_column_gap_split_is_balanced_disjoint_and_seeded():
+    from posenc_course.nb04_vision import ColumnGap
+
+    task = ColumnGap(4, 4)
+    (train_cells, train_y), (test_cells, test_y) = task.split(16, None, torch.Generator().manual_seed(0))
+    assert torch.bincount(test_y).tolist() == [16, 16] and torch.bincount(train_y).tolist() == [32, 32]
+    assert not {tuple(c) for c in train_cells.tolist()} & {tuple(c) for c in test_cells.tolist()}
+    again = task.split(16, None, torch.Generator().manual_seed(0))
+    assert torch.equal(again[1][0], test_cells)
+    (few, few_y), _ = task.split(16, 10, torch.Generator().manual_seed(0))
+    assert torch.bincount(few_y).tolist() == [10, 10]
+
+
+def test_column_gap_rejects_bad_input():
+    import pytest
+
+    from posenc_course.nb04_vision import ColumnGap
+
+    with pytest.raises(ValueError, match="grid_w must be an int >= 2"):
+        ColumnGap(4, 1)
+    with pytest.raises(ValueError, match="gap must be an int from 1 to grid_w - 1 = 3"):
+        ColumnGap(4, 4, gap=4)
+    task = ColumnGap(4, 4)
+    with pytest.raises(ValueError, match="n_test must be an int from 1 to 47"):
+        task.split(48, None, torch.Generator())
+    with pytest.raises(ValueError, match="n_train must be None or an int from 1 to 32"):
+        task.split(16, 33, torch.Generator())
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        task.split(16, None, 0)
