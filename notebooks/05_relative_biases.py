@@ -756,12 +756,12 @@ for padding, depth in progress(
 distinct_one = len(
     torch.unique(peg_features(peg_stack("zeros", 1), 1, 0.0, 0)[0], dim=0)
 )
-print(pd.Series(peg_probe, name="probe accuracy").round(3).to_string())
 print(
     f"chance {chance_peg:.3f}; one zero-padded PEG gives {distinct_one}"
     f" distinct vectors (a ceiling of {distinct_one / G**2:.3f} for an exact"
     " probe)"
 )
+display(pd.Series(peg_probe, name="probe accuracy").round(3).to_frame())
 
 # %% [markdown]
 # **Check.** Three zero-padded PEGs let the probe name most positions; one PEG tells only the nine
@@ -851,8 +851,8 @@ for causal in progress(
     ] = position_probe_accuracy(*states)
 nope.causal = True
 chance = 1 / SEQ
-print(pd.Series(nope_probe, name="probe accuracy").round(3).to_string())
 print(f"chance {chance:.3f}")
+display(pd.Series(nope_probe, name="probe accuracy").round(3).to_frame())
 
 # %% [markdown]
 # **Check.** The decoder's states name the position several times more often than chance;
@@ -975,7 +975,7 @@ summary = results.groupby("scheme", sort=False)["accuracy"].agg(["mean", "std"])
 summary["mean ± std"] = [
     f"{m:.2f} ± {s:.2f}" for m, s in zip(summary["mean"], summary["std"])
 ]  # 3 seeds
-print(summary["mean ± std"].to_string())
+display(summary[["mean ± std"]])
 per_seed = {
     name: results.loc[results["scheme"] == name, "accuracy"].tolist()
     for name in SCHEMES
@@ -1150,7 +1150,7 @@ assert (
 )  # no encoding: nothing at all
 bytes_table = pd.DataFrame(cost_bytes, index=[f"L={L}" for L in LENGTHS]).T
 print("bytes allocated by the position part:")
-print(bytes_table.to_string())
+display(bytes_table)
 
 # %% [markdown]
 # Memory is exact, so it fits a polynomial: bytes $= aL^2 + bL + c$ on three lengths, checked on
@@ -1164,11 +1164,11 @@ for name, values in cost_bytes.items():
         a * LENGTHS[3] ** 2 + b * LENGTHS[3] + c == values[3]
     ), name  # exact on the fourth length
     per_pair[name] = (a, b, c)
-print(
+display(
     pd.DataFrame(
         per_pair,
         index=["bytes per pair (L²)", "bytes per token (L)", "constant"],
-    ).T.to_string()
+    ).T
 )
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
@@ -1186,9 +1186,9 @@ checked(
 
 # %% [markdown]
 # On a log-log plot memory grows as $L$ (slope 1) for the added tables, RoPE and compact ALiBi,
-# and as $L^2$ for the pairwise biases. Times vary with the machine and its load, so the cell
-# asserts only that at $L = 1024$ each pairwise bias takes more than twice as long as any of the
-# others, and its output is not compared.
+# and as $L^2$ for the pairwise biases. The cell asserts the memory slopes only: times vary with
+# the machine and its load (a busy machine can reorder them), so the time panel is a look, not a
+# check, and its output is not compared. `make bench` times whole layers on a quiet machine.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -1202,17 +1202,13 @@ slopes = pd.DataFrame(
         for name in COST_SCHEMES
     }
 ).T
-print(slopes.round(2).to_string())
+display(slopes.round(2))
 quadratic = ["T5 bias", "ALiBi full"]
 for name in COST_SCHEMES:
     assert (
         abs(slopes.loc[name, "memory slope"] - (2 if name in quadratic else 1))
         < 0.05
     ), name
-# time depends on the machine, its threads and its load (small lengths are
-# mostly call overhead, so slopes wander): assert only the order at L=1024
-at_1024 = slopes["time at L=1024 (ms)"]
-assert at_1024[quadratic].min() > 2 * at_1024.drop(quadratic).max()
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -170,7 +170,11 @@ class Panel:
 
 @dataclass(frozen=True)
 class Explorer:
-    """A values function, its controls and its panels (laid out as ``mosaic``, as plt.subplot_mosaic)."""
+    """A values function, its controls and its panels (laid out as ``mosaic``, as plt.subplot_mosaic).
+
+    ``figsize`` is the static figure's size (the notebook's committed output, the site); ``live_figsize``,
+    when given, the live figure's in JupyterLab (:class:`LiveFigure`), wider and shorter so that the
+    sliders and the figure fit one screen."""
 
     name: str
     title: str
@@ -181,6 +185,7 @@ class Explorer:
     mosaic: tuple[tuple[str, ...], ...]
     figsize: tuple[float, float]
     call: str  # the function a notebook calls to show it, e.g. "sinusoidal_explorer"
+    live_figsize: tuple[float, float] | None = None
 
     @property
     def default_state(self) -> dict[str, Any]:
@@ -410,6 +415,8 @@ SINUSOIDAL = Explorer(
     mosaic=(("encoding", "encoding"), ("similarity", "wavelength")),
     figsize=(7.5, 5.8),
     call="sinusoidal_explorer",
+    # 826 x 442 px at 96 dpi (720 x 557 at the static size): with its sliders, about 500 px of a screen
+    live_figsize=(8.6, 4.6),
 )
 
 ROPE = Explorer(
@@ -678,7 +685,7 @@ def _png(fig: Figure) -> bytes:
 
 
 #: Resolution of a live explorer's figure: 96 px per inch, a screen's CSS pixel, so its text shows at its
-#: point size and the 01 explorer (sliders and figure) is about 600 px tall. The static figure keeps 150 dpi.
+#: point size (the 01 explorer, at its live size, fits one screen with its sliders). The static figure keeps 150 dpi.
 LIVE_DPI = 96
 
 
@@ -697,7 +704,7 @@ class LiveFigure:
 
     def __init__(self, explorer: Explorer, dpi: float = LIVE_DPI) -> None:
         self.explorer = explorer
-        self.figure = Figure(figsize=explorer.figsize, dpi=dpi, layout="constrained")
+        self.figure = Figure(figsize=explorer.live_figsize or explorer.figsize, dpi=dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.axes = _axes(explorer, self.figure)
         self._background: Any = None

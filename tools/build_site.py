@@ -25,10 +25,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -55,21 +57,80 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = (), api: bool = False,
-                   archive: str | None = None, repository: str | None = None) -> str:
-    """The front page: what the series teaches, for whom, the notebook table, how to get and run it.
+# Study time on one's own: reading the prose at READING_WPM words a minute, and MINUTES_PER_CELL for each
+# code cell (read it, run it, look at its output). In class, the instructor guide's plan of each notebook
+# ("### NN · Plan (90 minutes)") is the time.
+READING_WPM = 150
+MINUTES_PER_CELL = 1.5
+GUIDE_PLAN = re.compile(r"^#{2,4}\s+(\d\d)\s+·\s+Plan\s+\((\d+)\s+minutes\)", re.MULTILINE)
 
-    ``docs``: the pages of ``docs/`` staged beside it (``DOC_PAGES``), linked from "For teachers".
-    ``archive``: the site's zip of the sources; ``repository``: the repository's web address (a clone
-    command and a link), when known.
+
+@dataclass
+class StudyTime:
+    """What a reader is told about the time the course takes, every number counted from the sources."""
+    words: int  # in the notebooks' markdown cells
+    code_cells: int
+    class_minutes: dict[str, int]  # notebook number -> minutes of its lesson plan in the instructor guide
+
+    @property
+    def self_minutes(self) -> float:
+        return self.words / READING_WPM + self.code_cells * MINUTES_PER_CELL
+
+    def sentence(self) -> str:
+        hours = self.self_minutes / 60
+        text = (f"about {round(hours)} hours on your own ({self.words:,} words of text at {READING_WPM} words a "
+                f"minute, and {self.code_cells} code cells at {MINUTES_PER_CELL:g} minutes each to read, run and "
+                "look at)")
+        if self.class_minutes:
+            lo, hi = min(self.class_minutes.values()), max(self.class_minutes.values())
+            each = f"{lo} minutes" if lo == hi else f"{lo}-{hi} minutes"
+            text += (f"; in class, one lesson of {each} per notebook, {sum(self.class_minutes.values()) / 60:g} hours "
+                     "for the series (the instructor guide's lesson plans)")
+        return text
+
+
+def study_time(notebooks: list[Path], guide: Path | None = None) -> StudyTime:
+    """Words and code cells of ``notebooks`` (markdown cells' words; HTML comments and cells tagged
+    ``remove-cell`` left out) and the lesson plans of the instructor guide ``guide``, when given."""
+    words = cells = 0
+    for path in notebooks:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if "remove-cell" in cell.metadata.get("tags", []):
+                continue
+            if cell.cell_type == "markdown":
+                words += len(re.sub(r"<!--.*?-->", " ", cell.source, flags=re.S).split())
+            elif cell.cell_type == "code":
+                cells += 1
+    plans = {}
+    if guide is not None and guide.is_file():
+        plans = {m[1]: int(m[2]) for m in GUIDE_PLAN.finditer(guide.read_text(encoding="utf-8"))}
+    numbers = {path.name[:2] for path in notebooks}
+    return StudyTime(words, cells, {n: m for n, m in plans.items() if n in numbers})
+
+
+def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, ...] = (), api: bool = False,
+                   archive: str | None = None, repository: str | None = None, study: StudyTime | None = None,
+                   readme: bool = False) -> str:
+    """The front page. At its top, within a phone's first screen: where to start, the study time
+    (``study``, counted from the notebooks) and how to get the code (the repository and its clone
+    command when ``repository`` is known, the site's zip ``archive``); then what the series teaches,
+    for whom, the notebook table and how to run it.
+
+    ``docs``: the pages of ``docs/`` staged beside it (``DOC_PAGES``), linked from "For teachers";
+    ``readme``: the README is staged as a page (``readme.md``) and linked.
     """
+    readme_ref = "[the README](readme.md)" if readme else "the README"
     ways = []
     if repository:
-        ways.append(f"clone [the repository]({repository}):\n\n```bash\ngit clone {repository} posenc\ncd posenc\n```\n")
+        ways.append(f"clone [the repository]({repository}) (`git clone {repository} posenc`)")
     if archive:  # raw HTML: a file published beside the pages (html_extra_path), not a page MyST resolves
-        ways.append(f'<a href="{archive}" download>download the sources</a> (one zip of every file of the '
-                    "course as this site was built: notebooks, library, data, tests; unpack it and `cd posenc`).\n")
-    get_code = ("**Get the code:** " + "\nOr ".join(ways) + "\n") if ways else ""
+        ways.append(f'<a href="{archive}" download>download the sources</a> (a zip of every file of the course as '
+                    "this site was built)")
+    if not ways:  # built from a copy that is not a git checkout, with no address given: no link to offer
+        ways.append("the folder of the course this site was built from (this build had no repository address "
+                    "and no git checkout to zip)")
+    get_code = (f"**Get the code:** {' or '.join(ways)}; then `make setup` and `make lab` "
+                f"([how to run it](#how-to-run-it); {readme_ref} has the details).\n")
     rows = "\n".join(
         f"| {e.number} | [{_cell(e.title)}]({e.stem}.ipynb) | {_cell(e.topic)} | {_cell(e.outcome)} | "
         f"{format_seconds(e.run_time_s)} |"
@@ -82,7 +143,10 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
     first = entries[0]
     errata = " (the [errata](errata.md) list them)" if "errata" in docs else ""
     library = ("- The [library reference](api/index.md) documents every function and class of `posenc_lib` "
-               "the notebooks use, from its docstring, with its source.\n") if api else ""
+               "the notebooks use, from its docstring, with its source; in code cells, its names link there.\n") if api else ""
+    clone = (f"```bash\ngit clone {repository} posenc\ncd posenc\n```\n\n" if repository else
+             "Unpack the sources (the zip above) and `cd posenc`.\n\n" if archive else "")
+    study_line = f" **Study time:** {study.sentence()}." if study else ""
     teachers = ""
     if docs:
         pages = {"errata": "the [errata of the source article](errata.md): each of its errors, the correction, "
@@ -95,20 +159,24 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
         items = "\n".join(f"- {pages[d]};" if d in pages else f"- [{d}]({d}.md);" for d in docs)
         teachers = (f"\n## For teachers\n\nBeside the notebooks:\n\n{items.removesuffix(';')}.\n\n"
                     "The student edition of the notebooks (exercises without their solutions) is built with "
-                    "`make student` (see the README, \"In the classroom\").\n")
+                    f"`make student` (see {readme_ref}, \"In the classroom\").\n")
     return f"""# {SITE_TITLE}
 
-How does a Transformer know the order of the words it reads? Attention on its own does not: it
-treats its input as a bag of tokens. This course shows why, and then builds, tests and trains the
-main ways position is put back in: the sinusoidal table of the original Transformer, learnable
-tables (BERT, GPT-2), rotary embeddings (RoPE, used by LLaMA and most current models), two-dimensional
-encodings for images, relative biases (T5, ALiBi) and what happens beyond the training length.
-Every claim is shown by a computation that ran in the notebook; every implementation in the
-library `posenc_lib` is tested against the reference code used in production (Hugging Face
-`transformers`); every experiment trains a tiny model for real, in seconds, on a laptop CPU.
+How does a Transformer know the order of the words it reads? Nine runnable notebooks build, test
+and train the ways position is put back in, on a laptop CPU.
 
-**Start here:** [{first.label}]({first.stem}.ipynb), then the notebooks in order; each one says
-at its top what it expects you to know from the earlier ones.
+**Start here:** [{first.label}]({first.stem}.ipynb), then the notebooks in order.{study_line}
+
+{get_code}
+Attention on its own does not see order: it treats its input as a bag of tokens. This course
+shows why, and then builds, tests and trains the main ways position is put back in: the
+sinusoidal table of the original Transformer, learnable tables (BERT, GPT-2), rotary embeddings
+(RoPE, used by LLaMA and most current models), two-dimensional encodings for images, relative
+biases (T5, ALiBi) and what happens beyond the training length. Every claim is shown by a
+computation that ran in the notebook; every implementation in the library `posenc_lib` is tested
+against the reference code used in production (Hugging Face `transformers`); every experiment
+trains a tiny model for real, in seconds. Each notebook says at its top what it expects you to
+know from the earlier ones.
 
 **Where it comes from.** The course grew out of a Chinese-language tutorial, "Transformer
 positional encoding: from sinusoidal to RoPE", which the notebooks call "the source article".
@@ -118,7 +186,7 @@ one with a measurement{errata}.
 **For whom.** Students and engineers who know PyTorch tensors, `nn.Module` and the scaled
 dot-product attention formula, and want to understand position encodings well enough to
 implement, compare and debug them. Teachers can hand out a student edition (exercises without
-solutions): see the README.
+solutions): see {readme_ref}.
 
 ## The notebooks
 
@@ -132,19 +200,21 @@ solutions): see the README.
 {later}
 Run time: measured with `make execute` on the project's reference machine (2 CPU cores, one
 thread), training included. Each notebook states its own at the top, under links to download
-it (`.ipynb`) and its source (`.py`, jupytext percent format).
+it (`.ipynb`) and to read its source (`.py`, jupytext percent format).
 
 ## How to use this site
 
-- Read the notebooks in order: the sidebar lists them, each page has its contents on the right
-  and previous/next links at the bottom; search works offline.
+- Read the notebooks in order: the sidebar (☰ on a phone) lists them, each page has its contents
+  on the right (the list button on a phone) and previous/next links at the bottom; search works offline.
 - Each notebook ends with exercises: a stub cell to fill in and a checker that says `[passed]`
-  or what is wrong. The worked solutions are folded: click "Show the solution to exercise N" to open one.
+  or what is wrong. Each exercise links to its worked solution, folded at the end of the notebook:
+  click "Show the solution to exercise N" to open one.
+- A code cell has a copy button at its top right.
 - Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
 {library}{teachers}
 ## How to run it
 
-{get_code}Then, on a machine with Python 3.11 (everything runs on a CPU, offline):
+{clone}Then, on a machine with Python 3.11 (everything runs on a CPU, offline):
 
 ```bash
 make setup   # the pinned environment in .venv (about a minute)
@@ -255,6 +325,26 @@ def api_pages(src: Path) -> list[str]:
     return modules
 
 
+def text_page(target: Path, path: Path, title: str, language: str, intro: str) -> None:
+    """A page (MyST, orphan) that shows the text file ``path`` highlighted as ``language``, with a link
+    to download it: a browser opening a ``.py`` or ``.md`` file from the site would download it or show
+    it unstyled. The file is copied beside the page."""
+    copy = target.parent / "_files" / path.name  # _files: not a source folder (conf.py exclude_patterns)
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, copy)
+    fence = "`" * max(4, 1 + max((len(m) for m in re.findall(r"`+", path.read_text(encoding="utf-8"))), default=0))
+    target.write_text(f"---\norphan: true\n---\n\n# {title}\n\n{intro} "
+                      f"{{download}}`Download {path.name} <_files/{path.name}>`\n\n"
+                      f"{fence}{{literalinclude}} _files/{path.name}\n:language: {language}\n{fence}\n", encoding="utf-8")
+
+
+def source_page(src: Path, path: Path, label: str) -> None:
+    """``source/NN_name.md``: the notebook's jupytext source ``path`` as a page (see :func:`text_page`)."""
+    text_page(src / "source" / f"{path.stem}.md", path, f"{label}: source", "python",
+              "The notebook as a Python script in jupytext's percent format (`# %%` starts a cell): what "
+              "`make sync` pairs with the `.ipynb`, and what a diff of the course shows.")
+
+
 ARCHIVE = "posenc-course.zip"
 # A file of the repository named in a notebook's prose (`data/README.md`, `tests/lib/test_rope.py`): the
 # site publishes a copy under files/, and the mention links to it (tools/site/posenc_site.py).
@@ -295,12 +385,13 @@ def mentioned_files(src: Path, root: Path) -> list[str]:
 
 
 def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
-          docs: Path | None = None, api: bool = True) -> list[Entry]:
+          docs: Path | None = None, api: bool = True, repository: str | None = None) -> list[Entry]:
     """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
     their ``.py`` files (offered for download when present), ``docs`` the markdown pages of
     ``DOC_PAGES`` (default: the ``docs/`` folder beside ``sources``; pages that are not there are
-    left out). ``api``: also the library reference (``api/``, see :func:`api_pages`). Returns the
-    notebook entries rendered."""
+    left out). ``api``: also the library reference (``api/``, see :func:`api_pages`). ``repository``:
+    the repository's web address for the front page (default: ``repository_url()``; ``""``: none).
+    Returns the notebook entries rendered."""
     catalogued = load_catalog(catalog)
     entries = existing(catalogued, executed)
     if not entries:
@@ -317,7 +408,8 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
         page = {"label": entry.label, "ipynb": f"_sources/{entry.stem}.ipynb"}
         if (sources / f"{entry.stem}.py").exists():
             shutil.copyfile(sources / f"{entry.stem}.py", downloads / f"{entry.stem}.py")
-            page["py"] = f"downloads/{entry.stem}.py"
+            source_page(src, sources / f"{entry.stem}.py", entry.label)
+            page["py"] = f"source/{entry.stem}.html"
         pages[entry.stem] = page
     for entry in planned:
         nbformat.write(placeholder(entry), src / f"{entry.stem}.ipynb")
@@ -334,8 +426,14 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
     if api:
         api_pages(src)
     archive = f"downloads/{ARCHIVE}" if write_archive(downloads / ARCHIVE) else None
-    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs, api, archive, repository_url()),
-                                  encoding="utf-8")
+    readme = sources.parent / "README.md"
+    if readme.is_file():
+        text_page(src / "readme.md", readme, "README", "markdown",
+                  "The repository's README, as in the repository (its links are relative to the repository).")
+    study = study_time([executed / f"{e.stem}.ipynb" for e in entries], docs / "instructor-guide.md")
+    repository = repository_url() if repository is None else repository or None
+    (src / "index.md").write_text(index_markdown(entries, planned, staged_docs, api, archive, repository, study,
+                                                 readme.is_file()), encoding="utf-8")
     (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
     (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
     return entries
@@ -363,7 +461,74 @@ def render(src: Path, out: Path, doctrees: Path | None = None) -> float:
         raise RuntimeError(f"the site build failed (Sphinx exit status {status}):\n{errors.getvalue()}")
     for source_map in out.glob("_static/**/*.map"):
         source_map.unlink()
+    trim_icons(out)
     return elapsed
+
+
+# The theme draws its icons with Font Awesome's script (``_static/scripts/fontawesome.js``, 1.56 MB, every
+# icon of every style), loaded by every page. The pages use a dozen solid icons: the script is replaced
+# by one that draws those, as inline SVG with the classes Font Awesome's own would give them.
+ICON_CLASS = re.compile(r'<i\b[^>]*\bclass="([^"]*\bfa-(?:solid|regular|brands)\b[^"]*|[^"]*\bfa[srb]\b[^"]*)"')
+ICON_MODIFIERS = {"fa-solid", "fas", "fa-regular", "far", "fa-brands", "fab", "fa-lg", "fa-fw", "fa-xl", "fa-sm",
+                  "fa-xs", "fa-2x", "fa-spin"}
+ICON_SCRIPT = r"""// Font Awesome's solid icons that these pages use, drawn as inline SVG (tools/build_site.py trim_icons
+// writes this file in place of the theme's 1.56 MB fontawesome.js, taking the icons' outlines from it).
+"use strict";
+(() => {
+  const ICONS = __ICONS__;
+  const draw = () => {
+    for (const i of document.querySelectorAll("i.fa-solid, i.fas")) {
+      const name = [...i.classList].find((c) => c.startsWith("fa-") && ICONS[c.slice(3)]);
+      if (!name) continue;
+      const [width, height, path] = ICONS[name.slice(3)];
+      const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      for (const attr of i.attributes) if (attr.name !== "class") svg.setAttribute(attr.name, attr.value);
+      svg.setAttribute("class", `svg-inline--fa ${[...i.classList].filter((c) => c !== "fa-solid" && c !== "fas").join(" ")}`);
+      svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("focusable", "false");
+      svg.setAttribute("role", "img");
+      const shape = document.createElementNS("http://www.w3.org/2000/svg", "path");
+      shape.setAttribute("fill", "currentColor");
+      shape.setAttribute("d", path);
+      svg.appendChild(shape);
+      i.replaceWith(svg);
+    }
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);
+  else draw();
+})();
+"""
+
+
+def trim_icons(out: Path) -> None:
+    """Replace the theme's Font Awesome script in ``out`` by one that draws only the solid icons the
+    pages use (see ICON_SCRIPT). Raises RuntimeError when an icon a page uses is not found in the
+    theme's script (a theme upgrade that changed its format)."""
+    script = out / "_static" / "scripts" / "fontawesome.js"
+    if not script.is_file():
+        return
+    names = set()
+    for page in out.rglob("*.html"):
+        for classes in ICON_CLASS.findall(page.read_text(encoding="utf-8")):
+            names.update(c[3:] for c in classes.split() if c.startswith("fa-") and c not in ICON_MODIFIERS)
+    text = script.read_text(encoding="utf-8")
+    # the solid pack: the icon table registered last, as "fas" (after the regular and brands packs)
+    end = text.find('p("fas",b)')
+    start = text.rfind('p("far",b)', 0, end)
+    if end < 0 or start < 0:
+        raise RuntimeError(f"{script}: the solid icon pack was not found; the theme's Font Awesome changed")
+    pack = text[start:end]
+    icons = {}
+    for name in sorted(names):
+        m = re.search(r'(?:"' + re.escape(name) + r'"|[{,]' + re.escape(name) + r')\s*:\s*\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]', pack)
+        if m is None:
+            raise RuntimeError(f"{script}: no solid icon {name!r}; the theme's Font Awesome changed")
+        icons[name] = [int(m[1]), int(m[2]), m[3]]
+    script.write_text(ICON_SCRIPT.replace("__ICONS__", json.dumps(icons, separators=(",", ":"))), encoding="utf-8")
+    for extra in script.parent.glob("fontawesome.js.LICENSE.txt"):
+        extra.write_text(extra.read_text(encoding="utf-8") + "\n(Subset: the solid icons these pages use.)\n",
+                         encoding="utf-8")
 
 
 def size_mb(folder: Path) -> float:
@@ -379,14 +544,14 @@ def markdown_table(entries: list[Entry]) -> str:
     return "\n".join(lines)
 
 
-def build(execute: bool = True, out: Path = BUILD / "html") -> list[Entry]:
+def build(execute: bool = True, out: Path = BUILD / "html", repository: str | None = None) -> list[Entry]:
     paths = [NOTEBOOKS / f"{e.stem}.ipynb" for e in existing(load_catalog())]
     if execute:
         executed = BUILD / "notebooks"
         execute_all(paths, executed)
     else:
         executed = NOTEBOOKS
-    entries = stage(BUILD / "site-src", executed)
+    entries = stage(BUILD / "site-src", executed, repository=repository)
     seconds = render(BUILD / "site-src", out)
     print(f"rendered {len(entries)} notebook page(s) into {out.relative_to(ROOT)} in {seconds:.1f} s "
           f"({size_mb(out):.1f} MB); open {(out / 'index.html').relative_to(ROOT)}")
@@ -398,10 +563,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-execute", action="store_true",
                         help="render notebooks/*.ipynb as committed instead of executing them into build/notebooks/")
     parser.add_argument("--out", type=Path, default=BUILD / "html", help="output folder (default build/html)")
+    parser.add_argument("--repository", default=os.environ.get("POSENC_REPOSITORY"),
+                        help="the repository's web address for the front page's link and clone command "
+                             "(default: $POSENC_REPOSITORY, else the checkout's origin remote when it is a web address)")
     parser.add_argument("--readme-table", action="store_true", help="print the notebook table for README.md")
     args = parser.parse_args(argv)
     try:
-        entries = build(execute=not args.no_execute, out=args.out.resolve())
+        entries = build(execute=not args.no_execute, out=args.out.resolve(), repository=args.repository)
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 1

@@ -19,7 +19,10 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   itself does not scroll sideways; on the two desktop widths, no code, output, table or formula
   scrolls sideways either (it wraps or fits: nothing is reachable only by scrolling);
 - every figure is shown at half its natural width or more (its labels stay readable), and a click
-  on a notebook's figure opens it at full size;
+  on a notebook's figure opens it at full size; on a 390 px phone every figure spans the page's
+  width (without its scrollbar), in a fold or deep dive too, and no page scrolls sideways with its
+  folds open (a display formula, table or code line wider than the screen scrolls in its own box:
+  counted in the report);
 - tables of results: no header row of pandas' index names alone, no number cell wrapped over two lines;
 - one search box, and every fold (``<details>``) labelled; the front page (``index.html``) links
   to the first notebook under "Start here";
@@ -53,6 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from tools.site.posenc_site import is_noise
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -63,6 +68,7 @@ DESKTOP = {"width": 1280, "height": 800}
 NARROW_DESKTOP = {"width": 1024, "height": 768}
 MIN_FIGURE_SCALE = 0.5  # below about half its natural width, a 150-dpi figure's 10-pt labels drop under 9 px
 PHONE = {"width": 390, "height": 844}
+TABLET = {"width": 768, "height": 1024}
 ID_ATTR = re.compile(r"""\s(?:id|name)\s*=\s*["']([^"']+)["']""")
 WORD = re.compile(r"[A-Za-z][A-Za-z-]{5,}[A-Za-z]")
 
@@ -134,8 +140,9 @@ CLIPPED_JS = r"""
     const snippet = (el.textContent || '').trim().slice(0, 60).replace(/\s+/g, ' ');
     clipped.push(`${label} (${Math.round(cut)} px cut off): ${snippet}`);
   }
+  // the page's width without the scrollbar beside it (shown, as on Windows): a page 1 px wider scrolls
   const page = document.documentElement;
-  const sideways = page.scrollWidth > window.innerWidth + 1 ? page.scrollWidth - window.innerWidth : 0;
+  const sideways = page.scrollWidth > page.clientWidth + 1 ? page.scrollWidth - page.clientWidth : 0;
   return {clipped, sideways};
 }
 """
@@ -148,6 +155,7 @@ LAYOUT_JS = r"""
   const scrolling = [];
   for (const el of main.querySelectorAll('pre, div.cell_output, div.cell_output .output, table, div.math, mjx-container[display="true"]')) {
     if (!el.checkVisibility() || el.clientWidth === 0) continue;
+    if (el.tagName === 'PRE' && el.closest('div.highlight') && !el.closest('div.cell_output')) continue;  // code: CODE_JS
     if (el.scrollWidth > el.clientWidth + 1 && !el.parentElement.closest('pre, table, div.math, mjx-container')) {
       scrolling.push(`${el.tagName.toLowerCase()} (${el.scrollWidth - el.clientWidth} px more): ${text(el.querySelector('thead') || el)}`);
     }
@@ -217,6 +225,7 @@ async () => {
     details.querySelector('summary').click();
     await new Promise(r => setTimeout(r, 50));
     if (!details.open || !code.checkVisibility()) out.push(`solution ${i + 1}: does not open on click`);
+    details.open = false;  // closed again, as a reader who prints the page finds it
   }
   return {count: cells.length, problems: out};
 }
@@ -255,6 +264,135 @@ PRINT_EXPLORERS_JS = r"""
           ...(img && img.checkVisibility() ? [] : [`explorer ${c.dataset.explorer}: its static figure does not print`])];
 })
 """
+# Inline formulas, with the browser's scrollbars shown (as on Windows and most Linux desktops): none may
+# be a scroll box showing a scrollbar, and none may cut its glyphs.
+INLINE_MATH_JS = r"""
+() => {
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const found = [...main.querySelectorAll('span.math, mjx-container:not([display="true"])')]
+    .filter(el => !el.closest('div.math, mjx-container[display="true"]') && el.checkVisibility() && el.clientWidth > 0);
+  const problems = [];
+  for (const el of found) {
+    const style = getComputedStyle(el);
+    const bar = el.offsetHeight - el.clientHeight - parseFloat(style.borderTopWidth) - parseFloat(style.borderBottomWidth);
+    const cut = el.scrollWidth > el.clientWidth + 1 && style.overflowX !== 'visible';
+    // a formula wider than its line (posenc-wide-math) scrolls on purpose: allowed when it is
+    if (el.classList.contains('posenc-wide-math') && el.scrollWidth > el.clientWidth + 20) continue;
+    if (bar > 1 || cut) {
+      const tex = (el.querySelector('mjx-assistive-mml')?.textContent || el.textContent || '').trim().slice(0, 40);
+      problems.push(`${bar > 1 ? `a ${Math.round(bar)} px scrollbar` : ''}${bar > 1 && cut ? ' and ' : ''}${cut ? `${el.scrollWidth - el.clientWidth} px cut off` : ''}: ${tex}`);
+    }
+  }
+  return {count: found.filter(el => el.tagName === 'MJX-CONTAINER').length, problems};
+}
+"""
+# Code cells and code blocks (not outputs): the column holds MIN_CODE_COLUMNS characters; no line wraps
+# (a continuation line would restart at column 0); a line longer than the column scrolls in its box.
+CODE_JS = r"""
+() => {
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const problems = [];
+  let lines = 0, blocks = 0, capacity = Infinity;
+  const probe = document.createElement('span');
+  for (const pre of main.querySelectorAll('div.highlight pre')) {
+    if (pre.closest('div.cell_output') || !pre.checkVisibility() || pre.clientWidth === 0) continue;
+    const style = getComputedStyle(pre);
+    probe.textContent = 'x'.repeat(100);
+    pre.appendChild(probe);
+    const charWidth = probe.getBoundingClientRect().width / 100;
+    probe.remove();
+    const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const fits = Math.floor(inner / charWidth + 0.01);
+    capacity = Math.min(capacity, fits);
+    const text = pre.textContent.replace(/\n$/, '');
+    const rows = text.split('\n');
+    blocks += 1; lines += rows.length;
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+    const label = (rows.find(r => r.trim()) || '').trim().slice(0, 50);
+    if (tops.size > rows.length) problems.push(`code wraps: ${tops.size} screen lines for ${rows.length} lines: ${label}`);
+    const longest = Math.max(...rows.map(r => r.length));
+    if (fits < MIN_COLUMNS) problems.push(`the code column holds ${fits} characters, under ${MIN_COLUMNS}: ${label}`);
+    else if (longest > fits && !['auto', 'scroll'].includes(style.overflowX)) problems.push(`a ${longest}-character line is cut off: ${label}`);
+  }
+  return {blocks, lines, capacity: capacity === Infinity ? null : capacity, problems};
+}
+"""
+MIN_CODE_COLUMNS = 80  # docs/style.md: lessons keep code within 80 columns
+CODE_JS = CODE_JS.replace("MIN_COLUMNS", str(MIN_CODE_COLUMNS))
+
+# Phones and tablets: the visible ☰ (site navigation) and contents buttons, tapped where they are drawn
+# (one drawn off screen is scrolled to first). `header`: the page has the theme's header (the site's
+# pages do), where the ☰ button must be.
+TOGGLES_JS = r"""
+() => ['primary', 'secondary'].map(kind => {
+  const drawn = (b) => { const r = b.getBoundingClientRect(); return b.checkVisibility() && r.width > 0 && r.height > 0; };
+  const onScreen = (b) => { const r = b.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; };
+  const buttons = [...document.querySelectorAll(`.${kind}-toggle`)].filter(drawn);
+  const button = buttons.find(onScreen) || buttons[0];
+  if (!button) return {kind, found: false, header: !!document.querySelector('.bd-header, .bd-header-article')};
+  if (!onScreen(button)) button.scrollIntoView({block: 'center'});
+  const r = button.getBoundingClientRect();
+  return {kind, found: true, x: r.left + r.width / 2, y: r.top + r.height / 2};
+})
+"""
+# The drawer of `kind` is open: its dialog is open and shows its links on screen.
+DRAWER_OPEN_JS = r"""
+(kind) => {
+  const dialog = document.getElementById(`pst-${kind}-sidebar-modal`);
+  const sidebar = document.getElementById(`pst-${kind}-sidebar`);
+  const shown = (el) => { if (!el || !el.checkVisibility()) return false;
+    const r = el.getBoundingClientRect(); return r.width > 0 && r.right > 0 && r.left < innerWidth; };
+  const links = dialog && dialog.open ? [...dialog.querySelectorAll('a[href]')].filter(shown).length : 0;
+  return {open: !!(dialog && dialog.open), links, inline: shown(sidebar) && [...sidebar.querySelectorAll('a[href]')].some(shown)};
+}
+"""
+# Outputs' text lines, for the lines a page must not show (posenc_site.is_noise).
+OUTPUT_LINES_JS = r"""
+() => [...document.querySelectorAll('div.cell_output pre')].flatMap(pre => pre.textContent.split('\n'))
+"""
+# Phones: figures as wide as the page (its width without a scrollbar), in deep dives too; the top of the
+# front page's "Start here" within the first screen; what scrolls in its own box (display formulas,
+# tables, code: counted for the report, not a fault).
+PHONE_JS = r"""
+async () => {
+  const main = document.querySelector('main, article, .bd-article') || document.body;
+  const narrow = [];
+  const page = document.documentElement.clientWidth;
+  const folds = [...main.querySelectorAll('details:not([open])')];
+  folds.forEach(d => { d.open = true; });
+  await new Promise(r => setTimeout(r, 50));  // each fold's toggle event, on which posenc.js lays out its figures
+  for (const img of main.querySelectorAll('div.cell_output img')) {
+    if (!img.checkVisibility() || !img.naturalWidth) continue;
+    const width = img.getBoundingClientRect().width;
+    if (width < Math.min(img.naturalWidth, page - 2)) narrow.push(`${img.getAttribute('src')} at ${Math.round(width)} px of a ${page} px page`);
+  }
+  const boxes = {formulas: 0, tables: 0, code: 0};
+  const scrolls = (el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 1;
+  boxes.formulas = [...main.querySelectorAll('mjx-container[display="true"], span.math.posenc-wide-math')].filter(scrolls).length;
+  boxes.tables = [...main.querySelectorAll('table')].filter(t => { for (let a = t.parentElement; a && a !== main; a = a.parentElement) {
+    if (scrolls(a)) return true; } return false; }).length;
+  boxes.code = [...main.querySelectorAll('div.highlight pre')].filter(scrolls).length;
+  const root = document.documentElement;
+  const sideways = root.scrollWidth > root.clientWidth + 1 ? root.scrollWidth - root.clientWidth : 0;  // folds open
+  folds.forEach(d => { d.open = false; });
+  const start = [...main.querySelectorAll('p, li')].find(el => /^\s*Start here/.test(el.textContent));
+  return {narrow, boxes, sideways, startTop: start ? start.getBoundingClientRect().top + scrollY : null};
+}
+"""
+# Print: the label a solution fold shows on paper.
+PRINT_LABELS_JS = r"""
+() => [...document.querySelectorAll('div.cell details.hide > summary')].map(s =>
+  [...s.children].filter(p => p.checkVisibility()).map(p => p.textContent.trim()).join(' | '))
+"""
+# The first line of code of each solution, which the printed PDF must show as pixels.
+SOLUTION_CODE_JS = r"""
+() => [...document.querySelectorAll('div.cell.tag_solution div.cell_input pre')]
+  .map(pre => (pre.textContent.split('\n').find(line => line.trim().length >= 12) || '').trim().slice(0, 40))
+"""
+MIN_PHONE_EXPLORER_TEXT_PX = 11
+
 # Media-query listeners (posenc.js opens the folds on the print query) run at the next rendering frame.
 NEXT_FRAME_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
 
@@ -542,6 +680,121 @@ def check_layout(page, name: str, where: str, report: Report, index: bool) -> di
     return facts
 
 
+def index_page(name: str) -> bool:
+    return name == "index.html"
+
+
+def check_inline_math(page, name: str, where: str, report: Report) -> int:
+    """Inline formulas with scrollbars shown: no scrollbar, no glyph cut off. Returns how many were checked."""
+    facts = page.evaluate(INLINE_MATH_JS)
+    for item in facts["problems"]:
+        report.add(name, f"inline formula {where} with {item}")
+    return facts["count"]
+
+
+def check_code(page, name: str, where: str, report: Report) -> dict:
+    """Code blocks: no line wraps, the column holds MIN_CODE_COLUMNS characters, a longer line scrolls."""
+    facts = page.evaluate(CODE_JS)
+    for item in facts["problems"]:
+        report.add(name, f"{where}: {item}")
+    return facts
+
+
+def check_drawers(page, name: str, where: str, report: Report) -> None:
+    """At a phone's or tablet's width, a tap on the visible ☰ opens the site navigation, and a tap on
+    the visible contents button (on pages that have contents) opens the page's contents."""
+    for toggle in page.evaluate(TOGGLES_JS):
+        kind = toggle["kind"]
+        label = {"primary": "navigation (☰)", "secondary": "contents"}[kind]
+        if not toggle["found"]:
+            if kind == "primary" and toggle["header"]:
+                report.add(name, f"{where}: no visible {label} button")
+            continue
+        page.mouse.click(toggle["x"], toggle["y"])
+        page.wait_for_timeout(150)
+        state = page.evaluate(DRAWER_OPEN_JS, kind)
+        if not (state["open"] and state["links"]):
+            report.add(name, f"{where}: a tap on the visible {label} button opens no drawer")
+        if state["open"]:
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(100)
+    page.evaluate("() => window.scrollTo(0, 0)")
+
+
+def _pdf_pages(pdf: bytes, scale: float):
+    """The pages of a PDF, each as (pypdfium2 page, its rendering as a greyscale numpy array, scale)."""
+    import numpy as np
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(pdf)
+    for index in range(len(document)):
+        page = document[index]
+        image = page.render(scale=scale, grayscale=True).to_numpy()
+        yield page, np.asarray(image).reshape(image.shape[0], image.shape[1], -1)[..., 0], scale
+
+
+def check_printed_pdf(page, name: str, report: Report) -> dict:
+    """Print the page to PDF (as a reader's "Print" does, at once, with no time for animations), render
+    every PDF page to pixels, and check that each solution's first line of code is there as visible
+    pixels (its text found in the PDF, and dark pixels where it stands) and that no page is blank."""
+    import numpy as np
+
+    lines = [line for line in page.evaluate(SOLUTION_CODE_JS) if line]
+    # A reader's Print fires "beforeprint" (posenc.js opens the folds then) and lays the page out for
+    # paper at once, before any animation started by it has run; page.pdf() fires no "beforeprint".
+    # So "beforeprint" is sent as the browser sends it, and every animation it started is held at its
+    # first frame (a print stylesheet that removes an animation still cancels it) while the PDF is taken.
+    page.evaluate("""() => { window.dispatchEvent(new Event('beforeprint'));
+        window.posencHeld = document.getAnimations().filter(a => a.playState === 'running');
+        for (const a of window.posencHeld) { a.pause(); a.currentTime = 0; } }""")
+    pdf = page.pdf(format="A4", print_background=True)
+    page.evaluate("""() => { for (const a of window.posencHeld || []) if (a.playState === 'paused') a.play();
+        window.dispatchEvent(new Event('afterprint')); }""")
+    seen: dict[str, bool] = {}
+    blank = []
+    pages = 0
+    for number, (pdf_page, pixels, scale) in enumerate(_pdf_pages(pdf, scale=1.5), start=1):
+        pages += 1
+        if (pixels < 200).mean() < 1e-4:
+            blank.append(number)
+        text = pdf_page.get_textpage()
+        height = pdf_page.get_height()
+        for line in lines:
+            if seen.get(line):
+                continue
+            searcher = text.search(line, match_case=True)
+            found = searcher.get_next()
+            if found is None:
+                continue
+            index, count = found
+            boxes = [text.get_charbox(i) for i in range(index, index + count)]
+            left, right = min(b[0] for b in boxes), max(b[2] for b in boxes)
+            bottom, top = min(b[1] for b in boxes), max(b[3] for b in boxes)
+            crop = pixels[int((height - top) * scale):int((height - bottom) * scale) + 1,
+                          int(left * scale):int(right * scale) + 1]
+            # visible: a share of the pixels clearly darker than the box's background (anti-aliased small
+            # grey text included); a fold printed at opacity 0 leaves only the background
+            seen[line] = bool(crop.size and (crop < np.median(crop) - 40).mean() > 0.01)
+    for line in lines:
+        if line not in seen:
+            report.add(name, f"printed: a solution's code is not in the PDF: {line}")
+        elif not seen[line]:
+            report.add(name, f"printed: a solution's code is in the PDF but not visible (blank pixels): {line}")
+    for number in blank:
+        report.add(name, f"printed: page {number} of {pages} is blank")
+    return {"pages": pages, "solutions": len(lines)}
+
+
+def page_weight(site: Path, urls: list[str]) -> int:
+    """Bytes of the files a page loaded (each file once)."""
+    total = 0
+    for url in dict.fromkeys(urls):
+        path = _inside(url, site)
+        if path is not None and path.is_file():
+            total += path.stat().st_size
+    return total
+
+
 def check_links(page: str, links: list[str], own_ids: set[str], own: Path, site: Path, report: Report,
                 cache: dict[Path, set[str]]) -> None:
     for url in dict.fromkeys(links):
@@ -585,11 +838,15 @@ def search_term(site: Path) -> tuple[str, str] | None:
     return None
 
 
-def default_searches(site: Path) -> list[tuple[str, str]]:
-    """A word found on one notebook page only, and a Chinese term of the glossary (learners search in both)."""
-    found = [term] if (term := search_term(site)) else []
+def default_searches(site: Path) -> list[tuple]:
+    """A word found on one notebook page only, a Chinese term of the glossary (learners search in both),
+    and "RoPE", whose first result must be its notebook (03), not an API module (a third element
+    "first": the page must rank first)."""
+    found: list[tuple] = [term] if (term := search_term(site)) else []
     if (site / "glossary.html").exists():
         found.append(("位置编码", "glossary.html"))
+    if (site / "03_rope.html").exists():
+        found.append(("RoPE", "03_rope.html", "first"))
     return found
 
 
@@ -600,7 +857,7 @@ def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path
         return
     if not searches:
         report.add("search.html", "no word found that appears on exactly one page, nothing to search for")
-    for i, (term, expected) in enumerate(searches):
+    for i, (term, expected, *rank) in enumerate(searches):
         events.clear()
         page.set_viewport_size(DESKTOP)
         page.goto((site / "search.html").as_uri() + "?q=" + quote(term), wait_until="load")
@@ -616,13 +873,17 @@ def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path
         found = sorted({Path(urlsplit(h).path).name for h in hits})
         if expected not in found:
             report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
+        elif rank and Path(urlsplit(hits[0]).path).name != expected:
+            first = urlsplit(hits[0]).path.split("/")[-2:]
+            report.add("search.html", f"search for {term!r} lists {'/'.join(first)} before {expected}")
         try:  # each result's summary (the text around the word) arrives after its link
-            page.wait_for_function("() => [...document.querySelectorAll('#search-results li')]"
+            page.wait_for_function("() => [...document.querySelectorAll('#search-results li:not(.kind-object)')]"
                                    ".every(li => li.querySelector('p.context'))", timeout=5_000)
         except Exception:  # noqa: BLE001 - playwright's TimeoutError; the results without one are reported
             pass
-        results = page.eval_on_selector_all("#search-results li", "lis => lis.map(li => [li.querySelector('a')"
-                                            ".textContent, !!li.querySelector('p.context')])")
+        # the pages found (an API object's entry has no text to summarise: Sphinx shows its name alone)
+        results = page.eval_on_selector_all("#search-results li:not(.kind-object)", "lis => lis.map(li => "
+                                            "[li.querySelector('a').textContent, !!li.querySelector('p.context')])")
         for label, _ in results:
             if [r[0] for r in results].count(label) > 1:
                 report.add("search.html", f"search for {term!r}: several results labelled {label!r}")
@@ -663,8 +924,8 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
                 str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
-                viewport=DESKTOP, ignore_default_args=["--enable-automation"],
-            )
+                viewport=DESKTOP, ignore_default_args=["--enable-automation", "--hide-scrollbars"],
+            )  # scrollbars shown, as on Windows and most Linux desktops (Playwright hides them by default)
             events: list[str] = []
 
             def block(route) -> None:
@@ -680,11 +941,14 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 f"request failed: {req.url} ({req.failure})") if not re.match(r"^(https?|wss?|ftp):", req.url) else None)
             page.on("request", lambda req: events.append(f"request outside the site folder: {req.url}")
                     if req.url.startswith("file:") and _inside(req.url, site) is None else None)
+            loaded: list[str] = []
+            page.on("request", lambda req: loaded.append(req.url))
 
             with_explorers: list[Path] = []
             for path in pages:
                 name = path.name
                 events.clear()
+                loaded.clear()
                 page.set_viewport_size(DESKTOP)
                 page.goto(path.as_uri(), wait_until="load")
                 facts = page.evaluate(PAGE_FACTS_JS)
@@ -703,7 +967,13 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                     if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.I):
                         report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
                 check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
+                weight = page_weight(site, loaded)
                 check_clipping(page, name, f"at {DESKTOP['width']} px", report)
+                formulas = check_inline_math(page, name, f"at {DESKTOP['width']} px", report)
+                code = check_code(page, name, f"at {DESKTOP['width']} px", report)
+                noise = [line for line in page.evaluate(OUTPUT_LINES_JS) if is_noise(line)]
+                for line in dict.fromkeys(noise):
+                    report.add(name, f"an output line the site must not show: {line.strip()[:80]}")
                 layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=name == "index.html")
                 if shots:
                     page.screenshot(path=str(shots / f"{path.stem}.png"))
@@ -722,18 +992,48 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 page.evaluate(NEXT_FRAME_JS)
                 for problem in page.evaluate(PRINT_JS) + page.evaluate(PRINT_EXPLORERS_JS):
                     report.add(name, problem)
-                page.emulate_media(media="screen")
+                for label in page.evaluate(PRINT_LABELS_JS):
+                    if not re.fullmatch(r"Solution to exercise \d+", label):
+                        report.add(name, f"a solution prints labelled {label!r}, not 'Solution to exercise N'")
+                        break
+                # back to no emulation ("null"): emulated "screen" would stay in force for page.pdf(),
+                # which then prints with the screen styles
+                page.emulate_media(media="null")
                 page.evaluate(NEXT_FRAME_JS)
+                printed = check_printed_pdf(page, name, report) if solutions["count"] or index_page(name) else {}
+                page.set_viewport_size(TABLET)
+                page.wait_for_timeout(150)
+                check_drawers(page, name, f"at {TABLET['width']} px", report)
                 page.set_viewport_size(PHONE)
                 page.wait_for_timeout(150)
                 check_clipping(page, name, f"on a {PHONE['width']} px phone", report)
+                check_drawers(page, name, f"on a {PHONE['width']} px phone", report)
+                phone = page.evaluate(PHONE_JS)
+                for item in phone["narrow"]:
+                    report.add(name, f"figure narrower than a {PHONE['width']} px phone's screen: {item}")
+                if phone["sideways"]:
+                    report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {phone['sideways']} px "
+                                     "with every fold open")
+                # (a front page without "Start here" at all is reported once, by check_layout)
+                if index_page(name) and phone["startTop"] is not None and phone["startTop"] > PHONE["height"]:
+                    report.add(name, f'"Start here" is not within the first screen of a {PHONE["width"]} px phone '
+                                     f"(its top at {phone['startTop']} px)")
+                for explorer in page.evaluate(EXPLORER_FACTS_JS):
+                    if explorer["built"] and explorer["smallest"] < MIN_PHONE_EXPLORER_TEXT_PX:
+                        report.add(name, f"explorer {explorer['name']} on a {PHONE['width']} px phone: text drawn at "
+                                         f"{explorer['smallest']:.1f} px, under {MIN_PHONE_EXPLORER_TEXT_PX} px")
                 if shots:
                     page.screenshot(path=str(shots / f"{path.stem}.phone.png"))
                 for event in dict.fromkeys(events):
                     report.add(name, event)
-                report.pages[name] = {"formulas": facts["math"], "images": len(facts["images"]),
+                report.pages[name] = {"formulas": facts["math"], "inline formulas": formulas,
+                                      "code lines": code["lines"], "code columns": code["capacity"],
+                                      "images": len(facts["images"]),
                                       "links": len(set(facts["links"])), "solutions": solutions["count"],
-                                      "explorers": explorers}
+                                      "explorers": explorers, "kB loaded": round(weight / 1000),
+                                      "phone: scrolling in their box": ", ".join(
+                                          f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
+                                      **({"printed pages": printed["pages"]} if printed else {})}
                 if explorers:
                     with_explorers.append(path)
 

@@ -31,17 +31,26 @@ CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title
 <p>Prose with a price of $5 and $6, a <a href="#top">link to an anchor</a>,
 <a href="other.html#there">a link to another page</a> and <a class="reference external" href="https://example.org">one to the world</a>.</p>
 <div class="cell_output"><img src="{PNG_1PX}" alt="Figure: a single pixel"></div>
-<div class="highlight" style="width: 200px"><pre>a very long line of code that wraps inside its own box instead of being cut off .......</pre></div>
+<div class="cell_output"><div class="highlight" style="width: 200px"><pre>a very long line of output that wraps inside its own box instead of being cut off .......</pre></div></div>
 <table class="dataframe"><thead><tr><th>scheme</th><th>loss</th></tr></thead>
 <tbody><tr><th>RoPE</th><td class="posenc-number">12.48 ± 0.03</td></tr></tbody></table>
-<div class="cell tag_solution"><details><summary>Show the solution to exercise 1</summary>
-<div class="cell_input"><pre>answer = 42</pre></div></details></div>
+<div class="cell tag_solution"><details class="hide"><summary><p class="collapsed">Show the solution to exercise 1</p>
+<p class="expanded">Hide the solution to exercise 1</p></summary>
+<div class="cell_input"><div class="highlight"><pre>answer = 40 + 2  # the solution's code</pre></div></div></details></div>
+<p>Inline math: <span class="math">x + y</span>.</p>
+<button class="primary-toggle" onclick="document.getElementById('pst-primary-sidebar-modal').showModal()">menu</button>
+<dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog>
 </main></body></html>
 """
 INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>index</title></head><body><main>
 <p>Start here: <a href="00_first.html">00 · First</a>.</p></main></body></html>"""
 SVG_400PX = "data:image/svg+xml," + '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="10"></svg>'.replace("<", "%3C").replace(">", "%3E").replace('"', "%22")
 OTHER = '<!doctype html><html><head><title>other</title></head><body><main><p id="there">here</p></main></body></html>'
+# The theme's article header with its ☰ button hidden at every width: a phone reader has no way to the navigation.
+NO_BUTTON = """<!doctype html><html><head><meta charset="utf-8"><title>no button</title></head><body>
+<div class="bd-header-article"><button class="primary-toggle" style="display: none">☰</button></div>
+<main><p>A page whose navigation drawer no button opens.</p></main>
+<dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog></body></html>"""
 
 BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</title>
 <script src="https://cdn.example.org/mathjax/tex-chtml.js"></script></head>
@@ -50,8 +59,14 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"><title>broken</titl
 <p><a href="missing.html">a broken link</a> and <a href="other.html#nowhere">a missing anchor</a>.</p>
 <img src="no-such-figure.png" alt="no-such-figure.png">
 <pre style="overflow: hidden; width: 200px">a very long line of code that is cut off at the edge of its box ...................</pre>
-<div class="cell tag_solution"><details open><summary>Show solution</summary>
-<div class="cell_input"><pre>answer = 42</pre></div></details></div>
+<div class="cell tag_solution"><details class="hide" open><summary>Show solution</summary>
+<div class="cell_input"><pre>answer = 40 + 2  # the solution's code</pre></div></details></div>
+<p>A formula in a scroll box: <span class="math" style="display: inline-flex; overflow-x: auto; max-width: 60px;
+white-space: nowrap">x + y + z + w + v + u</span>.</p>
+<div class="highlight"><pre style="white-space: pre-wrap; width: 300px">code = "that wraps at the edge of a box too narrow for eighty columns of code"</pre></div>
+<div class="cell_output"><pre>scheme x seed: 100%|####################| 21/21</pre></div>
+<button class="primary-toggle">menu</button><dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog>
+<div style="break-before: page"></div>
 <details><p>a fold with no label</p></details>
 <details><summary>Deep dive (optional) · closed on paper</summary><p>hidden</p></details>
 <p><a class="reference external" href="https://example.org/paper">a paper</a></p>
@@ -94,8 +109,29 @@ def corrupted(data: dict) -> dict:
     return bad
 
 
-STUCK = CLEAN.replace('<div class="cell tag_solution"><details>',
-                      '<div class="cell tag_solution"><details ontoggle="this.open = false">')
+STUCK = CLEAN.replace('<div class="cell tag_solution"><details class="hide">',
+                      '<div class="cell tag_solution"><details class="hide" ontoggle="this.open = false">')
+assert STUCK != CLEAN
+# A page break after the last paragraph: paper gets an empty last page (the issue found 01 ending on one).
+TRAILING = CLEAN.replace("</main>", '<div style="break-before: page; height: 1px"></div></main>')
+assert TRAILING != CLEAN
+
+# Phones: a figure spans the page's width (posenc.js, posenc.css), in a deep dive's indent too.
+WIDE_FIGURE = f'<div class="cell_output"><img src="{SVG_400PX}" alt="Figure: 400 px wide"></div>'
+DEEP = CLEAN.replace("</main>", '<details class="deep-dive"><summary>Deep dive (optional) · a figure</summary>'
+                                f"{WIDE_FIGURE}</details></main>")
+assert DEEP != CLEAN
+# The rule the site had first: 100vw centred on the column. In a fold's indent (here a plain fold, which
+# only the phone check opens) the figure sticks out at the right and the page scrolls sideways.
+CENTRED = ("<style>@media (max-width: 600px) { div.cell_output a.posenc-enlarge "
+           "{ width: 100vw !important; margin-left: calc(50% - 50vw) !important; } }</style></head>")
+OFF_CENTRE = CLEAN.replace("</head>", CENTRED).replace(
+    "</main>", f'<details><summary>More</summary><div style="padding-left: 2em">{WIDE_FIGURE}</div></details></main>')
+assert OFF_CENTRE.count("100vw") == 1 and OFF_CENTRE.count("padding-left: 2em") == 1
+# A figure left at its column's width on a phone (the site before issue #41).
+IN_COLUMN = CLEAN.replace("</head>", "<style>@media (max-width: 600px) { div.cell_output a.posenc-enlarge "
+                                     "{ width: 60% !important; } }</style></head>").replace("</main>", f"{WIDE_FIGURE}</main>")
+assert IN_COLUMN.count("60%") == 1
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +139,9 @@ def report(tmp_path_factory):
     """One browser run over a clean page, a broken one and one whose solution does not open."""
     site = tmp_path_factory.mktemp("site")
     for name, text in [("clean.html", CLEAN), ("broken.html", BROKEN), ("stuck.html", STUCK), ("other.html", OTHER),
-                       ("index.html", INDEX), ("00_first.html", OTHER)]:
+                       ("index.html", INDEX), ("00_first.html", OTHER), ("no_button.html", NO_BUTTON),
+                       ("trailing.html", TRAILING), ("deep.html", DEEP), ("off_centre.html", OFF_CENTRE),
+                       ("in_column.html", IN_COLUMN)]:
         (site / name).write_text(text, encoding="utf-8")
     for asset in ("posenc.css", "posenc.js", "posenc_explorer.js"):
         (site / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
@@ -155,9 +193,58 @@ def test_a_broken_page_fails_on_every_fault(report):
         "2 search boxes visible at 1280 px",
         "a fold prints closed: Deep dive (optional) · closed on paper",
         "a link prints without its URL: https://example.org/paper",
+        "inline formula at 1280 px with a 15 px scrollbar",  # scrollbars are shown, as on Windows
+        "at 1280 px: code wraps:",
+        "the code column holds",
+        "an output line the site must not show: scheme x seed: 100%",
+        "at 768 px: a tap on the visible navigation (☰) button opens no drawer",
+        "on a 390 px phone: a tap on the visible navigation (☰) button opens no drawer",
+        "a solution prints labelled '', not 'Solution to exercise N'",  # no paper label (posenc.js absent)
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
+
+
+def test_a_blank_printed_page_is_caught(report):
+    assert problems_of(report, "trailing.html") == ["printed: page 2 of 2 is blank"]
+    assert report.pages["clean.html"]["printed pages"] == 1
+
+
+def test_phone_figures_span_the_page_without_widening_it(report):
+    """The site's rules draw a figure across a phone's page, in a deep dive too (deep.html passes); a
+    figure centred on an indented column widens the page once its fold is open; one left in its column
+    is reported as narrow."""
+    assert problems_of(report, "deep.html") == []
+    # 100vw counts the scrollbar shown beside the page: the closed page already scrolls by its half
+    closed, opened = problems_of(report, "off_centre.html")
+    assert closed.startswith("page scrolls sideways on a 390 px phone by "), closed
+    assert opened.startswith("page scrolls sideways on a 390 px phone by ") and opened.endswith(
+        " px with every fold open"), opened
+    [narrow] = problems_of(report, "in_column.html")
+    assert narrow.startswith("figure narrower than a 390 px phone's screen: data:image/svg+xml,") and " px page" in narrow
+    assert report.pages["clean.html"]["phone: scrolling in their box"] == "none"
+
+
+def test_the_navigation_button_is_required_where_the_theme_header_is(report):
+    """clean.html has no theme header (its ☰ button lies below a phone's first screen, and is tapped
+    there); no_button.html has the theme's header with its button hidden: no way to the navigation."""
+    assert problems_of(report, "no_button.html") == ["at 768 px: no visible navigation (☰) button",
+                                                     "on a 390 px phone: no visible navigation (☰) button"]
+
+
+def test_a_solution_that_prints_as_an_empty_box_is_caught(tmp_path):
+    """myst-nb fades an opened fold in from opacity 0: printed at once (as a reader's Print does), its
+    code is in the PDF but not visible. Without the site's print rules (posenc.css) the check sees it."""
+    fade = ("<style>@keyframes fade { 0% { opacity: 0; } 100% { opacity: 1; } }\n"
+            "div.cell details.hide[open] > summary ~ * { animation: fade 0.3s ease-in-out; }</style>")
+    (tmp_path / "faded.html").write_text(CLEAN.replace('<link rel="stylesheet" href="posenc.css">', fade), encoding="utf-8")
+    (tmp_path / "posenc.js").write_bytes((ROOT / "tools" / "site" / "_static" / "posenc.js").read_bytes())
+    (tmp_path / "other.html").write_text(OTHER, encoding="utf-8")
+    problems = [p for p in check.check_site(tmp_path, check_search=False).problems if p.startswith("faded.html")]
+    # at opacity 0 Chromium leaves the text out of the PDF too; partly faded, it is there but too pale
+    printed = [p for p in problems if p.startswith("faded.html: printed: a solution's code is ")]
+    assert len(printed) == 1 and ("is not in the PDF: answer = 40 + 2" in printed[0]
+                                  or "not visible (blank pixels): answer = 40 + 2" in printed[0]), problems
 
 
 def test_an_explorer_that_draws_the_library_values_passes(report):
@@ -186,12 +273,21 @@ def test_the_front_page_must_start_the_reader_at_00(report, tmp_path):
     (tmp_path / "00_first.html").write_text(OTHER, encoding="utf-8")
     problems = check.check_site(tmp_path, check_search=False).problems
     assert problems == ['index.html: the front page has no "Start here" link to the first notebook (00_*.html)']
+    # "Start here" below a phone's first screen (844 px)
+    low = tmp_path / "low"
+    low.mkdir()
+    (low / "index.html").write_text(INDEX.replace("<main>", '<main><div style="height: 1000px"></div>'), encoding="utf-8")
+    (low / "00_first.html").write_text(OTHER, encoding="utf-8")
+    problems = check.check_site(low, check_search=False).problems
+    assert len(problems) == 1 and problems[0].startswith(
+        'index.html: "Start here" is not within the first screen of a 390 px phone (its top at 10'), problems
 
 
 def test_a_figure_that_does_not_enlarge_is_caught(tmp_path):
     """Without the site's script, a click on a figure opens nothing."""
-    (tmp_path / "page.html").write_text(CLEAN.replace('<script src="posenc.js"></script>', "")
-                                        .replace('<details><summary>', '<details open><summary>'), encoding="utf-8")
+    page = CLEAN.replace('<script src="posenc.js"></script>', "")
+    assert page != CLEAN
+    (tmp_path / "page.html").write_text(page, encoding="utf-8")
     for asset in ("posenc.css",):
         (tmp_path / asset).write_bytes((ROOT / "tools" / "site" / "_static" / asset).read_bytes())
     (tmp_path / "other.html").write_text(OTHER, encoding="utf-8")
@@ -205,6 +301,24 @@ def test_a_solution_that_does_not_open_is_caught(report):
 
 def test_the_search_check_fails_without_a_search_page(report):
     assert problems_of(report, "search.html") == ["the site has no search page"]
+
+
+# A search page as Sphinx's script leaves it once it has answered: the results, each with its summary.
+SEARCH_RESULTS = """<!doctype html><html><head><meta charset="utf-8"><title>search</title></head><body><main>
+<div id="search-results"><ul>
+<li><a href="api/rope.html">posenc_lib.rotary.rope</a><p class="context">the module</p></li>
+<li><a href="03_rope.html">03 · RoPE</a><p class="context">the notebook</p></li>
+</ul></div></main></body></html>"""
+
+
+def test_a_search_that_ranks_its_page_below_another_fails(tmp_path):
+    (tmp_path / "search.html").write_text(SEARCH_RESULTS, encoding="utf-8")
+    for name in ("03_rope.html", "api/rope.html"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(OTHER, encoding="utf-8")
+    report = check.check_site(tmp_path, searches=[("RoPE", "03_rope.html", "first"), ("rotary", "03_rope.html")])
+    problems = [p for p in report.problems if p.startswith("search.html: search for")]
+    assert problems == ["search.html: search for 'RoPE' lists api/rope.html before 03_rope.html"], report.problems
 
 
 def test_search_term_is_a_word_of_exactly_one_notebook_page(tmp_path):

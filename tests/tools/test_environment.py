@@ -45,6 +45,7 @@ RUN_NOT_IMPORTED = {
     "pytest-xdist": ("Makefile", "--dist loadfile"),
     "myst-nb": ("tools/site/conf.py", '"myst_nb"'),
     "sphinx-book-theme": ("tools/site/conf.py", 'html_theme = "sphinx_book_theme"'),
+    "sphinx-copybutton": ("tools/site/conf.py", '"sphinx_copybutton"'),
 }
 
 

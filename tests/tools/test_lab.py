@@ -92,6 +92,8 @@ EXPLORER_VIEW = """(index) => {
           imageShown: !!image && image.checkVisibility() && image.naturalWidth > 0,
           plainImages: [...out.querySelectorAll('img:not(.widget-image)')].filter(i => i.checkVisibility()).length,
           height: out.getBoundingClientRect().height,
+          imageHeight: image ? image.getBoundingClientRect().height : 0,
+          controlsHeight: out.querySelector('.widget-hbox')?.getBoundingClientRect().height ?? 0,
           text: out.textContent};
 }"""
 # Before a slider moves: a promise that resolves, once the figure's image has a new source and is decoded,
@@ -104,11 +106,13 @@ WATCH_REDRAW = """(index) => {
     image.decode().then(() => resolve(performance.now() - start));
   }).observe(image, {attributes: true, attributeFilter: ['src']}));
 }"""
-# Counts the progress widgets drawn at any moment while Run All goes on.
+# Counts the progress widgets drawn at any moment while Run All goes on (ipywidgets 8 draws a horizontal
+# IntProgress/FloatProgress as .widget-hprogress; there is no .widget-progress class).
 WATCH_BARS = """() => {
   window.posencBars = 0;
   new MutationObserver(() => {
-    window.posencBars = Math.max(window.posencBars, document.querySelectorAll('.jp-OutputArea .widget-progress').length);
+    window.posencBars = Math.max(window.posencBars,
+      document.querySelectorAll('.jp-OutputArea .widget-hprogress, .jp-OutputArea .widget-vprogress').length);
   }).observe(document.body, {subtree: true, childList: true});
 }"""
 # Peek at the solutions, as a reader does: unfold every heading, show every solution's code.
@@ -368,8 +372,8 @@ def test_nothing_but_warnings_on_stderr(session):
 
 
 def test_training_shows_a_live_widget_bar_that_ends_as_its_final_line(session):
-    # session.bars_seen (progress widgets seen while Run All ran) is recorded; its selector has not been
-    # confirmed against ipywidgets 8's DOM, so it is not asserted yet
+    # while Run All ran, the training cell drew its bar as a widget (one at a time: it closes before the next)
+    assert session.bars_seen >= 1, session.bars_seen
     [training] = [c for c in session.cells if "progress(" in c["source"] and "train(" in c["source"]]
     assert not [o for o in training["outputs"] if WIDGET_VIEW in o.get("data", {})], training["outputs"]
     finals = [o["data"]["text/plain"] for o in training["outputs"] if o.get("data", {}).keys() == {"text/plain"}]
@@ -451,9 +455,11 @@ def test_an_explorer_follows_a_drag_before_the_release(session):
 
 def test_the_01_explorer_fits_one_screen(session):
     """Sliders and figure within the ~660 px a 1280x800 screen shows of a notebook under JupyterLab's bars."""
-    height = session.explorer["before"]["sinusoidal"]["height"]
-    print(f"01 explorer: {height:.0f} px tall")
-    assert height <= 700, height  # 780 px before (150 dpi figure scaled to the column)
+    view = session.explorer["before"]["sinusoidal"]
+    height = view["height"]
+    print(f"01 explorer: {height:.0f} px tall (sliders {view['controlsHeight']:.0f} px, figure {view['imageHeight']:.0f} px)")
+    assert view["sliders"] == 2 and len(view["readouts"]) == 2  # position p and base: no control lost
+    assert height <= 600, height  # 780 px at first (150 dpi figure scaled to the column), 684 at 96 dpi
 
 
 def test_explorers_redraw_quickly(session):
@@ -468,6 +474,9 @@ def test_explorers_redraw_quickly(session):
 def test_a_saved_notebook_reopens_with_its_widgets_drawn(session):
     """Saved, kernel shut down, closed and reopened: every explorer's figure is there, no "model not found"."""
     assert "model not found" not in session.explorer["reopened_text"]
+    # the finished bar reopens as its final line (the state it ended in, not "0% 0/21")
+    assert re.search(r"scheme x seed: 100%\|[^|]*\| 21/21", session.explorer["reopened_text"]), \
+        session.explorer["reopened_text"][:500]
     for name in EXPLORER_NAMES:
         reopened = session.explorer["reopened"][name]
         assert reopened["imageShown"] and reopened["sliders"] >= 1, (name, reopened)

@@ -119,7 +119,8 @@ def test_solutions_fold_and_stubs_do_not():
         new_code_cell("# Exercise 1\ndef f():\n    return 1\n\ncheck_exercise_1(f)",
                       metadata={"tags": ["solution"], "jupyter": {"source_hidden": True}}),
     ])
-    stub, solution = glue.prepare(nb).cells
+    stub, anchor, solution = glue.prepare(nb).cells  # the anchor an exercise's link points at (link_solutions)
+    assert anchor.source == '<div class="posenc-solution-anchor" id="solution-1"></div>'
     assert stub.metadata["tags"] == ["exercise"]
     assert solution.metadata["tags"] == ["solution", "hide-cell"]
     assert solution.metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 1"
@@ -127,7 +128,9 @@ def test_solutions_fold_and_stubs_do_not():
 
 def test_a_solution_is_numbered_by_the_checker_it_calls():
     nb = new_notebook(cells=[new_code_cell("x = 2\ncheck_exercise_3(x)", metadata={"tags": ["solution"]})])
-    assert glue.prepare(nb).cells[0].metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 3"
+    anchor, solution = glue.prepare(nb).cells
+    assert solution.metadata["mystnb"]["code_prompt_show"] == "Show the solution to exercise 3"
+    assert 'id="solution-3"' in anchor.source
 
 
 def test_a_solution_that_does_not_name_its_exercise_is_an_error():
@@ -372,8 +375,12 @@ def test_page_facts_are_the_downloads_and_the_run_time_is_stated_once(synthetic_
     facts = soup.select_one("p.posenc-page-facts")
     assert facts.get_text().startswith("Download:") and "34 s" not in facts.get_text()  # the notebook states it
     links = [a["href"] for a in facts.find_all("a")]
-    assert links == ["_sources/00_demo.ipynb", "downloads/00_demo.py"]
+    # the .py opens as a page (highlighted, with its own download link), not as a download
+    assert links == ["_sources/00_demo.ipynb", "source/00_demo.html"]
     assert all((synthetic_site / href).is_file() for href in links)
+    py = [a["href"] for a in page(synthetic_site, "source/00_demo.html").select("a[href$='.py']")]
+    assert len(py) == 1 and (synthetic_site / "source" / py[0]).resolve().read_bytes() == \
+        (synthetic_site.parent / "notebooks" / "00_demo.py").read_bytes()
     no_py = [a["href"] for a in page(synthetic_site, "01_next.html").select("p.posenc-page-facts a")]
     assert no_py == ["_sources/01_next.ipynb"]  # no .py beside it, no link
     src = synthetic_site.parent / "notebooks" / "00_demo.ipynb"
@@ -599,6 +606,14 @@ def test_the_front_page_says_how_to_get_the_code(real_site, tmp_path):
                                      repository="https://example.org/posenc")
     assert "git clone https://example.org/posenc posenc" in text and "[the repository](https://example.org/posenc)" in text
     assert text.index("git clone") < text.index("download the sources")
+    # with none (no --repository, $POSENC_REPOSITORY or web origin): the zip, before the course's description
+    # and with no clone command; with no zip either, still a sentence, and no link
+    entries = catalog.existing(catalog.load_catalog())
+    text = build_site.index_markdown(entries, [], archive="downloads/x.zip")
+    assert "git clone" not in text and "repository" not in text.split("## The notebooks")[0]
+    assert text.index("**Get the code:**") < text.index("Attention on its own") and "download the sources" in text
+    bare = build_site.index_markdown(entries, [])
+    assert "**Get the code:** the folder of the course" in bare and "git clone" not in bare and ".zip" not in bare
 
 
 def test_repository_url_is_a_web_address_or_none(tmp_path):
@@ -612,3 +627,155 @@ def test_repository_url_is_a_web_address_or_none(tmp_path):
         subprocess.run(["git", "-C", str(tmp_path), "remote", "remove", "origin"], capture_output=True)
         subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", origin], check=True)
         assert build_site.repository_url(tmp_path) == expected, origin
+
+
+# --- the build's own functions (issue #41), on small synthetic input ---------------------------------
+
+
+@pytest.mark.parametrize("line, noise", [
+    ("scheme x seed: 100%|####################| 21/21", True),  # tqdm's ascii bar, finished
+    ("training: 100%|██████████| 300/300, loss=0.0144", True),  # unicode blocks and a postfix
+    ("scheme x seed: 57%|###########         | 12/21", False),  # not finished: it says something
+    ("scheme x seed: 100%|####################| 20/21", False),  # 100% but not all steps: kept
+    ("Accuracy reaches 100% at step 21/21", False),  # prose that looks like one
+    ("Numerics: the course's reference (PyTorch kernels AVX2, oneDNN AVX2, MKL COMPATIBLE, 1 thread); x", True),
+    ("The numerics of this run: see above", False),
+    (" " + "Numerics: indented, so not setup_notebook's line", False),
+])
+def test_is_noise_by_what_the_line_says(line, noise):
+    assert glue.is_noise(line) is noise
+
+
+def test_is_noise_knows_the_sentence_of_a_machine_that_rounds_differently():
+    from posenc_course import numerics
+
+    assert glue.is_noise(numerics.DIFFERS) and not glue.is_noise(numerics.DIFFERS[:-1] + "!")
+
+
+def test_drop_noise_removes_those_lines_and_the_outputs_they_leave_empty():
+    bar = "scheme x seed: 100%|####################| 21/21"
+    widget = {"application/vnd.jupyter.widget-view+json": {"model_id": "m", "version_major": 2, "version_minor": 0}}
+    outputs = [
+        new_output("stream", name="stdout", text=f"Training\n{bar}\nDone: loss 0.12\n"),  # the bar's line goes
+        new_output("stream", name="stderr", text=f"{bar}\n"),  # only the bar: the output goes
+        new_output("stream", name="stdout", text="scheme x seed: 57%|###   | 12/21\n"),  # unfinished: kept
+        new_output("display_data", data={"text/plain": bar, **widget}),  # a saved progress widget: goes
+        new_output("display_data", data={"text/plain": "scheme x seed: 0%|   | 0/21", **widget}),  # kept
+        new_output("display_data", data={"text/plain": bar, "image/png": PNG_1PX}),  # a figure: kept
+        new_output("execute_result", data={"text/plain": bar}, execution_count=3),  # a value: kept
+    ]
+    kept = glue.drop_noise(outputs)
+    assert [o.get("text") or o.data["text/plain"] for o in kept] == [
+        "Training\nDone: loss 0.12\n", "scheme x seed: 57%|###   | 12/21\n", "scheme x seed: 0%|   | 0/21", bar, bar]
+    assert [o.output_type for o in kept] == ["stream", "stream", "display_data", "display_data", "execute_result"]
+
+
+def test_link_solutions_anchors_each_solution_and_links_its_exercise():
+    cells = [
+        new_markdown_cell("### Exercise 1: the period\n\nFind it."),
+        new_code_cell("period = None\ncheck_exercise_1(period)", metadata={"tags": ["exercise"]}),
+        new_markdown_cell("### Exercise 2: unsolved\n\nNo solution cell for this one."),
+        new_markdown_cell("## Solutions"),
+        new_code_cell("# Exercise 1\nperiod = 6.28\ncheck_exercise_1(period)", metadata={"tags": ["solution"]}),
+    ]
+    out = glue.link_solutions(cells)
+    assert [c.cell_type for c in out] == ["markdown", "code", "markdown", "markdown", "markdown", "code"]
+    assert out[0].source == ("### Exercise 1: the period\n\nFind it.\n\n<p class=\"posenc-solution-link\">"
+                             '<a href="#solution-1">Solution to exercise 1</a> (folded, with the others at the end '
+                             "of the notebook: try the exercise first)</p>\n")
+    assert out[2].source == "### Exercise 2: unsolved\n\nNo solution cell for this one."  # no solution: no link
+    assert out[4].source == '<div class="posenc-solution-anchor" id="solution-1"></div>'
+    assert out[5] is cells[4] and out[1] is cells[1]
+
+
+def test_link_code_names_links_imported_names_documented_attributes_and_module_paths():
+    def n(name, kind="n"):
+        return f'<span class="{kind}">{name}</span>'
+
+    dot = '<span class="o">.</span>'
+    code = (f'{n("from", "kn")} {n("posenc_lib.rotary", "nn")} {n("import", "kn")} {n("rope")}\n'
+            f'{n("import", "kn")} {n("numpy", "nn")}\n'
+            f'{n("y")} = {n("rope")}{dot}{n("apply_rope")}{dot}{n("hidden")}({n("x")})\n')
+    urls = {"posenc_lib.rotary": "api/rotary.html#module-posenc_lib.rotary",
+            "posenc_lib.rotary.rope": "api/rotary.rope.html#module-posenc_lib.rotary.rope",
+            "posenc_lib.rotary.rope.apply_rope": "api/rotary.rope.html#posenc_lib.rotary.rope.apply_rope"}
+    out = glue.link_code_names(code, {"rope": "posenc_lib.rotary.rope"}, urls.get)
+
+    def a(url, text, kind="n"):
+        return f'<a class="posenc-code-api" href="{url}" title="{text} in the library reference">{n(text, kind)}</a>'
+
+    rope_url = urls["posenc_lib.rotary.rope"]
+    assert out == (f'{n("from", "kn")} {a(urls["posenc_lib.rotary"], "posenc_lib.rotary", "nn")} {n("import", "kn")} '
+                   f'{a(rope_url, "rope")}\n'
+                   f'{n("import", "kn")} {n("numpy", "nn")}\n'  # not the library: left alone
+                   f'{n("y")} = {a(rope_url, "rope")}{dot}{a(urls["posenc_lib.rotary.rope.apply_rope"], "apply_rope")}'
+                   f'{dot}{n("hidden")}({n("x")})\n')  # an undocumented attribute: not linked
+    assert glue.link_code_names(code, {}, urls.get).count("<a ") == 1  # only the module path of the import
+
+
+def test_code_imports_names_what_cells_import_from_the_library():
+    sources = ["from posenc_lib.rotary import rope, apply_rope as rot\nimport numpy as np",
+               "import posenc_lib.scheme as scheme\nfrom . import local", "%timeit f()"]
+    assert glue.code_imports(sources) == {"rope": "posenc_lib.rotary.rope", "rot": "posenc_lib.rotary.apply_rope",
+                                          "scheme": "posenc_lib.scheme"}
+
+
+def test_study_time_counts_words_code_cells_and_the_guides_plans(tmp_path):
+    cells = [new_markdown_cell("# Title\n\nOne two three <!-- a comment of six words --> four."),
+             new_markdown_cell("hidden words", metadata={"tags": ["remove-cell"]}),
+             new_code_cell("x = 1"), new_code_cell("y = 2"),
+             new_code_cell("setup()", metadata={"tags": ["remove-cell"]})]
+    for stem in ("00_a", "01_b"):
+        nbformat.write(new_notebook(cells=cells), tmp_path / f"{stem}.ipynb")
+    guide = tmp_path / "guide.md"
+    guide.write_text("## 00 · Plan (60 minutes)\n\n### 01 · Plan (90 minutes)\n\n## 02 · Plan (75 minutes)\n",
+                     encoding="utf-8")
+    notebooks = sorted(tmp_path.glob("*.ipynb"))
+    # "# Title" is 2 words, "One two three four." 4: 6 a notebook; 2 code cells a notebook
+    assert build_site.study_time(notebooks, guide) == build_site.StudyTime(12, 4, {"00": 60, "01": 90})
+    assert build_site.study_time(notebooks) == build_site.StudyTime(12, 4, {})
+
+
+def test_study_time_sentence():
+    study = build_site.StudyTime(words=9000, code_cells=40, class_minutes={"00": 60, "01": 90})
+    assert study.self_minutes == 120
+    assert study.sentence() == (
+        "about 2 hours on your own (9,000 words of text at 150 words a minute, and 40 code cells at 1.5 minutes "
+        "each to read, run and look at); in class, one lesson of 60-90 minutes per notebook, 2.5 hours for the "
+        "series (the instructor guide's lesson plans)")
+    assert build_site.StudyTime(9000, 40, {}).sentence().endswith("to read, run and look at)")
+
+
+FONTAWESOME = ('/* theme */ p("far",b),p("fa-regular",b)})})(),(()=>{var b={"bars":[448,512,[],"f0c9","REGULAR-BARS"]};'
+               'p("far",b)})(),(()=>{var b={"bars-staggered":[512,512,["reorder","stream"],"f550","M0 96STAGGERED"],'
+               'bars:[448,512,[],"f0c9","M0 96BARS"],"magnifying-glass":[512,512,["search"],"f002","M416 208GLASS"]};'
+               'p("fas",b),p("fa-solid",b)})')
+
+
+def test_trim_icons_keeps_the_solid_icons_the_pages_use(tmp_path):
+    scripts = tmp_path / "_static" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "fontawesome.js").write_text(FONTAWESOME, encoding="utf-8")
+    (scripts / "fontawesome.js.LICENSE.txt").write_text("MIT", encoding="utf-8")
+    (tmp_path / "a.html").write_text('<i class="fa-solid fa-bars fa-lg"></i>', encoding="utf-8")
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "b.html").write_text('<button><i class="fas fa-magnifying-glass"></i></button>', encoding="utf-8")
+    build_site.trim_icons(tmp_path)
+    # the solid outlines (not the regular pack's "bars", not "bars-staggered"), and nothing else
+    assert (scripts / "fontawesome.js").read_text(encoding="utf-8") == build_site.ICON_SCRIPT.replace(
+        "__ICONS__", '{"bars":[448,512,"M0 96BARS"],"magnifying-glass":[512,512,"M416 208GLASS"]}')
+    assert (scripts / "fontawesome.js.LICENSE.txt").read_text(encoding="utf-8") == \
+        "MIT\n(Subset: the solid icons these pages use.)\n"
+
+
+def test_trim_icons_fails_on_an_icon_it_cannot_find_and_skips_a_site_without_the_script(tmp_path):
+    build_site.trim_icons(tmp_path)  # no theme script: nothing to do
+    scripts = tmp_path / "_static" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "fontawesome.js").write_text(FONTAWESOME, encoding="utf-8")
+    (tmp_path / "a.html").write_text('<i class="fa-solid fa-rocket"></i>', encoding="utf-8")
+    with pytest.raises(RuntimeError, match="no solid icon 'rocket'"):
+        build_site.trim_icons(tmp_path)
+    (scripts / "fontawesome.js").write_text("an upgraded theme's script", encoding="utf-8")
+    with pytest.raises(RuntimeError, match="the solid icon pack was not found"):
+        build_site.trim_icons(tmp_path)

@@ -20,7 +20,14 @@ locale_dirs = [str(HERE.parent.parent / "locale")]
 gettext_compact = False  # one catalog per page
 
 extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx.ext.autodoc", "sphinx.ext.napoleon",
-              "tools.site.posenc_site"]
+              "sphinx_copybutton", "tools.site.posenc_site"]
+
+# --- reading aids: a copy button on code (inputs and shell blocks, not outputs). Names of posenc_lib in
+#     code cells link to the library reference (posenc_site.link_code_names; sphinx-codeautolink does
+#     the same and more, but multiplied the render's CPU time by four here, docs/site.md) ---
+copybutton_selector = ("div.cell_input div.highlight pre, div.highlight-bash div.highlight pre, "
+                       "div.highlight-python div.highlight pre, div.highlight-default div.highlight pre")
+copybutton_exclude = ".linenos, .gp, .go"
 
 # --- the library reference (api/, one page per module of posenc_lib; see tools/build_site.py) ---
 autodoc_member_order = "bysource"
@@ -28,6 +35,7 @@ autodoc_inherit_docstrings = False  # torch.autograd.Function's own docstrings a
 autodoc_typehints = "signature"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+html_search_scorer = str(HERE / "search_scorer.js")  # a notebook page ranks before the API pages
 html_use_index = False  # the reference's own table lists the modules; the theme lays a long genindex out too wide
 # Offline, so no intersphinx: references to the standard library's and other packages' types stay
 # plain text. References into posenc_lib must resolve (posenc_site.resolve_short_name helps).
@@ -36,7 +44,7 @@ nitpick_ignore_regex = [
     (r"py:class", r"(Tensor|Module|T|P|R|posenc_lib\..*\.[TPR])"),  # TypeVars
     (r"py:.*", r"(.*\.)?_\w+"),  # private names (a base class, a helper) are not documented
 ]
-exclude_patterns = ["_extra", "_site.json", "**.ipynb_checkpoints"]
+exclude_patterns = ["_extra", "**/_files", "_files", "_site.json", "**.ipynb_checkpoints"]
 
 # --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---
 nb_execution_mode = "off"

@@ -250,10 +250,81 @@ def tidy_table(html_text: str) -> str:
     return str(soup) if changed else html_text
 
 
+# A progress bar's final state, as tools/execute.py records it (POSENC_DETERMINISTIC: no rate, no time):
+# "scheme x seed: 100%|####################| 21/21" (tqdm's ascii bar, or its unicode blocks), with an
+# optional postfix (", loss=0.0144"). A bar that stopped early (12/21) is not matched: it says something.
+FINISHED_BAR = re.compile(r"^[^\n]*\b100%\|[#█▉▊▋▌▍▎▏ ]*\|\s*(\d+)/\1\b(?:,[^\n|]*)?$")
+
+
+def _numerics_lines() -> tuple[re.Pattern, str]:
+    """What ``setup_notebook`` prints about the numerics of the machine that executed the notebook
+    (``posenc_course.numerics.describe`` and ``notice``): a fact of the build machine, not of the
+    reader's, so the site leaves it out."""
+    from posenc_course import numerics
+
+    return re.compile(r"^Numerics: .*$"), numerics.DIFFERS
+
+
+def is_noise(line: str) -> bool:
+    """A line of a text output the site does not show: a finished progress bar's final state, or the
+    numerics line of ``setup_notebook`` (see ``_numerics_lines``). Decided by what the line says, not
+    by where the cell is."""
+    pattern, sentence = _numerics_lines()
+    return bool(FINISHED_BAR.match(line) or pattern.match(line) or line.strip() == sentence)
+
+
+def drop_noise(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """``outputs`` without the lines of ``is_noise``: a stream (or a plain-text result) loses those lines,
+    and an output left empty goes. Other outputs are kept as they are."""
+    kept = []
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            lines = output.text.splitlines(keepends=True)
+            rest = [line for line in lines if not is_noise(line.rstrip("\r\n"))]
+            if len(rest) != len(lines):
+                if not "".join(rest).strip():
+                    continue
+                output.text = "".join(rest)
+        elif output.get("output_type") == "display_data" and set(output.get("data", {})) <= {
+                "text/plain", "application/vnd.jupyter.widget-view+json"}:
+            # a progress widget saved with its text form ("scheme x seed: 100%|...| 21/21")
+            text = output.data.get("text/plain", "")
+            if text.strip() and all(is_noise(line) for line in text.strip().splitlines()):
+                continue
+        kept.append(output)
+    return kept
+
+
+EXERCISE_HEADING = re.compile(r"^#{2,6}\s+Exercise\s+(\d+)\b", re.MULTILINE)
+
+
+def link_solutions(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Each exercise (a markdown cell headed ``### Exercise N ...``) links to its solution, which the
+    notebook gathers, folded, at its end: an anchor ``#solution-N`` goes before the solution cell
+    (posenc.js opens the fold when the link is followed), and a link under the exercise's text.
+    An exercise without a solution cell gets no link."""
+    solved = {}
+    for cell in cells:
+        if cell.cell_type == "code" and SOLUTION_TAG in cell.metadata.get("tags", []):
+            solved.setdefault(solution_label(cell.source).rsplit(" ", 1)[1], cell)
+    out = []
+    for cell in cells:
+        if cell.cell_type == "code" and any(solved.get(n) is cell for n in solved):
+            n = next(n for n in solved if solved[n] is cell)
+            out.append(nbformat.v4.new_markdown_cell(
+                f'<div class="posenc-solution-anchor" id="solution-{n}"></div>'))
+        out.append(cell)
+        if cell.cell_type == "markdown" and (m := EXERCISE_HEADING.search(cell.source)) and m[1] in solved:
+            cell.source = (cell.source.rstrip() + f'\n\n<p class="posenc-solution-link"><a href="#solution-{m[1]}">'
+                           f"Solution to exercise {m[1]}</a> (folded, with the others at the end of the notebook: "
+                           "try the exercise first)</p>\n")
+    return out
+
+
 def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The changes the site makes to a notebook as it reads it (the file itself is not changed)."""
     own = anchor_map(nb)
-    nb.cells = fold_deep_dives(nb.cells)
+    nb.cells = link_solutions(fold_deep_dives(nb.cells))
     heading = None
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -270,7 +341,8 @@ def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             label = solution_label(cell.source)
             mystnb.setdefault("code_prompt_show", f"Show the {label}")
             mystnb.setdefault("code_prompt_hide", f"Hide the {label}")
-        for output in cell.get("outputs", []):
+        cell.outputs = drop_noise(cell.get("outputs", []))
+        for output in cell.outputs:
             if "text/html" in output.get("data", {}):
                 output.data["text/html"] = tidy_table(output.data["text/html"])
         figures = any(o.get("data", {}).keys() & {"image/png", "image/jpeg", "image/svg+xml"} for o in cell.get("outputs", []))
@@ -728,6 +800,85 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
     doctree.children[0] += section
 
 
+# --- the library reference: links from the notebooks' code cells ----------------------------------
+
+
+def code_imports(sources: list[str]) -> dict[str, str]:
+    """The names that code cells bind by importing from ``posenc_lib`` -> the dotted name they stand for
+    (``from posenc_lib.rotary import rope`` -> ``{"rope": "posenc_lib.rotary.rope"}``; ``import
+    posenc_lib.scheme as s`` -> ``{"s": "posenc_lib.scheme"}``). Cells that do not parse (IPython magics)
+    are skipped."""
+    found: dict[str, str] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "posenc_lib" and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "posenc_lib" and alias.asname:
+                        found[alias.asname] = alias.name
+    return found
+
+
+# Pygments' HTML for a name ("n"), a module path in an import ("nn"), optionally followed by attributes.
+CODE_NAME = re.compile(r'<span class="(?P<kind>nn?)">(?P<name>[\w.]+)</span>'
+                       r'(?P<attrs>(?:<span class="o">\.</span><span class="n">\w+</span>)*)')
+CODE_ATTR = re.compile(r'<span class="o">\.</span><span class="n">(\w+)</span>')
+
+
+def link_code_names(html_body: str, names: dict[str, str], target: Any) -> str:
+    """``html_body`` with each name of ``names`` in highlighted code (Pygments' spans) linked to the
+    library reference, and each attribute of it that is documented (``rope.apply_rope``) to its own
+    entry; the module paths of ``from posenc_lib... import`` lines link to their module pages.
+    ``target(full_name)`` is the URL of a documented module or object, or None."""
+    def link(text: str, url: str | None, kind: str) -> str:
+        span = f'<span class="{kind}">{text}</span>'
+        return span if url is None else (f'<a class="posenc-code-api" href="{html.escape(url)}" '
+                                         f'title="{html.escape(text)} in the library reference">{span}</a>')
+
+    def replace(m: re.Match) -> str:
+        name, kind = m["name"], m["kind"]
+        if kind == "nn":
+            full = name if name.split(".")[0] == "posenc_lib" else None
+        else:
+            full = names.get(name)
+        if full is None:
+            return m[0]
+        out = link(name, target(full), kind)
+        for attr in CODE_ATTR.findall(m["attrs"]):
+            full = f"{full}.{attr}"
+            out += '<span class="o">.</span>' + link(attr, target(full), "n")
+        return out
+
+    return CODE_NAME.sub(replace, html_body)
+
+
+def code_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """html-page-context: a notebook page's code cells link the names they import from posenc_lib."""
+    if doctree is None or not NOTEBOOK_DOC.match(pagename) or "body" not in context:
+        return
+    sources = [block.astext() for block in doctree.findall(nodes.literal_block)
+               if any("cell_input" in a.get("classes", []) for a in _ancestors(block) if isinstance(a, nodes.Element))]
+    names = code_imports(sources)
+    if not names:
+        return
+    domain = app.env.get_domain("py")
+
+    def target(full: str) -> str | None:
+        entry = domain.modules.get(full) or domain.objects.get(full)
+        if entry is None:
+            return None
+        return app.builder.get_relative_uri(pagename, entry.docname) + "#" + entry.node_id
+
+    context["body"] = link_code_names(context["body"], names, target)
+
+
 # --- search: snippets and distinct labels, offline ------------------------------------------------
 
 SEARCH_TEXT = "posenc_search_text.js"
@@ -788,6 +939,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", collect_explorers)
     app.connect("html-page-context", search_page_scripts)
     app.connect("html-page-context", explorer_scripts)
+    app.connect("html-page-context", code_links)
     app.connect("build-finished", write_page_text)
     app.connect("build-finished", write_explorer_data)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": False}

@@ -1,4 +1,4 @@
-// posenc course site: two behaviours the theme does not have (loaded by tools/site/conf.py).
+// posenc course site: behaviours the theme does not have (loaded by tools/site/conf.py).
 "use strict";
 
 // Print: every fold opens (solutions, deep dives), so that paper shows what a click would; the folds
@@ -42,6 +42,34 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 });
 
+// Phones: each figure is drawn across the page's whole width (posenc.css). Its left margin is minus the
+// left edge of its column, measured here, and its width the page's (document.documentElement's, which
+// leaves out a scrollbar shown beside the page); a figure in a closed fold is measured when the fold
+// opens. Wider screens, and print, keep figures in their column.
+(() => {
+  const phone = window.matchMedia("(max-width: 600px)");
+  const bleed = () => {
+    const width = document.documentElement.clientWidth;
+    for (const link of document.querySelectorAll("div.cell_output a.posenc-enlarge")) {
+      const column = link.parentElement;
+      if (!phone.matches || !column.checkVisibility()) {
+        link.style.removeProperty("--posenc-bleed-left");
+        link.style.removeProperty("--posenc-bleed-width");
+        continue;
+      }
+      const style = getComputedStyle(column);
+      const left = column.getBoundingClientRect().left + window.scrollX +
+        parseFloat(style.borderLeftWidth) + parseFloat(style.paddingLeft);
+      link.style.setProperty("--posenc-bleed-left", `${-left}px`);
+      link.style.setProperty("--posenc-bleed-width", `${width}px`);
+    }
+  };
+  document.addEventListener("DOMContentLoaded", bleed);
+  window.addEventListener("load", bleed);  // the page at its full length: a scrollbar may have appeared
+  window.addEventListener("resize", bleed);
+  document.addEventListener("toggle", bleed, true);  // a fold opened (toggle does not bubble)
+})();
+
 // Search (search.html only, where posenc_search_text.js defines POSENC_SEARCH): Sphinx fetches each
 // result's page for its summary, which a page opened from file:// may not do. The page's prose,
 // written at build time, answers instead; and a result that points at a glossary term or a section
@@ -71,3 +99,64 @@ if (window.POSENC_SEARCH) {
     }
   }).observe(document.documentElement, { childList: true, subtree: true });
 }
+
+// Navigation on phones and tablets: each page has two ☰ buttons (.primary-toggle) and two contents
+// buttons (.secondary-toggle), one in the theme's header and one in the article's header.
+// pydata-sphinx-theme 0.20.0 binds only the first of each (document.querySelector), which is the
+// header's copy, hidden below 960 px; the visible one did nothing (docs/site.md). A click on any
+// other copy is handed to the bound one, so the drawer (or, on a desktop, the collapsing sidebar)
+// answers whichever button the reader sees.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const kind of ["primary", "secondary"]) {
+    const [bound, ...others] = document.querySelectorAll(`.${kind}-toggle`);
+    for (const button of others) {
+      button.addEventListener("click", (event) => {
+        event.preventDefault();
+        event.stopPropagation();
+        bound.click();
+      });
+    }
+  }
+});
+
+// Solutions on paper: a fold's label says "Show/Hide the solution to exercise N", which means nothing
+// on paper; the print stylesheet shows this label instead ("Solution to exercise N").
+// A link to a solution (#solution-N, under each exercise) opens its fold.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const prompt of document.querySelectorAll("div.cell details.hide > summary > p.collapsed")) {
+    const label = document.createElement("p");
+    label.className = "posenc-print-label admonition-title";
+    const text = prompt.textContent.trim().replace(/^Show (the )?/, "");
+    label.textContent = text.charAt(0).toUpperCase() + text.slice(1);
+    prompt.parentElement.appendChild(label);
+  }
+  const openTarget = () => {
+    const anchor = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    const cell = anchor && anchor.closest(".posenc-solution-anchor") ? anchor.nextElementSibling : null;
+    const fold = cell && cell.querySelector("details");
+    if (fold) { fold.open = true; anchor.scrollIntoView(); }
+  };
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
+});
+
+// Inline formulas: not scroll boxes (posenc.css), except one wider than the line it stands in (a long
+// formula on a phone), which gets the class posenc-wide-math and scrolls in its own box. Marked once
+// MathJax has typeset the page, and again when the window's width changes.
+window.addEventListener("load", () => {
+  const block = (el) => { for (let a = el.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).display !== "inline") return a; } return document.body; };
+  const mark = () => {
+    for (const math of document.querySelectorAll("span.math")) {
+      math.classList.remove("posenc-wide-math");
+      const parent = block(math);
+      const room = parent.clientWidth - parseFloat(getComputedStyle(parent).paddingLeft) -
+        parseFloat(getComputedStyle(parent).paddingRight);
+      if (math.getBoundingClientRect().width > room + 1) math.classList.add("posenc-wide-math");
+    }
+  };
+  const ready = window.MathJax && MathJax.startup && MathJax.startup.promise;
+  (ready || Promise.resolve()).then(mark);
+  let width = innerWidth;
+  window.addEventListener("resize", () => { if (innerWidth !== width) { width = innerWidth; mark(); } });
+});

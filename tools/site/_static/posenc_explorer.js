@@ -215,21 +215,54 @@
     return `${spec.title}: ` + spec.controls.map((c) => `${c.label} = ${c.labels[state[c.name]]}`).join(", ");
   }
 
+  // On a narrow screen (a phone) the figure drawn at its notebook size would shrink its text under
+  // 8 px: there the panels are stacked (at most two side by side) in a drawing as wide as the screen
+  // allows at NARROW_SCALE of its units, so that text stays at least NARROW_SCALE x its size (over 11 px).
+  const NARROW_SCALE = 0.95;
+
+  function layout(svg, spec, head, foot) {
+    const full = { mosaic: spec.mosaic, width: spec.size[0] * PX, height: spec.size[1] * PX };
+    const avail = svg.parentElement ? svg.parentElement.clientWidth : 0;
+    if (!avail || avail >= full.width * NARROW_SCALE) return { ...full, narrow: false };
+    const width = avail / NARROW_SCALE;
+    const rows = spec.mosaic.map((row) => [...new Set(row)]);
+    const cols = Math.max(...rows.map((r) => r.length)) > 2 ? 2 : 1;
+    const mosaic = rows.flatMap((keys) => {
+      const out = [];
+      for (let i = 0; i < keys.length; i += cols) {
+        const chunk = keys.slice(i, i + cols);
+        out.push(chunk.length === cols ? chunk : Array(cols).fill(chunk[0]));
+      }
+      return out;
+    });
+    return { mosaic, width, height: head + foot + mosaic.length * width * 0.62, narrow: true };
+  }
+
   function draw(svg, spec, state) {
     svg.replaceChildren();
-    const width = spec.size[0] * PX, height = spec.size[1] * PX;
     const hasFigureLegend = spec.panels.some((p) => p.legend === "figure");
-    const head = 34, foot = hasFigureLegend ? 34 : 0;
+    const foot = hasFigureLegend ? 34 : 0;
+    let head = 34;
+    const probe = layout(svg, spec, head, foot);
+    // a narrow drawing puts the caption's settings on a second line
+    if (probe.narrow) head += 20;
+    const { mosaic, width, height } = layout(svg, spec, head, foot);
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("aria-label", caption(spec, state));
     node("rect", { x: 0, y: 0, width, height, fill: "white" }, svg);
-    node("text", { x: width / 2, y: 22, "text-anchor": "middle", "font-size": FONT.caption, "font-weight": "bold",
-      class: "posenc-caption" }, svg, caption(spec, state));
-    const rows = spec.mosaic.length, cols = spec.mosaic[0].length;
+    const text = caption(spec, state);
+    const title = node("text", { x: width / 2, y: 22, "text-anchor": "middle", "font-size": FONT.caption,
+      "font-weight": "bold", class: "posenc-caption" }, svg, probe.narrow ? null : text);
+    if (probe.narrow) {
+      const cut = text.indexOf(": ");
+      [text.slice(0, cut + 1), text.slice(cut + 2)].forEach((line, i) =>
+        node("tspan", { x: width / 2, dy: i ? 20 : 0 }, title, line));
+    }
+    const rows = mosaic.length, cols = mosaic[0].length;
     const cellW = width / cols, cellH = (height - head - foot) / rows;
     const figureLegend = [];
     for (const panel of spec.panels) {
-      const cells = spec.mosaic.flatMap((row, r) => row.map((key, c) => [key, r, c])).filter(([key]) => key === panel.key);
+      const cells = mosaic.flatMap((row, r) => row.map((key, c) => [key, r, c])).filter(([key]) => key === panel.key);
       const r0 = Math.min(...cells.map((c) => c[1])), r1 = Math.max(...cells.map((c) => c[1]));
       const c0 = Math.min(...cells.map((c) => c[2])), c1 = Math.max(...cells.map((c) => c[2]));
       const box = { left: c0 * cellW, top: head + r0 * cellH, width: (c1 - c0 + 1) * cellW, height: (r1 - r0 + 1) * cellH };
@@ -279,6 +312,11 @@
     // The notebook's static figure (the default setting) stays for print; on screen this one replaces it.
     container.closest("div.cell_output")?.classList.add("posenc-explorer-live");
     draw(svg, spec, state);
+    // a phone turned, a window resized: the drawing follows the width it has (see layout)
+    let seen = container.clientWidth;
+    new ResizeObserver(() => {
+      if (container.clientWidth && container.clientWidth !== seen) { seen = container.clientWidth; draw(svg, spec, state); }
+    }).observe(container);
   }
 
   document.addEventListener("DOMContentLoaded", () => {
