@@ -476,11 +476,11 @@ evaluate({
     ]
     for name, config in ZERO_SHOT.items()
 })
-print(
+display(
     pd.DataFrame(
         {name: np.round(ppl[name].mean(0), 2) for name in ZERO_SHOT},
         index=LENGTHS,
-    ).T.to_string()
+    ).T
 )
 
 # %% [markdown]
@@ -1030,7 +1030,7 @@ ax.plot(
     label="uniform over all keys, ln(p + 1)",
 )
 ax.set(
-    title="Attention entropy per query position (2 layers × 4 heads, 3 seeds)",
+    title="Attention entropy per query position (4 layers × 4 heads, 3 seeds)",
     xlabel="query position (characters)",
     ylabel="attention entropy (nats)",
 )
