@@ -639,7 +639,7 @@ def panel(ax, names, title):
         ylabel="validation perplexity (Macbeth, log scale)",
     )
     ax.set_xticks(LENGTHS, [f"{n}" for n in LENGTHS])
-    ax.set_yticks([9, 11, 14, 18, 25], ["9", "11", "14", "18", "25"])
+    ax.set_yticks([8, 11, 16, 25, 40, 60], ["8", "11", "16", "25", "40", "60"])
     ax.minorticks_off()
     ax.axvline(L, color="grey", linewidth=1)
     ax.legend(ncol=2, fontsize=9, loc="upper left")
