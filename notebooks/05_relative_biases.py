@@ -1292,11 +1292,11 @@ plt.show()
 # | situation | choose | evidence | not shown |
 # |---|---|---|---|
 # | bidirectional encoder | any encoding | 05 §5: probe at chance without the mask | which one, for text |
-# | causal decoder | NoPE is possible | 05 §5: probe 4.9 times chance; 06 §4: NoPE 14.40 | NoPE at scale |
+# | causal decoder | NoPE is possible | 05 §5: probe 4.9 times chance; 06 §4: NoPE 8.55 at $L$, behind the others | NoPE at scale |
 # | offsets matter | RoPE, T5, Transformer-XL | 05 §7: 1.00 or 0.99; ALiBi 0.24 | a ranking among solvers |
 # | decoder with KV cache | RoPE, float32 angles | 03 §5, §8 | other schemes |
-# | train short, run long | Transformer-XL or ALiBi | 06 §4: 11.40 and 13.09 at $8L$ | beyond $8L$, 2 layers |
-# | longer RoPE | a short fine-tune | 06 §4, §8: YaRN 14.40 at $8L$ | larger models |
+# | train short, run long | Transformer-XL or ALiBi | 06 §4: 7.45 and 8.16 at $8L$ | beyond $8L$, 4 layers |
+# | longer RoPE | a short fine-tune | 06 §4, §8: 12.39 at $8L$ after 40 steps; zero-shot YaRN 18.37 | larger models |
 # | memory bound | no $L^2$ bias in memory | 05 §8: T5 24 bytes per pair, compact ALiBi none | whole-model speed |
 # | images | 2-D RoPE for spatial relations | 04 §4: RoPEs 1.00 held out | ViT-scale data |
 # | new resolution | interpolated coordinates | 04 §6: extrapolated collapse | one change of size |

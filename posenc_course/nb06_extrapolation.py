@@ -14,7 +14,6 @@ Contents::
     save_checkpoint      - a trained model's weights (float16) and loss curve, as safetensors
     load_base_models     - the shipped checkpoints, each checked against the manifest's SHA-256
     train_char_lm        - a TinyTransformer causal char LM trained on random windows of a corpus
-    finetune_char_lm     - continue training it on longer windows (after a RoPE rescaling)
 
 The base models are trained by ``tools/train_06_checkpoints.py`` (``make checkpoints-06``) under the
 reference numerics and shipped in ``data/checkpoints/06/`` with ``manifest.json``; the notebook loads
@@ -59,7 +58,6 @@ __all__ = [
     "load_base_model",
     "load_base_models",
     "train_char_lm",
-    "finetune_char_lm",
 ]
 
 #: The 21 base models of notebook 06: their size and their training (one run per scheme and seed).
@@ -197,6 +195,8 @@ def load_base_models(vocab_size: int, names: Sequence[str] = SCHEME_NAMES, seeds
                      directory: Path = CHECKPOINT_DIR) -> dict[tuple[str, int], TinyTransformer]:
     """Every shipped base model, ``{(name, seed): model}`` (see :func:`load_base_model`)."""
     return {(name, s): load_base_model(name, s, vocab_size, directory)[0] for name in names for s in seeds}
+
+
 def train_char_lm(
     scheme: PositionScheme | Callable[[], PositionScheme],
     corpus: CharCorpus,
@@ -235,15 +235,5 @@ def train_char_lm(
         raise TypeError(f"layer_specs must be a function that builds the LayerSpec list, got {type(layer_specs).__name__}")
     model = TinyTransformer(len(corpus.vocab), len(corpus.vocab), d_model, n_heads, n_layers, scheme=scheme,
                             causal=True, pool="none", layer_specs=None if layer_specs is None else layer_specs())
-    train(model, lambda _: lm_batch(corpus.train, seq_len, batch_size, gen), steps, lr=lr, desc=desc)
-    return model
-
-
-def finetune_char_lm(model: TinyTransformer, corpus: CharCorpus, seq_len: int, steps: int, seed: int,
-                     batch_size: int = 8, lr: float = 1e-3, desc: str | None = None) -> TinyTransformer:
-    """Continue training ``model`` in place on windows of ``seq_len`` (e.g. a longer context after a RoPE rescaling)."""
-    check_int("seq_len", seq_len)
-    check_int("steps", steps)
-    gen = torch.Generator().manual_seed(seed)
     train(model, lambda _: lm_batch(corpus.train, seq_len, batch_size, gen), steps, lr=lr, desc=desc)
     return model

@@ -70,3 +70,20 @@ def test_the_check_rule_catches_a_misplaced_heading():
     """The heading test reads a code cell's comment heading as misplaced, and a markdown cell's as fine."""
     assert HEADING_IN_COMMENT.match("# ### M-RoPE (Qwen2-VL)") and HEADING_IN_COMMENT.match("# ## 7 · Title")
     assert not HEADING_IN_COMMENT.match("# #: a comment") and not HEADING_IN_COMMENT.match("## not a comment")
+
+
+TEXT_TABLE = re.compile(r"print\((?:[^()]|\([^()]*\))*\.to_string\(\)")
+
+
+def test_result_tables_are_displayed_not_printed(path):
+    """A DataFrame printed as text wraps on the site and on a phone; ``display(df)`` gives an HTML table."""
+    source = path.with_suffix(".py").read_text(encoding="utf-8")
+    printed = [m.group(0) for m in TEXT_TABLE.finditer(source)] + [
+        line.strip() for line in source.splitlines() if line.strip().startswith(").T.to_string()")]
+    assert not printed, f"{path.with_suffix('.py').name}: tables printed as text (use display(df)): {printed}"
+
+
+def test_the_table_rule_catches_a_printed_table():
+    assert TEXT_TABLE.search('print(pd.DataFrame(rows).T.to_string())')
+    assert TEXT_TABLE.search('print(table.round(2).to_string())')
+    assert not TEXT_TABLE.search('display(table.round(2))')

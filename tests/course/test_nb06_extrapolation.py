@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from posenc_course.data import char_corpus
-from posenc_course.nb06_extrapolation import finetune_char_lm, train_char_lm
+from posenc_course.nb06_extrapolation import train_char_lm
 from posenc_lib.analysis.lm_metrics import per_position_loss
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 from posenc_lib.rotary.rope import RotaryPE
 
 
-def test_train_and_finetune_char_lm_learn_and_are_seeded():
+def test_train_char_lm_learns_and_is_seeded():
     corpus = char_corpus()
     a = train_char_lm(RotaryPE(16), corpus, 16, 30, seed=3, desc=None)
     b = train_char_lm(RotaryPE(16), corpus, 16, 30, seed=3, desc=None)
@@ -25,8 +25,6 @@ def test_train_and_finetune_char_lm_learn_and_are_seeded():
     untrained = TinyTransformer(64, 64, 64, 4, 2, scheme=RotaryPE(16), causal=True, pool="none")
     trained_ppl, untrained_ppl = (math.exp(per_position_loss(m, x[:, :-1], x[:, 1:]).mean().item()) for m in (a, untrained))
     assert trained_ppl < 0.5 * untrained_ppl  # 30 steps already learn the character frequencies
-    finetune_char_lm(a, corpus, 32, 10, seed=0, desc=None)
-    assert not all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
 def test_train_char_lm_builds_a_scheme_from_its_function_after_seeding():
