@@ -43,7 +43,6 @@ from posenc_lib.rotary.rope import RotaryPE
 from posenc_lib.scheme import NoPosition, PositionScheme
 from posenc_lib.score_bias.alibi import ALiBi
 from posenc_lib.score_bias.t5 import T5RelativeBias
-from posenc_lib.training import train as _train
 
 __all__ = [
     "CHECKPOINT_CONFIG",
@@ -115,7 +114,7 @@ def build_base_model(name: str, vocab_size: int, config: dict = CHECKPOINT_CONFI
 
 
 def train_base_model(name: str, seed: int, corpus: CharCorpus, config: dict = CHECKPOINT_CONFIG,
-                     stop_after: int | None = None) -> tuple[TinyTransformer, list[float]]:
+                     stop_after: int | None = None, desc: str | None = None) -> tuple[TinyTransformer, list[float]]:
     """Train one base model of notebook 06; return it (in eval mode) and the loss of every step.
 
     Seed, build the model (its weights and any weights of its scheme come from ``seed``), then
@@ -123,6 +122,7 @@ def train_base_model(name: str, seed: int, corpus: CharCorpus, config: dict = CH
     random windows of ``config["seq_len"]`` characters of ``corpus.train`` (offsets from the same
     seed), the learning rate decaying linearly from ``config["lr"]`` to 10% of it.
     stop_after: stop after this many steps of the same run (same schedule): its first steps exactly.
+    desc: label of a progress bar (:func:`posenc_course.training.progress`); ``None`` trains silently.
     """
     check_int("seed", seed, minimum=0)
     gen = seed_everything(seed)
@@ -131,7 +131,8 @@ def train_base_model(name: str, seed: int, corpus: CharCorpus, config: dict = CH
     def batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:  # (B, L) inputs, (B, L) next chars
         return lm_batch(corpus.train, config["seq_len"], config["batch_size"], gen)
 
-    losses = _train(model, batch, config["steps"], lr=config["lr"], weight_decay=0.01, stop_after=stop_after)
+    losses = train(model, batch, config["steps"], lr=config["lr"], weight_decay=0.01, stop_after=stop_after,
+                   desc=desc)
     return model, losses
 
 

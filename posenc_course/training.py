@@ -235,5 +235,5 @@ def train(model: nn.Module, data: Batch | Callable[[int], Batch], steps: int, *a
 
     desc: ``None`` trains silently, for runs inside an experiment whose own bar counts them.
     """
-    bar = (lambda steps_range: progress(steps_range, total=steps, desc=desc)) if desc is not None else None
+    bar = (lambda steps_range: progress(steps_range, desc=desc)) if desc is not None else None  # counts stop_after too
     return _train(model, data, steps, *args, progress=bar, **kwargs)
