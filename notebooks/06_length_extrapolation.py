@@ -32,7 +32,7 @@
 # [03 · RoPE](03_rope.ipynb) (rotations, the sliding-window control of its section 9) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 bias, ALiBi, NoPE).
 #
-# **Run time:** about 67 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 79 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in the first 100 steps of one training run, 12 short fine-tunes, and evaluating the 21 models.
 
 # %%
