@@ -116,14 +116,20 @@ def extract(target: Path) -> None:
             if title not in found[msg]:
                 found[msg].append(title)
 
+    from tools.site import posenc_site
+
     warnings = io.StringIO()
+    posenc_site.FOLD_DEEP_DIVES = False  # a deep dive's heading is a heading here, not a fold's raw HTML
     with patch_docutils(CONF), docutils_namespace():
         app = Sphinx(src, CONF, work / "gettext", work / "doctrees", "gettext",
                      confoverrides={"html_extra_path": [str(src / "_extra")],
                                     "nb_mime_priority_overrides": _mime_priorities()},
                      status=None, warning=warnings, freshenv=True)
         app.connect("doctree-resolved", record)
-        app.build(force_all=True)
+        try:
+            app.build(force_all=True)
+        finally:
+            posenc_site.FOLD_DEEP_DIVES = True
     if app.statuscode != 0 or warnings.getvalue().strip():
         raise RuntimeError(f"the gettext extraction failed or warned:\n{warnings.getvalue()}")
     (work / "gettext" / SECTIONS).write_text(json.dumps({"sections": sections, "formulas": formulas},
@@ -144,13 +150,21 @@ def _parents(node):
 def templates(root: Path = ROOT, cache: Path = CACHE) -> Path:
     """The folder of ``.pot`` templates for the current English, extracted once per input digest
     (and looked up once per process)."""
+    import fcntl
+
     folder = cache / source_digest(root)
-    if not (folder / SECTIONS).exists():
-        if cache.exists():  # older extractions
-            for old in cache.iterdir():
-                shutil.rmtree(old, ignore_errors=True)
-        cache.mkdir(parents=True, exist_ok=True)
-        extract(folder)
+    if (folder / SECTIONS).exists():
+        return folder
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # one extraction at a time (parallel test workers, a second terminal): the others wait, then reuse it
+    with open(cache.parent / "extract.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / SECTIONS).exists():
+            if cache.exists():  # older extractions
+                for old in cache.iterdir():
+                    shutil.rmtree(old, ignore_errors=True)
+            cache.mkdir(parents=True, exist_ok=True)
+            extract(folder)
     return folder
 
 

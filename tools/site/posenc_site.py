@@ -54,6 +54,9 @@ HERE = Path(__file__).resolve().parent
 GLOSSARY = HERE / "glossary.toml"
 SOLUTION_TAG = "solution"
 DEEP_DIVE_TAG = "deep-dive"
+# The site folds each deep dive under its heading (fold_deep_dives); the translation catalogs' extraction
+# (tools/i18n.py) turns this off, so that a deep dive's heading is extracted as a heading to translate.
+FOLD_DEEP_DIVES = True
 DEEP_DIVE_HEADING = re.compile(r"\A\s*#{1,6}\s+(Deep dive \(optional\).*?)\s*$", re.MULTILINE)
 NOTEBOOK_LINK = re.compile(r"\]\((?P<stem>\d\d_[A-Za-z0-9_]+\.ipynb)?#(?P<anchor>[^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -324,7 +327,7 @@ def link_solutions(cells: list[nbformat.NotebookNode]) -> list[nbformat.Notebook
 def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The changes the site makes to a notebook as it reads it (the file itself is not changed)."""
     own = anchor_map(nb)
-    nb.cells = link_solutions(fold_deep_dives(nb.cells))
+    nb.cells = link_solutions(fold_deep_dives(nb.cells) if FOLD_DEEP_DIVES else nb.cells)
     heading = None
     for cell in nb.cells:
         if cell.cell_type == "markdown":
