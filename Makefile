@@ -41,9 +41,10 @@ help:
 	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
 	@echo "make i18n-update - extract the English and update the Chinese catalogs (locale/zh_CN/, docs/i18n.md)"
 	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
-	@echo "make student - the student edition (solutions removed) in build/student/"
+	@echo "make student - the student edition (solutions removed) in build/student/ (中文: build/student/zh/)"
 	@echo "make check-site - render the committed notebooks and check every page in headless Chromium"
-	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up)"
+	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up);"
+	@echo "               the Chinese notebooks (中文版) are generated into notebooks/zh/ first"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
 	@echo "make execute - re-execute notebooks in place, deterministically"
 	@echo "make bench   - RoPE and position-scheme benchmarks"
@@ -141,7 +142,8 @@ i18n-status: $(STAMP)
 i18n-check: $(STAMP)
 	$(PY) -m tools.i18n check
 
-# Solutions removed, exercise stubs kept with their outputs cleared: for handing out in class.
+# Solutions removed, exercise stubs kept with their outputs cleared: for handing out in class
+# (build/student/, and the Chinese edition in build/student/zh/).
 student: $(STAMP)
 	$(PY) tools/student.py
 
@@ -152,7 +154,10 @@ check-site: $(STAMP) chromium
 
 # tools/lab.py: server rooted at notebooks/ (pairing: notebooks/jupytext.toml), no news pop-up
 # (tools/lab/overrides.json), and POSENC_DETERMINISTIC unset, so progress bars are live.
+# First the Chinese notebooks, notebooks/zh/, generated from the English ones and the catalogs
+# (tools/i18n_notebooks.py; a notebook the reader changed is kept).
 lab: $(STAMP) $(KERNEL)
+	$(PY) -m tools.i18n_notebooks
 	$(PY) tools/lab.py
 
 # glibc serves large blocks (above an adaptive threshold that stops growing at 32 MB) straight from the OS

@@ -39,6 +39,7 @@ SETTINGS = ROOT / "tools" / "lab"  # holds overrides.json
 TWINS = "[0-9][0-9]_*.py"
 
 SOLUTIONS_HEADING = "## Solutions"
+SOLUTIONS_HEADING_ZH = "## 参考答案"  # the Chinese notebooks' (notebooks/zh/, tools/i18n_notebooks.py)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -66,7 +67,7 @@ def keep_solutions_folded(notebook: dict[str, Any]) -> None:
     as the notebooks are committed: opening them to peek does not change what is saved."""
     for cell in notebook["cells"]:
         metadata = cell.setdefault("metadata", {})
-        if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith(SOLUTIONS_HEADING):
+        if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith((SOLUTIONS_HEADING, SOLUTIONS_HEADING_ZH)):
             metadata["jp-MarkdownHeadingCollapsed"] = True
         if "solution" in metadata.get("tags", []):  # "jupyter" first, where the committed .py has it
             jupyter = {**metadata.get("jupyter", {}), "source_hidden": True}

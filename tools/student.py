@@ -1,6 +1,6 @@
 """Write the student edition of the series, for handing out in class: ``make student``.
 
-    python tools/student.py                      # notebooks/*.ipynb -> build/student/
+    python tools/student.py                      # notebooks/*.ipynb -> build/student/ and build/student/zh/
     python tools/student.py --out DIR NB.ipynb   # chosen notebooks, another folder
 
 Each notebook is copied with
@@ -13,6 +13,10 @@ Each notebook is copied with
 Run in the course environment, an untouched stub makes its checker print a ``[to do]`` line and
 the rest of the notebook runs as before (``tests/tools/test_student.py`` executes a student edition to
 show it). The solutions stay in the repository's own notebooks, for the teacher.
+
+The Chinese student edition (``zh/`` in the output folder) is the same edition with its text translated
+from the catalogs, as the Chinese notebooks of ``make lab`` are (``tools/i18n_notebooks.py``): the code
+and the outputs are the English edition's, and its ``.posenc-language`` makes the checkers speak Chinese.
 """
 
 from __future__ import annotations
@@ -45,6 +49,17 @@ These notebooks are the course's notebooks without the worked solutions of the e
    call. Untouched, the checker prints a `[to do]` line.
 3. Replace the stub with your answer and run the cell again: the checker prints `[passed]`, or
    explains what is still wrong.
+"""
+
+README_ZH = """# posenc · 学生版
+
+这些笔记本是课程笔记本去掉练习参考答案后的版本。
+
+1. 在课程环境中用 JupyterLab 打开它们（在仓库中运行 `make setup`，然后 `make lab`；或任何安装了
+   `posenc_lib` 的 Jupyter）。请在这个目录中打开，检查函数才会用中文说明结果。
+2. 从头运行笔记本。每道练习是一个带代码框架的代码单元：一个抛出 `NotImplementedError` 的函数，或一个
+   写作 `...` 的值，后面跟着一个 `check_exercise_k(...)` 调用。不改动时，检查函数打印一行 `[to do]`。
+3. 用你的答案替换代码框架，再运行这个单元：检查函数打印 `[passed]`，或说明哪里还不对。
 """
 
 
@@ -86,28 +101,37 @@ def _drop_empty_solutions_section(cells: list) -> list:
     return out
 
 
-def write_edition(paths: list[Path], out: Path = OUT) -> list[Path]:
-    """Write the student edition of ``paths`` into ``out`` (replaced); returns the files written."""
+def write_edition(paths: list[Path], out: Path = OUT, language: str = "en") -> list[Path]:
+    """Write the student edition of ``paths`` into ``out`` (replaced); returns the files written.
+    ``language="zh_CN"``: the Chinese edition (text from the catalogs, see ``tools/i18n_notebooks.py``)."""
+    from tools import i18n_notebooks
+
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     written = []
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
+        nb = student_notebook(nbformat.read(path, as_version=4))
+        if language != "en":
+            nb, _ = i18n_notebooks.translate_notebook(nb, i18n_notebooks.catalog_lookup(path.stem))
         target = out / path.name
-        nbformat.write(student_notebook(nb), target)
+        nbformat.write(nb, target)
         written.append(target)
-    (out / "README.md").write_text(README, encoding="utf-8")
+    (out / "README.md").write_text(README if language == "en" else README_ZH, encoding="utf-8")
+    if language != "en":
+        (out / i18n_notebooks.LANGUAGE_FILE).write_text(language + "\n", encoding="utf-8")
     return written
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: every catalogued notebooks/NN_*.ipynb")
-    parser.add_argument("--out", type=Path, default=OUT, help="output folder (replaced; default build/student)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="output folder (replaced; default build/student); the Chinese edition goes into its zh/")
     args = parser.parse_args(argv)
     paths = args.notebooks or [NOTEBOOKS / f"{e.stem}.ipynb" for e in existing(load_catalog())]
     written = write_edition(paths, args.out)
+    written += write_edition(paths, args.out / "zh", language="zh_CN")
     for path in written:
         nb = nbformat.read(path, as_version=4)
         stubs = sum("exercise" in tags(c) for c in nb.cells)
