@@ -258,9 +258,9 @@ def fill_untranslatable(catalogs: Path = CATALOGS, pots: Path | None = None) -> 
 
     pots = pots or templates()
     total = 0
-    for path in sorted(catalogs.glob("*.po")):
+    for name, path in pages(catalogs).items():
         catalog = load(path)
-        display = formulas(pots, path.stem)
+        display = formulas(pots, name)
         changed = 0
         for message in catalog:
             if message.id and (message.id in display or nothing_to_translate(message.id)) and (
@@ -349,6 +349,16 @@ def glossary_problems(rules: list[Rule]) -> list[str]:
 
 
 # --- reading the catalogs --------------------------------------------------------------------------
+
+# The catalog of the course package's own messages (exercise checkers, the first cell's notice):
+# extracted from Python by tools/i18n_course.py, not a page of the site.
+COURSE_DOMAIN = "posenc_course"
+
+
+def pages(catalogs: Path = CATALOGS) -> dict[str, Path]:
+    """The site pages' catalogs by document name ("03_rope", "source/03_rope"), sorted."""
+    found = {path.relative_to(catalogs).with_suffix("").as_posix(): path for path in catalogs.rglob("*.po")}
+    return {name: found[name] for name in sorted(found) if name != COURSE_DOMAIN}
 
 
 def load(path: Path) -> Catalog:
@@ -451,13 +461,13 @@ def check(catalogs: Path = CATALOGS, stale: bool = True) -> list[Problem]:
     complete = set(complete_documents())
     pots = templates()
     problems = [Problem("terminology", [], "", p) for p in glossary_problems(rules)]
-    for name in sorted(complete - {p.stem for p in catalogs.glob("*.po")}):
+    for name in sorted(complete - set(pages(catalogs))):
         problems.append(Problem(name, [], "", "listed as complete, but it has no catalog"))
-    for path in sorted(catalogs.glob("*.po")):
+    for name, path in pages(catalogs).items():
         catalog = load(path)
-        problems += entry_problems(path.stem, catalog, rules, path.stem in complete, pots)
-        if stale and path.stem in complete:
-            problems += stale_problems(path.stem, catalog, pots)
+        problems += entry_problems(name, catalog, rules, name in complete, pots)
+        if stale and name in complete:
+            problems += stale_problems(name, catalog, pots)
     return problems
 
 
@@ -472,11 +482,11 @@ def main(argv: list[str]) -> int:
         print(f"catalogs in {CATALOGS.relative_to(ROOT)}: {status}")
     if args.command in ("update", "status"):
         complete = set(complete_documents())
-        print(f"{'document':28} {'entries':>7} {'done':>5} {'fuzzy':>5} {'empty':>5} {'words':>6}  complete")
-        for path in sorted(CATALOGS.glob("*.po")):
-            s = statistics(load(path), formulas(templates(), path.stem))
-            print(f"{path.stem:28} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
-                  f"{s['words']:6}  {'yes' if path.stem in complete else ''}")
+        print(f"{'document':32} {'entries':>7} {'done':>5} {'fuzzy':>5} {'empty':>5} {'words':>6}  complete")
+        for name, path in pages().items():
+            s = statistics(load(path), formulas(templates(), name))
+            print(f"{name:32} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
+                  f"{s['words']:6}  {'yes' if name in complete else ''}")
     if args.command == "check":
         problems = check()
         for problem in problems:
