@@ -62,7 +62,8 @@ def _cell(text: str) -> str:
 # ("### NN · Plan (90 minutes)") is the time.
 READING_WPM = 150
 MINUTES_PER_CELL = 1.5
-GUIDE_PLAN = re.compile(r"^#{2,4}\s+(\d\d)\s+·\s+Plan\s+\((\d+)\s+minutes\)", re.MULTILINE)
+# A notebook taught in several sessions has one plan per session ("### 06 · Session 1 · Plan (90 minutes): ...").
+GUIDE_PLAN = re.compile(r"^#{2,4}\s+(\d\d)\s+·\s+(?:Session\s+\d+\s+·\s+)?Plan\s+\((\d+)\s+minutes\)", re.MULTILINE)
 
 
 @dataclass
@@ -70,7 +71,7 @@ class StudyTime:
     """What a reader is told about the time the course takes, every number counted from the sources."""
     words: int  # in the notebooks' markdown cells
     code_cells: int
-    class_minutes: dict[str, int]  # notebook number -> minutes of its lesson plan in the instructor guide
+    class_minutes: dict[str, list[int]]  # notebook number -> minutes of each of its lessons in the instructor guide
 
     @property
     def self_minutes(self) -> float:
@@ -82,9 +83,12 @@ class StudyTime:
                 f"minute, and {self.code_cells} code cells at {MINUTES_PER_CELL:g} minutes each to read, run and "
                 "look at)")
         if self.class_minutes:
-            lo, hi = min(self.class_minutes.values()), max(self.class_minutes.values())
+            lessons = [m for minutes in self.class_minutes.values() for m in minutes]
+            lo, hi = min(lessons), max(lessons)
             each = f"{lo} minutes" if lo == hi else f"{lo}-{hi} minutes"
-            text += (f"; in class, one lesson of {each} per notebook, {sum(self.class_minutes.values()) / 60:g} hours "
+            more = [f"{len(m)} for {n}" for n, m in sorted(self.class_minutes.items()) if len(m) > 1]
+            per = f"one per notebook, {', '.join(more)}" if more else "one per notebook"
+            text += (f"; in class, {len(lessons)} lessons of {each} ({per}), {sum(lessons) / 60:g} hours "
                      "for the series (the instructor guide's lesson plans)")
         return text
 
@@ -101,9 +105,10 @@ def study_time(notebooks: list[Path], guide: Path | None = None) -> StudyTime:
                 words += len(re.sub(r"<!--.*?-->", " ", cell.source, flags=re.S).split())
             elif cell.cell_type == "code":
                 cells += 1
-    plans = {}
+    plans: dict[str, list[int]] = {}
     if guide is not None and guide.is_file():
-        plans = {m[1]: int(m[2]) for m in GUIDE_PLAN.finditer(guide.read_text(encoding="utf-8"))}
+        for m in GUIDE_PLAN.finditer(guide.read_text(encoding="utf-8")):
+            plans.setdefault(m[1], []).append(int(m[2]))
     numbers = {path.name[:2] for path in notebooks}
     return StudyTime(words, cells, {n: m for n, m in plans.items() if n in numbers})
 
@@ -180,8 +185,8 @@ know from the earlier ones.
 
 **Where it comes from.** The course grew out of a Chinese-language tutorial, "Transformer
 positional encoding: from sinusoidal to RoPE", which the notebooks call "the source article".
-It covers the right topics; six of its statements do not hold, and the notebooks correct each
-one with a measurement{errata}.
+It covers the right topics; nine of its statements are wrong or leave out what they rely on, and
+the notebooks correct each one with a measurement{errata}.
 
 **For whom.** Students and engineers who know PyTorch tensors, `nn.Module` and the scaled
 dot-product attention formula, and want to understand position encodings well enough to

@@ -728,21 +728,24 @@ def test_study_time_counts_words_code_cells_and_the_guides_plans(tmp_path):
     for stem in ("00_a", "01_b"):
         nbformat.write(new_notebook(cells=cells), tmp_path / f"{stem}.ipynb")
     guide = tmp_path / "guide.md"
-    guide.write_text("## 00 · Plan (60 minutes)\n\n### 01 · Plan (90 minutes)\n\n## 02 · Plan (75 minutes)\n",
-                     encoding="utf-8")
+    guide.write_text("## 00 · Plan (60 minutes)\n\n### 01 · Session 1 · Plan (90 minutes): a\n\n"
+                     "### 01 · Session 2 · Plan (90 minutes): b\n\n## 02 · Plan (75 minutes)\n", encoding="utf-8")
     notebooks = sorted(tmp_path.glob("*.ipynb"))
     # "# Title" is 2 words, "One two three four." 4: 6 a notebook; 2 code cells a notebook
-    assert build_site.study_time(notebooks, guide) == build_site.StudyTime(12, 4, {"00": 60, "01": 90})
+    assert build_site.study_time(notebooks, guide) == build_site.StudyTime(12, 4, {"00": [60], "01": [90, 90]})
     assert build_site.study_time(notebooks) == build_site.StudyTime(12, 4, {})
 
 
 def test_study_time_sentence():
-    study = build_site.StudyTime(words=9000, code_cells=40, class_minutes={"00": 60, "01": 90})
+    study = build_site.StudyTime(words=9000, code_cells=40, class_minutes={"00": [60], "01": [90]})
     assert study.self_minutes == 120
     assert study.sentence() == (
         "about 2 hours on your own (9,000 words of text at 150 words a minute, and 40 code cells at 1.5 minutes "
-        "each to read, run and look at); in class, one lesson of 60-90 minutes per notebook, 2.5 hours for the "
-        "series (the instructor guide's lesson plans)")
+        "each to read, run and look at); in class, 2 lessons of 60-90 minutes (one per notebook), 2.5 hours for "
+        "the series (the instructor guide's lesson plans)")
+    two = build_site.StudyTime(9000, 40, {"00": [90], "06": [90, 90]}).sentence()
+    assert two.endswith("in class, 3 lessons of 90 minutes (one per notebook, 2 for 06), 4.5 hours for the series "
+                        "(the instructor guide's lesson plans)")
     assert build_site.StudyTime(9000, 40, {}).sentence().endswith("to read, run and look at)")
 
 
