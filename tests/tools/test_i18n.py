@@ -41,8 +41,16 @@ def test_the_terminology_table_follows_the_glossary(rules):
     assert not problems, "\n".join(problems)
 
 
+def test_every_page_is_translated_completely(pots):
+    """The Chinese edition is whole: every page the extraction finds is listed as complete (and so, by
+    the next tests, fully translated, none fuzzy, current)."""
+    extracted = {p.relative_to(pots).with_suffix("").as_posix() for p in pots.rglob("*.pot")}
+    assert extracted - set(COMPLETE) == set(), "pages not listed in locale/zh_CN/complete.toml (translate them, then list them)"
+    assert set(i18n.pages()) == extracted, "catalogs and extracted pages differ (run make i18n-update)"
+
+
 def test_the_manifest_lists_documents_that_are_extracted(pots):
-    extracted = {p.stem for p in pots.glob("*.pot")}
+    extracted = {p.relative_to(pots).with_suffix("").as_posix() for p in pots.rglob("*.pot")}
     assert set(COMPLETE) <= extracted, f"complete.toml lists pages the site does not have: {set(COMPLETE) - extracted}"
     assert len(COMPLETE) == len(set(COMPLETE))
 
