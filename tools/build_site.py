@@ -216,6 +216,10 @@ it (`.ipynb`) and to read its source (`.py`, jupytext percent format).
   click "Show the solution to exercise N" to open one.
 - A code cell has a copy button at its top right.
 - Terms link to the [glossary](glossary.md), in English and Chinese (术语表).
+- **中文版 (Chinese edition).** Every page has a Chinese translation: follow the language switch at
+  the top of the page. `make lab` opens the notebooks in Chinese too (`notebooks/zh/`). Figures,
+  tables and explorers keep their English labels in both editions: they are the outputs of the
+  same code.
 {library}{teachers}
 ## How to run it
 
