@@ -60,6 +60,7 @@ _STRICT = contextvars.ContextVar("posenc_exercises_strict", default=False)
 
 def _titled(title: str, text: str) -> str:
     """``title: text`` in the current language (a Chinese colon is full-width)."""
+    # Translators: every checker line after its mark: the exercise's title, then what the checker says.
     return _("{title}: {text}").format(title=title, text=text)
 
 
@@ -219,6 +220,7 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
         gap = guess - truth
         if abs(gap) <= allowed * (1 + 1e-12):
             within = _("within {allowed}").format(allowed=allowed_text()) if tolerance else _("exact")
+            # Translators: "you predicted 0.22, the run gives 0.2231" and "within ±0.03" (or "exact").
             ex.passed(join_sentences(_("{said} ({within}).").format(said=said, within=within), _(why) if why else ""))
             return
         passes = (_("a prediction within {allowed} passes").format(allowed=allowed_text()) if tolerance
