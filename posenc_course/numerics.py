@@ -38,6 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from posenc_course.i18n import N_, _
+
 __all__ = ["REFERENCE_FILE", "reference", "record_reference", "numerics_in_force", "probe_digest",
            "reproduces_reference", "notice", "describe", "DIFFERS", "separate_inductor_cache"]
 
@@ -133,16 +135,17 @@ def reproduces_reference() -> bool:
     return probe_digest() == reference()["digest"]
 
 
-#: The one sentence a notebook prints where this machine does not reproduce the reference numerics.
-DIFFERS = ("This computer's arithmetic rounds differently from the machine that produced the printed "
-           "numbers: trained results may differ in the last digits.")
+#: The one sentence a notebook prints where this machine does not reproduce the reference numerics
+#: (in English; :func:`notice` says it in the current language, :mod:`posenc_course.i18n`).
+DIFFERS = N_("This computer's arithmetic rounds differently from the machine that produced the printed "
+             "numbers: trained results may differ in the last digits.")
 
 
 def notice(matches: bool | None = None) -> str:
     """What a notebook's first cell says about the numerics: nothing (``""``) on a machine that
-    reproduces the reference, else :data:`DIFFERS`, one plain sentence."""
+    reproduces the reference, else :data:`DIFFERS` in the current language, one plain sentence."""
     matches = reproduces_reference() if matches is None else matches
-    return "" if matches else DIFFERS
+    return "" if matches else _(DIFFERS)
 
 
 def describe(matches: bool | None = None) -> str:

@@ -24,6 +24,13 @@ settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=
 settings.load_profile("posenc")
 
 
+@pytest.fixture(autouse=True)
+def _english_messages(monkeypatch):
+    """The tests read the course's English lines: a ``POSENC_LANG`` in the caller's environment (the
+    Chinese edition, posenc_course/i18n.py) would translate them. Tests of the Chinese set it themselves."""
+    monkeypatch.delenv("POSENC_LANG", raising=False)
+
+
 class AddedTable(PositionScheme):
     """Adds a random fixed row per position to the embeddings (a learnable-table stand-in)."""
 

@@ -25,6 +25,11 @@ Besides checkers written by hand, two kinds are built from data alone:
 
 The worked solutions sit in a "Solutions" section at the end of each notebook (cells tagged
 ``solution``: hidden in JupyterLab, folded on the site, removed in the student edition).
+
+Every line a learner reads goes through :mod:`posenc_course.i18n` when it is printed: a text built
+in a checker is ``_("... {name} ...").format(name=...)``; a text stored at import time (a title, a
+prediction's explanation, a choice's options and hints) is marked ``N_("...")`` and translated when
+printed. The marks ``[passed]``, ``[to do]`` and ``[not yet]`` are the same in every language.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Concatenate, NoReturn, ParamSpec
 
+from posenc_course.i18n import _, join_sentences
+
 __all__ = ["Exercise", "ExerciseFailure", "checker", "choice", "prediction", "strict", "TODO_MARK", "PASSED_MARK",
            "NOT_YET_MARK"]
 
@@ -51,20 +58,35 @@ NOT_YET_MARK = "[not yet]"
 _STRICT = contextvars.ContextVar("posenc_exercises_strict", default=False)
 
 
+def _titled(title: str, text: str) -> str:
+    """``title: text`` in the current language (a Chinese colon is full-width)."""
+    # Translators: every checker line after its mark: the exercise's title, then what the checker says.
+    return _("{title}: {text}").format(title=title, text=text)
+
+
 class ExerciseFailure(AssertionError):
-    """A wrong answer: ``title`` names the exercise, ``hint`` says what was expected and what came out."""
+    """A wrong answer: ``title`` names the exercise, ``hint`` says what was expected and what came out
+    (both in the current language)."""
 
     def __init__(self, title: str, hint: str) -> None:
-        super().__init__(f"{title}: {hint}")
+        super().__init__(_titled(title, hint))
         self.title = title
         self.hint = hint
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise, as its checker sees it: the title, and the ways to report on an answer."""
+    """One exercise, as its checker sees it: the title, and the ways to report on an answer.
+
+    ``title`` is the English title as marked in the code; :attr:`heading` is it in the current language.
+    """
 
     title: str
+
+    @property
+    def heading(self) -> str:
+        """The title in the current language."""
+        return _(self.title)
 
     def expect(self, condition: bool, hint: str) -> None:
         """Reject the answer with ``hint`` unless ``condition`` holds."""
@@ -73,7 +95,7 @@ class Exercise:
 
     def fail(self, hint: str) -> NoReturn:
         """Reject the answer with ``hint``."""
-        raise ExerciseFailure(self.title, hint)
+        raise ExerciseFailure(self.heading, hint)
 
     def call(self, fn: object, *args: Any) -> Any:
         """Call the learner's function ``fn(*args)``.
@@ -82,18 +104,18 @@ class Exercise:
         any other exception the learner's code raises rejects the answer with a hint that names
         it, and so does an answer that is not a function.
         """
-        self.expect(callable(fn), f"the answer must be a function, got {type(fn).__name__}")
+        self.expect(callable(fn), _("the answer must be a function, got {type}").format(type=type(fn).__name__))
         try:
             return fn(*args)  # type: ignore[operator]
         except NotImplementedError:
             raise
         except Exception as error:  # the learner's code may raise anything: report it as a hint
-            self.fail(f"calling it raised {type(error).__name__}: {error} "
-                      "(call your function in a cell of its own to see where)")
+            self.fail(_("calling it raised {error_type}: {error} (call your function in a cell of its own to "
+                        "see where)").format(error_type=type(error).__name__, error=error))
 
     def passed(self, detail: str = "") -> None:
         """Print the success line."""
-        print(f"{PASSED_MARK} {self.title}" + (f": {detail}" if detail else ""))
+        print(f"{PASSED_MARK} " + (_titled(self.heading, detail) if detail else self.heading))
 
 
 @contextlib.contextmanager
@@ -106,7 +128,7 @@ def strict() -> Iterator[None]:
         _STRICT.reset(token)
 
 
-def checker(title: str, todo: str | None = None) -> Callable[[Callable[Concatenate[Exercise, P], None]], Callable[P, None]]:
+def checker(title: str, todo: str | Callable[[], str] | None = None) -> Callable[[Callable[Concatenate[Exercise, P], None]], Callable[P, None]]:
     """Make ``check(ex, *answers)`` the notebook's ``check(*answers)`` for the exercise ``title``.
 
     The returned function prints "[to do]" for an untouched stub (an answer that is ``...``, or a
@@ -115,6 +137,10 @@ def checker(title: str, todo: str | None = None) -> Callable[[Callable[Concatena
     in the checker; both propagate inside :func:`strict`), and what ``check`` prints on success.
     It returns None, so a notebook cell ending in a checker call shows only that line. ``todo``
     replaces the default "[to do]" text for an answer left as ``...``.
+
+    ``title`` and ``todo`` are English texts marked with ``N_`` (the decorator runs at import); they
+    are translated each time a line is printed. ``todo`` may be a callable returning the text, for a
+    text built from values (it is then called at print time).
     """
 
     def wrap(check: Callable[Concatenate[Exercise, P], None]) -> Callable[P, None]:
@@ -122,23 +148,26 @@ def checker(title: str, todo: str | None = None) -> Callable[[Callable[Concatena
 
         @functools.wraps(check)
         def run(*answers: P.args, **kwargs: P.kwargs) -> None:
+            heading = exercise.heading
             if any(a is Ellipsis for a in (*answers, *kwargs.values())):
-                print(f"{TODO_MARK} {title}: "
-                      + (todo or "replace the `...` in the cell above with your answer, then run it again."))
+                text = (todo() if callable(todo) else _(todo)) if todo else \
+                    _("replace the `...` in the cell above with your answer, then run it again.")
+                print(f"{TODO_MARK} " + _titled(heading, text))
                 return
             try:
                 check(exercise, *answers, **kwargs)
             except NotImplementedError:
-                print(f"{TODO_MARK} {title}: the stub above still raises NotImplementedError; "
-                      "write your code in its place, then run the cell again.")
+                print(f"{TODO_MARK} " + _titled(heading, _("the stub above still raises NotImplementedError; "
+                                                           "write your code in its place, then run the cell again.")))
             except ExerciseFailure as failure:
                 if _STRICT.get():
                     raise
-                print(f"{NOT_YET_MARK} {title}: {failure.hint}")
+                print(f"{NOT_YET_MARK} " + _titled(heading, failure.hint))
             except Exception as error:  # an answer of an unforeseen kind tripped the checker itself
                 if _STRICT.get():
                     raise
-                print(f"{NOT_YET_MARK} {title}: checking your answer raised {type(error).__name__}: {error}")
+                print(f"{NOT_YET_MARK} " + _titled(heading, _("checking your answer raised {error_type}: {error}").format(
+                    error_type=type(error).__name__, error=error)))
 
         # what help() and inspect.signature show: the learner's parameters, without the Exercise
         signature = inspect.signature(check)
@@ -164,31 +193,43 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
     ``tolerance`` (a fraction of ``|actual|`` when ``relative``). Either way the checker says what
     was predicted and what came out; on a miss it names the gap and adds ``too_high`` or ``too_low``
     (why a prediction errs that way), and ``why`` (what explains the true value) after both. A
-    ``variable`` still ``...`` prints "[to do]" naming the variable.
+    ``variable`` still ``...`` prints "[to do]" naming the variable. ``title``, ``why``, ``too_high``
+    and ``too_low`` are English texts marked with ``N_``, translated when printed.
     """
     if tolerance < 0 or not math.isfinite(tolerance):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
-    allowed_text = f"{tolerance:.0%} of the true value" if relative else f"±{_show(tolerance)}"
-    within = f"within {allowed_text}" if tolerance else "exact"
-    passes = f"a prediction within {allowed_text} passes" if tolerance else "only the exact value passes"
 
-    @checker(title, todo=f"write your prediction into `{variable}` in the cell above (replace the `...`) "
-                         "and run it, then run this cell again.")
+    def allowed_text() -> str:
+        return (_("{tolerance:.0%} of the true value").format(tolerance=tolerance) if relative
+                else f"±{_show(tolerance)}")
+
+    def todo() -> str:
+        return _("write your prediction into `{variable}` in the cell above (replace the `...`) and run it, then run "
+                 "this cell again.").format(variable=variable)
+
+    @checker(title, todo=todo)
     def check(ex: Exercise, predicted: object, actual: object) -> None:
         ex.expect(isinstance(predicted, numbers.Real) and not isinstance(predicted, bool),
-                  f"`{variable}` must be a number, got {type(predicted).__name__} {predicted!r}")
+                  _("`{variable}` must be a number, got {type} {value!r}").format(
+                      variable=variable, type=type(predicted).__name__, value=predicted))
         guess, truth = float(predicted), float(actual)  # type: ignore[arg-type]
-        ex.expect(math.isfinite(guess), f"`{variable}` must be a finite number, got {guess}")
-        said = f"you predicted {_show(guess)}, the run gives {_show(truth)}"
+        ex.expect(math.isfinite(guess), _("`{variable}` must be a finite number, got {value}").format(
+            variable=variable, value=guess))
+        said = _("you predicted {guess}, the run gives {truth}").format(guess=_show(guess), truth=_show(truth))
         allowed = tolerance * abs(truth) if relative else tolerance
         gap = guess - truth
         if abs(gap) <= allowed * (1 + 1e-12):
-            ex.passed(f"{said} ({within}). {why}".rstrip())
+            within = _("within {allowed}").format(allowed=allowed_text()) if tolerance else _("exact")
+            # Translators: "you predicted 0.22, the run gives 0.2231" and "within ±0.03" (or "exact").
+            ex.passed(join_sentences(_("{said} ({within}).").format(said=said, within=within), _(why) if why else ""))
             return
-        direction = "too high" if gap > 0 else "too low"
+        passes = (_("a prediction within {allowed} passes").format(allowed=allowed_text()) if tolerance
+                  else _("only the exact value passes"))
+        template = (_("{said}: too high by {gap} ({passes}).") if gap > 0 else
+                    _("{said}: too low by {gap} ({passes})."))
         reason = too_high if gap > 0 else too_low
-        ex.fail(" ".join(part for part in (f"{said}: {direction} by {_show(abs(gap))} "
-                                           f"({passes}).", reason, why) if part))
+        ex.fail(join_sentences(template.format(said=said, gap=_show(abs(gap)), passes=passes),
+                               _(reason) if reason else "", _(why) if why else ""))
 
     return check
 
@@ -201,7 +242,8 @@ def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
     ``options`` maps each letter to its text (the notebook lists the same options); ``answer`` is
     the right letter and ``why`` what the checker prints when it is chosen; ``hints`` gives every
     wrong letter its own hint: why that option is wrong, and where the notebook shows it. The
-    learner's letter may be upper or lower case, with or without parentheses.
+    learner's letter may be upper or lower case, with or without parentheses. The texts are
+    English marked with ``N_``, translated when printed.
     """
     letters = list(options)
     if answer not in options:
@@ -211,16 +253,20 @@ def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
                          f"got {sorted(hints)}")
     listed = ", ".join(f'"{letter}"' for letter in letters)
 
-    @checker(title, todo=f"set the answer to one letter ({listed}) in place of the `...`, then run the cell "
-                         "again.")
+    def todo() -> str:
+        return _("set the answer to one letter ({letters}) in place of the `...`, then run the cell again.").format(
+            letters=listed)
+
+    @checker(title, todo=todo)
     def check(ex: Exercise, chosen: object) -> None:
-        ex.expect(isinstance(chosen, str), f"answer with one letter as a string ({listed}), "
-                                           f"got {type(chosen).__name__} {chosen!r}")
+        ex.expect(isinstance(chosen, str), _("answer with one letter as a string ({letters}), got {type} {value!r}")
+                  .format(letters=listed, type=type(chosen).__name__, value=chosen))
         letter = chosen.strip().strip("()").strip().lower()  # type: ignore[union-attr]
-        ex.expect(letter in options, f"answer with one of {listed}, got {chosen!r}")
+        ex.expect(letter in options, _("answer with one of {letters}, got {value!r}").format(letters=listed,
+                                                                                             value=chosen))
         if letter == answer:
-            ex.passed(f"({letter}) {why}")
+            ex.passed(f"({letter}) {_(why)}")
             return
-        ex.fail(f"({letter}) is not it: {hints[letter]}")
+        ex.fail(_("({letter}) is not it: {hint}").format(letter=letter, hint=_(hints[letter])))
 
     return check

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from posenc_course.data import WhoDidWhat
 from posenc_course.exercises import Exercise, checker, choice, prediction
+from posenc_course.i18n import N_, _
 from posenc_lib.models import TinyTransformer
 
 __all__ = ["LOPSIDED_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
@@ -24,34 +25,34 @@ __all__ = ["LOPSIDED_TASK", "check_exercise_1", "check_exercise_2", "check_exerc
 LOPSIDED_TASK = WhoDidWhat(agents=("cat", "dog"), patients=("cat", "dog", "mouse"), held_out_pairs=())
 
 check_exercise_1 = prediction(
-    "Exercise 1 (predict the ceiling of a lopsided task)", variable="predicted_ceiling", tolerance=0.01,
-    too_low="0.5 would be right if both animals of every bag were equally likely agents. Here the mouse is "
-            "never an agent: what can a bag-of-words model conclude from a bag that contains 'mouse'?",
-    too_high="Only bags with a mouse name their agent; in the bag {cat, dog} both are equally likely agents, "
-             "and no bag of words can do better than a coin there.",
-    why="Half the sentences pair the cat and the dog (agent a coin flip: right 1/2), half pair one of them "
-        "with the mouse (the agent is whichever is not the mouse: right always): 1/2 * 1/2 + 1/2 * 1 = 0.75.",
+    N_("Exercise 1 (predict the ceiling of a lopsided task)"), variable="predicted_ceiling", tolerance=0.01,
+    too_low=N_("0.5 would be right if both animals of every bag were equally likely agents. Here the mouse is "
+               "never an agent: what can a bag-of-words model conclude from a bag that contains 'mouse'?"),
+    too_high=N_("Only bags with a mouse name their agent; in the bag {cat, dog} both are equally likely agents, "
+                "and no bag of words can do better than a coin there."),
+    why=N_("Half the sentences pair the cat and the dog (agent a coin flip: right 1/2), half pair one of them "
+           "with the mouse (the agent is whichever is not the mouse: right always): 1/2 * 1/2 + 1/2 * 1 = 0.75."),
 )
 
 check_exercise_2 = choice(
-    "Exercise 2 (why a causal decoder is not equivariant)",
+    N_("Exercise 2 (why a causal decoder is not equivariant)"),
     options={
-        "a": "The softmax of a row depends on the order of the row's entries.",
-        "b": "The mask is fixed in index space: after a shuffle, a token sees a different set of earlier "
-             "tokens, so its output changes, not only its place.",
-        "c": "The decoder has learned positions during training.",
-        "d": "Floating-point rounding differs from one order of the tokens to another.",
+        "a": N_("The softmax of a row depends on the order of the row's entries."),
+        "b": N_("The mask is fixed in index space: after a shuffle, a token sees a different set of earlier "
+                "tokens, so its output changes, not only its place."),
+        "c": N_("The decoder has learned positions during training."),
+        "d": N_("Floating-point rounding differs from one order of the tokens to another."),
     },
     answer="b",
-    why="The mask lets slot t see slots 0..t, whatever tokens stand there. Shuffle the tokens and the set a "
-        "token attends to changes. The mask itself carries order, which is why decoders without any "
-        "encoding can still learn positions (the open-ended experiment, and 05).",
+    why=N_("The mask lets slot t see slots 0..t, whatever tokens stand there. Shuffle the tokens and the set a "
+           "token attends to changes. The mask itself carries order, which is why decoders without any "
+           "encoding can still learn positions (the open-ended experiment, and 05)."),
     hints={
-        "a": "a row-wise softmax does not care in which order the entries come (section 1 uses exactly "
-             "this): the encoder, with the same softmax, has a gap at rounding level.",
-        "c": "both models are untrained (fresh random weights); the gap is there before any training.",
-        "d": "rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "
-             "gap is of the order of the outputs themselves.",
+        "a": N_("a row-wise softmax does not care in which order the entries come (section 1 uses exactly "
+                "this): the encoder, with the same softmax, has a gap at rounding level."),
+        "c": N_("both models are untrained (fresh random weights); the gap is there before any training."),
+        "d": N_("rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "
+                "gap is of the order of the outputs themselves."),
     },
 )
 
@@ -67,18 +68,20 @@ def _permutations(seq: int, count: int, seed: int) -> list[Tensor]:
     return [torch.randperm(seq, generator=gen) for _ in range(count)]
 
 
-@checker("Exercise 3 (undo a shuffle)")
+@checker(N_("Exercise 3 (undo a shuffle)"))
 def check_exercise_3(ex: Exercise, inverse_permutation: Callable[[Tensor], Tensor]) -> None:
     """``inverse_permutation(perm)`` must return ``inv`` (int64) with ``perm[inv] == inv[perm] == arange``."""
     for seq in (1, 2, 5, 9):
         for perm in _permutations(seq, 4, seed=seq):
             inv = ex.call(inverse_permutation, perm.clone())
-            ex.expect(isinstance(inv, Tensor), f"return a torch.Tensor, got {type(inv).__name__}")
+            ex.expect(isinstance(inv, Tensor), _("return a torch.Tensor, got {type}").format(type=type(inv).__name__))
             ex.expect(inv.dtype == torch.long and inv.shape == perm.shape,
-                      f"return an int64 tensor of shape {tuple(perm.shape)}, got dtype {inv.dtype}, shape {tuple(inv.shape)}")
+                      _("return an int64 tensor of shape {shape}, got dtype {dtype}, shape {got_shape}").format(
+                          shape=tuple(perm.shape), dtype=inv.dtype, got_shape=tuple(inv.shape)))
             ex.expect(torch.equal(perm[inv], torch.arange(seq)) and torch.equal(inv[perm], torch.arange(seq)),
-                      f"for perm={perm.tolist()} you returned {inv.tolist()}, but perm[inv] = {perm[inv].tolist()} "
-                      f"is not 0..{seq - 1}. Position inv[j] must hold the index i where perm[i] == j.")
+                      _("for perm={perm} you returned {inv}, but perm[inv] = {composed} is not 0..{last}. Position "
+                        "inv[j] must hold the index i where perm[i] == j.").format(
+                          perm=perm.tolist(), inv=inv.tolist(), composed=perm[inv].tolist(), last=seq - 1))
     model = _encoder(causal=False)
     tokens = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(1))
     reference = model.features(tokens)
@@ -87,5 +90,5 @@ def check_exercise_3(ex: Exercise, inverse_permutation: Callable[[Tensor], Tenso
         for perm in _permutations(9, 5, seed=2):
             restored = model.features(tokens[:, perm])[:, ex.call(inverse_permutation, perm)]
             worst = max(worst, (restored - reference).abs().max().item())
-    ex.expect(worst < 1e-12, f"un-shuffled outputs differ from the originals by {worst:.2e}")
-    ex.passed("shuffle -> 2-layer encoder -> un-shuffle reproduces every output (max |diff| < 1e-12)")
+    ex.expect(worst < 1e-12, _("un-shuffled outputs differ from the originals by {worst:.2e}").format(worst=worst))
+    ex.passed(_("shuffle -> 2-layer encoder -> un-shuffle reproduces every output (max |diff| < 1e-12)"))

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker, choice, prediction
+from posenc_course.i18n import N_, _
 from posenc_lib.models import TinyTransformer
 from posenc_lib.rotary.rope import RotaryPE, apply_rope, convert_qk_weight, rope_cos_sin, rope_inv_freq
 
@@ -24,35 +25,35 @@ __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_ex
 
 
 check_exercise_1 = prediction(
-    "Exercise 1 (predict the score at offset 5)", variable="predicted_score", tolerance=0.1,
-    too_high="Five steps of 0.4 rad turn the key by 2 rad, more than a right angle (about 1.57 rad): the "
-             "two unit vectors now point more apart than across, so their dot product is negative.",
-    too_low="The score of two unit vectors is the cosine of the angle between them; 2 rad is less than "
-            "pi, so they are not opposite and the score stays above -1.",
-    why="Query and key are the same unit vector; at offset 5 the key is turned 5 x 0.4 = 2 rad further "
-        "than the query, and the score is cos(2) = -0.416, whatever the two absolute positions are.",
+    N_("Exercise 1 (predict the score at offset 5)"), variable="predicted_score", tolerance=0.1,
+    too_high=N_("Five steps of 0.4 rad turn the key by 2 rad, more than a right angle (about 1.57 rad): the "
+                "two unit vectors now point more apart than across, so their dot product is negative."),
+    too_low=N_("The score of two unit vectors is the cosine of the angle between them; 2 rad is less than "
+               "pi, so they are not opposite and the score stays above -1."),
+    why=N_("Query and key are the same unit vector; at offset 5 the key is turned 5 x 0.4 = 2 rad further "
+           "than the query, and the score is cos(2) = -0.416, whatever the two absolute positions are."),
 )
 
 check_exercise_2 = choice(
-    "Exercise 2 (why RoPE rotates q and k, not v)",
+    N_("Exercise 2 (why RoPE rotates q and k, not v)"),
     options={
-        "a": "Rotating v too would make the layer slower, and nothing else would change.",
-        "b": "The scores only need q and k; rotated values would carry each key's absolute position "
-             "into the output, so shifting all positions would change what the layer returns.",
-        "c": "Values have a different head_dim from queries and keys, so they cannot be rotated.",
-        "d": "Rotating v would change the norms of the values.",
+        "a": N_("Rotating v too would make the layer slower, and nothing else would change."),
+        "b": N_("The scores only need q and k; rotated values would carry each key's absolute position "
+                "into the output, so shifting all positions would change what the layer returns."),
+        "c": N_("Values have a different head_dim from queries and keys, so they cannot be rotated."),
+        "d": N_("Rotating v would change the norms of the values."),
     },
     answer="b",
-    why="Relative position enters through the scores, <R_m q, R_n k> = q^T R_(n-m) k. The values are "
-        "mixed by those weights and passed on; rotating them by their own position n would stamp an "
-        "absolute angle on the output. Section 5 measures it: shifted positions change nothing with q "
-        "and k rotated, and change the output once v is rotated too.",
+    why=N_("Relative position enters through the scores, <R_m q, R_n k> = q^T R_(n-m) k. The values are "
+           "mixed by those weights and passed on; rotating them by their own position n would stamp an "
+           "absolute angle on the output. Section 5 measures it: shifted positions change nothing with q "
+           "and k rotated, and change the output once v is rotated too."),
     hints={
-        "a": "section 5 measures more than speed: with v rotated, the layer's output changes when every "
-             "position shifts by the same amount.",
-        "c": "in this library and in LLaMA, q, k and v heads share one head_dim; the reason is what a "
-             "rotated value would carry, not its shape.",
-        "d": "a rotation keeps every norm (section 1); the trouble is the absolute angle it would add.",
+        "a": N_("section 5 measures more than speed: with v rotated, the layer's output changes when every "
+                "position shifts by the same amount."),
+        "c": N_("in this library and in LLaMA, q, k and v heads share one head_dim; the reason is what a "
+                "rotated value would carry, not its shape."),
+        "d": N_("a rotation keeps every norm (section 1); the trouble is the absolute angle it would add."),
     },
 )
 
@@ -66,7 +67,7 @@ def _scores(w_q: Tensor, w_k: Tensor, n_heads: int, layout: str, x: Tensor) -> T
     return apply_rope(q, cos, sin, layout) @ apply_rope(k, cos, sin, layout).transpose(-2, -1)
 
 
-@checker("Exercise 3 (interleaved_to_half)")
+@checker(N_("Exercise 3 (interleaved_to_half)"))
 def check_exercise_3(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], Tensor]) -> None:
     """interleaved_to_half(weight (n_heads*head_dim, d_in), n_heads) -> the weight for the half layout."""
     gen = torch.Generator().manual_seed(4)
@@ -76,38 +77,46 @@ def check_exercise_3(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], 
         out_q = ex.call(interleaved_to_half, w_q.clone(), n_heads)
         out_k = ex.call(interleaved_to_half, w_k.clone(), n_heads)
         ex.expect(isinstance(out_q, Tensor) and out_q.shape == w_q.shape,
-                  f"return a tensor of the input's shape {tuple(w_q.shape)}, got "
-                  f"{tuple(out_q.shape) if isinstance(out_q, Tensor) else type(out_q).__name__}")
-        ex.expect(not torch.equal(out_q, w_q), "the weight came back unchanged; the half layout needs its rows reordered")
+                  _("return a tensor of the input's shape {shape}, got {got}").format(
+                      shape=tuple(w_q.shape),
+                      got=tuple(out_q.shape) if isinstance(out_q, Tensor) else type(out_q).__name__))
+        ex.expect(not torch.equal(out_q, w_q),
+                  _("the weight came back unchanged; the half layout needs its rows reordered"))
         global_perm = torch.cat([torch.arange(0, n_heads * head_dim, 2), torch.arange(1, n_heads * head_dim, 2)])
         if n_heads > 1 and torch.equal(out_q, w_q[global_perm]):
-            ex.fail("you reordered all rows at once; reorder within each head (reshape to (n_heads, head_dim, d_in))")
+            ex.fail(_("you reordered all rows at once; reorder within each head (reshape to (n_heads, head_dim, "
+                      "d_in))"))
         backwards = convert_qk_weight(w_q, n_heads, to="interleaved")
         if head_dim > 4 and torch.equal(out_q, backwards):
-            ex.fail("that is the inverse permutation (half -> interleaved); take the even rows first, then the odd")
+            ex.fail(_("that is the inverse permutation (half -> interleaved); take the even rows first, then the "
+                      "odd"))
         x = torch.randn(2, 7, d_in, generator=gen)
         want = _scores(w_q, w_k, n_heads, "interleaved", x)
         got = _scores(out_q, out_k, n_heads, "half", x)
         ex.expect(torch.allclose(got, want, atol=1e-4, rtol=1e-4),
-                  f"with n_heads={n_heads}, head_dim={head_dim} the half-layout scores differ from the interleaved ones "
-                  f"by up to {(got - want).abs().max().item():.3g}")
-    ex.passed("attention scores of the converted weights match the interleaved model")
+                  _("with n_heads={n_heads}, head_dim={head_dim} the half-layout scores differ from the interleaved "
+                    "ones by up to {gap:.3g}").format(n_heads=n_heads, head_dim=head_dim,
+                                                      gap=(got - want).abs().max().item()))
+    ex.passed(_("attention scores of the converted weights match the interleaved model"))
 
 
-@checker("Exercise 4 (decode_positions)")
+@checker(N_("Exercise 4 (decode_positions)"))
 def check_exercise_4(ex: Exercise, decode_positions: Callable[[int, int], Tensor]) -> None:
     """decode_positions(cache_len, n_new) -> (1, n_new) int64 positions cache_len .. cache_len + n_new - 1."""
     for cache_len, n_new in [(0, 1), (0, 4), (5, 1), (31, 1), (7, 3)]:
         out = ex.call(decode_positions, cache_len, n_new)
         ex.expect(isinstance(out, Tensor) and out.dtype == torch.long,
-                  f"return an int64 tensor, got {out.dtype if isinstance(out, Tensor) else type(out).__name__}")
-        ex.expect(out.shape == (1, n_new), f"for n_new={n_new} return shape (1, {n_new}), got {tuple(out.shape)}")
+                  _("return an int64 tensor, got {got}").format(
+                      got=out.dtype if isinstance(out, Tensor) else type(out).__name__))
+        ex.expect(out.shape == (1, n_new), _("for n_new={n_new} return shape (1, {n_new}), got {shape}").format(
+            n_new=n_new, shape=tuple(out.shape)))
         want = torch.arange(cache_len, cache_len + n_new)[None]
         if cache_len > 0 and torch.equal(out, want - cache_len):
-            ex.fail(f"positions restart at 0, but the cache already holds {cache_len} tokens at positions "
-                               f"0..{cache_len - 1}: the new tokens come after them")
+            ex.fail(_("positions restart at 0, but the cache already holds {cache_len} tokens at positions "
+                      "0..{last}: the new tokens come after them").format(cache_len=cache_len, last=cache_len - 1))
         ex.expect(torch.equal(out, want),
-                  f"with cache_len={cache_len}, n_new={n_new} expected {want.tolist()}, got {out.tolist()}")
+                  _("with cache_len={cache_len}, n_new={n_new} expected {want}, got {got}").format(
+                      cache_len=cache_len, n_new=n_new, want=want.tolist(), got=out.tolist()))
     # the property it serves: a cached decode equals full recomputation in a RoPE model
     with torch.random.fork_rng():  # a fixed model without touching the caller's random state
         torch.manual_seed(5)
@@ -119,5 +128,6 @@ def check_exercise_4(ex: Exercise, decode_positions: Callable[[int, int], Tensor
         cache = model.new_cache()
         model(tokens[:, :9], positions=ex.call(decode_positions, 0, 9), cache=cache)
         step = model(tokens[:, 9:], positions=ex.call(decode_positions, 9, 3), cache=cache)
-    ex.expect(torch.allclose(step, full, atol=1e-5), "a cached decode with these positions differs from full recomputation")
-    ex.passed("a cached decode step with these positions equals full recomputation")
+    ex.expect(torch.allclose(step, full, atol=1e-5),
+              _("a cached decode with these positions differs from full recomputation"))
+    ex.passed(_("a cached decode step with these positions equals full recomputation"))

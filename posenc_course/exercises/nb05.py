@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker, choice, prediction
+from posenc_course.i18n import N_, _
 from posenc_lib.score_bias.alibi import alibi_slopes
 from posenc_lib.score_bias.swin import swin_relative_position_index
 from posenc_lib.score_bias.t5 import t5_relative_bucket
@@ -33,100 +34,110 @@ def _as_float64(ex: Exercise, out: Any, n: int) -> Tensor:
     try:
         t = torch.as_tensor(out, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError) as error:
-        ex.fail(f"return a tensor (or list) of {n} slopes, got {type(out).__name__} ({error})")
-    ex.expect(t.shape == (n,), f"for n_heads={n} return {n} slopes, shape ({n},), got shape {tuple(t.shape)}")
+        ex.fail(_("return a tensor (or list) of {n} slopes, got {type} ({error})").format(
+            n=n, type=type(out).__name__, error=error))
+    ex.expect(t.shape == (n,), _("for n_heads={n} return {n} slopes, shape ({n},), got shape {shape}").format(
+        n=n, shape=tuple(t.shape)))
     return t
 
 
-@checker("Exercise 1 (ALiBi slopes)")
+@checker(N_("Exercise 1 (ALiBi slopes)"))
 def check_exercise_1(ex: Exercise, my_alibi_slopes: Callable[[int], Any]) -> None:
     """my_alibi_slopes(n) must equal alibi_slopes(n) for powers of two and for other head counts."""
     for n in (1, 2, 4, 8, 16, 32):
         got = _as_float64(ex, ex.call(my_alibi_slopes, n), n)
         want = alibi_slopes(n).double()
         ex.expect(torch.allclose(got, want, rtol=1e-5, atol=0),
-                  f"for n_heads={n} (a power of two) the slopes are 2^(-8h/n) for h = 1..n, i.e. {want[:3].tolist()}...; "
-                  f"got {got[:3].tolist()}...")
+                  _("for n_heads={n} (a power of two) the slopes are 2^(-8h/n) for h = 1..n, i.e. {want}...; got "
+                    "{got}...").format(n=n, want=want[:3].tolist(), got=got[:3].tolist()))
     for n in (3, 5, 6, 12, 20, 24, 40):
         got = _as_float64(ex, ex.call(my_alibi_slopes, n), n)
         want = alibi_slopes(n).double()
         if torch.allclose(got, torch.tensor([2.0 ** (-8 * h / n) for h in range(1, n + 1)], dtype=torch.float64)):
-            ex.fail(f"n_heads={n} is not a power of two: 2^(-8h/n) is not the paper's rule; take the "
-                               f"slopes of the power of two below ({2 ** math.floor(math.log2(n))}), then every "
-                               "other slope of the next power of two")
+            ex.fail(_("n_heads={n} is not a power of two: 2^(-8h/n) is not the paper's rule; take the slopes of the "
+                      "power of two below ({below}), then every other slope of the next power of two").format(
+                          n=n, below=2 ** math.floor(math.log2(n))))
         ex.expect(torch.allclose(got, want, rtol=1e-5, atol=0),
-                  f"for n_heads={n} expected {[round(v, 5) for v in want.tolist()]}, got {[round(v, 5) for v in got.tolist()]}")
-    ex.passed("the slopes match for 1-32 heads, powers of two or not")
+                  _("for n_heads={n} expected {want}, got {got}").format(
+                      n=n, want=[round(v, 5) for v in want.tolist()], got=[round(v, 5) for v in got.tolist()]))
+    ex.passed(_("the slopes match for 1-32 heads, powers of two or not"))
 
 
-@checker("Exercise 2 (Swin relative position index)")
+@checker(N_("Exercise 2 (Swin relative position index)"))
 def check_exercise_2(ex: Exercise, my_swin_index: Callable[[int, int], Any]) -> None:
     """my_swin_index(h, w) must equal swin_relative_position_index(h, w) for square and rectangular windows."""
     for h, w in ((2, 2), (3, 3), (7, 7), (2, 4), (4, 3)):
         out = ex.call(my_swin_index, h, w)
         want = swin_relative_position_index(h, w)
         ex.expect(isinstance(out, Tensor) and out.shape == want.shape,
-                  f"for a {h}x{w} window return a ({h * w}, {h * w}) tensor, got "
-                  f"{tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__}")
-        ex.expect(not out.dtype.is_floating_point, f"an index must be an integer tensor, got dtype {out.dtype}")
+                  _("for a {h}x{w} window return a ({n}, {n}) tensor, got {got}").format(
+                      h=h, w=w, n=h * w, got=tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__))
+        ex.expect(not out.dtype.is_floating_point,
+                  _("an index must be an integer tensor, got dtype {dtype}").format(dtype=out.dtype))
         if torch.equal(out, want.t()):
-            ex.fail("you get the transpose: Swin uses the query's coordinates minus the key's, (r_i - r_j, c_i - c_j)")
+            ex.fail(_("you get the transpose: Swin uses the query's coordinates minus the key's, (r_i - r_j, "
+                      "c_i - c_j)"))
         if out.min() < 0:
-            ex.fail("some entries are negative: shift both differences by (window - 1) before combining them")
+            ex.fail(_("some entries are negative: shift both differences by (window - 1) before combining them"))
         if h != w and torch.equal(out, ((want // (2 * w - 1)) * (2 * h - 1) + want % (2 * w - 1))):
-            ex.fail("the row difference must be multiplied by the number of column offsets, 2*window_w - 1")
+            ex.fail(_("the row difference must be multiplied by the number of column offsets, 2*window_w - 1"))
         ex.expect(torch.equal(out, want),
-                  f"for a {h}x{w} window the index differs in {int((out != want).sum())} of {want.numel()} entries; "
-                  "row part (r_i - r_j + h - 1) * (2w - 1) plus column part (c_i - c_j + w - 1)")
-    ex.passed("the index matches for square and rectangular windows")
+                  _("for a {h}x{w} window the index differs in {wrong} of {total} entries; row part (r_i - r_j + h - "
+                    "1) * (2w - 1) plus column part (c_i - c_j + w - 1)").format(
+                      h=h, w=w, wrong=int((out != want).sum()), total=want.numel()))
+    ex.passed(_("the index matches for square and rectangular windows"))
 
 
-@checker("Exercise 3 (where T5's exact buckets end)")
+@checker(N_("Exercise 3 (where T5's exact buckets end)"))
 def check_exercise_3(ex: Exercise, first_shared_distance: Any) -> None:
     """The smallest distance d >= 0 whose bucket (bidirectional, 32 buckets, max_distance 128) equals that of d + 1."""
     d = torch.arange(0, 200)
     buckets = t5_relative_bucket(-d, bidirectional=True, num_buckets=32, max_distance=128)
     answer = int(torch.nonzero(buckets[:-1] == buckets[1:])[0])
     ex.expect(isinstance(first_shared_distance, int) and not isinstance(first_shared_distance, bool),
-              f"give a whole number (an int), got {first_shared_distance!r}")
-    ex.expect(first_shared_distance != 16, "16 is the number of buckets per direction; bidirectional T5 gives "
-                                               "half of those to exact distances")
-    ex.expect(first_shared_distance != 128, "128 (max_distance) is where the log-spaced buckets end, not where they begin")
+              _("give a whole number (an int), got {value!r}").format(value=first_shared_distance))
+    ex.expect(first_shared_distance != 16, _("16 is the number of buckets per direction; bidirectional T5 gives "
+                                             "half of those to exact distances"))
+    ex.expect(first_shared_distance != 128,
+              _("128 (max_distance) is where the log-spaced buckets end, not where they begin"))
     ex.expect(first_shared_distance == answer,
-              f"d = {first_shared_distance} and d + 1 fall in buckets {int(buckets[first_shared_distance])} and "
-              f"{int(buckets[first_shared_distance + 1])}" if 0 <= first_shared_distance < 199 else "look at distances 0-199")
-    ex.passed(f"distances 0-{answer - 1} have their own bucket; from {answer} on, neighbours share (log spacing)")
+              _("d = {d} and d + 1 fall in buckets {bucket} and {next_bucket}").format(
+                  d=first_shared_distance, bucket=int(buckets[first_shared_distance]),
+                  next_bucket=int(buckets[first_shared_distance + 1]))
+              if 0 <= first_shared_distance < 199 else _("look at distances 0-199"))
+    ex.passed(_("distances 0-{last} have their own bucket; from {answer} on, neighbours share (log spacing)").format(
+        last=answer - 1, answer=answer))
 
 
 check_exercise_4 = choice(
-    "Exercise 4 (why compact ALiBi needs the causal mask)",
+    N_("Exercise 4 (why compact ALiBi needs the causal mask)"),
     options={
-        "a": "The compact form m_h j is not exact in float32.",
-        "b": "Without the mask, keys after the query count too: there -m|i - j| = -m j + m i, which "
-             "falls with j, while m j rises; the bias differs from the full one by more than a constant "
-             "per row, so the softmax changes.",
-        "c": "SDPA refuses a (heads, 1, L) bias without is_causal.",
-        "d": "Without the mask the slopes must be doubled.",
+        "a": N_("The compact form m_h j is not exact in float32."),
+        "b": N_("Without the mask, keys after the query count too: there -m|i - j| = -m j + m i, which "
+                "falls with j, while m j rises; the bias differs from the full one by more than a constant "
+                "per row, so the softmax changes."),
+        "c": N_("SDPA refuses a (heads, 1, L) bias without is_causal."),
+        "d": N_("Without the mask the slopes must be doubled."),
     },
     answer="b",
-    why="-m|i - j| equals m j - m i only for j <= i. The term -m i is one constant per query row, which "
-        "the softmax ignores; for keys after the query the sign of j flips, and no per-key vector can "
-        "follow it. Section 2 measures the gap without the mask.",
+    why=N_("-m|i - j| equals m j - m i only for j <= i. The term -m i is one constant per query row, which "
+           "the softmax ignores; for keys after the query the sign of j flips, and no per-key vector can "
+           "follow it. Section 2 measures the gap without the mask."),
     hints={
-        "a": "in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
-             "precision caveat is bf16 at long lengths, and it does not explain a gap of 0.1 at L = 24.",
-        "c": "SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
-             "attention, silently.",
-        "d": "the slopes are the same with or without the mask; what changes is which keys count.",
+        "a": N_("in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
+                "precision caveat is bf16 at long lengths, and it does not explain a gap of 0.1 at L = 24."),
+        "c": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
+                "attention, silently."),
+        "d": N_("the slopes are the same with or without the mask; what changes is which keys count."),
     },
 )
 
 check_exercise_5 = prediction(
-    "Exercise 5 (predict ALiBi's weight at distance 3, 8 heads)", variable="predicted_weight",
+    N_("Exercise 5 (predict ALiBi's weight at distance 3, 8 heads)"), variable="predicted_weight",
     tolerance=0.03,
-    too_high="With 8 heads the steepest slope is 2^(-8/8) = 1/2, twice that of 4 heads: the factor "
-             "is exp(-3/2).",
-    too_low="The factor is exp(-m d) with m = 1/2 and d = 3, not a power of 1/2.",
-    why="m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 of the weight of "
-        "distance 0: a clear recency preference, still no peak at distance 3.",
+    too_high=N_("With 8 heads the steepest slope is 2^(-8/8) = 1/2, twice that of 4 heads: the factor "
+                "is exp(-3/2)."),
+    too_low=N_("The factor is exp(-m d) with m = 1/2 and d = 3, not a power of 1/2."),
+    why=N_("m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 of the weight of "
+           "distance 0: a clear recency preference, still no peak at distance 3."),
 )

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker
+from posenc_course.i18n import N_, _
 from posenc_course.training import cross_entropy
 from posenc_lib.analysis.probes import position_ids_from_mask, row_gradient_norms
 from posenc_lib.embeddings.learnable import LearnablePE
@@ -32,33 +33,39 @@ def _mask(lengths: list[int], seq: int, side: str) -> Tensor:
 
 
 def _check_int_tensor(ex: Exercise, got: object, shape: tuple[int, ...], what: str) -> Tensor:
-    ex.expect(isinstance(got, Tensor), f"return a torch.Tensor, got {type(got).__name__}")
-    ex.expect(tuple(got.shape) == shape, f"expected shape {shape} ({what}), got {tuple(got.shape)}")
+    """``got`` as int64 after checking it is an integer tensor of ``shape`` (``what``: the shape in words, translated)."""
+    ex.expect(isinstance(got, Tensor), _("return a torch.Tensor, got {type}").format(type=type(got).__name__))
+    ex.expect(tuple(got.shape) == shape, _("expected shape {shape} ({what}), got {got_shape}").format(
+        shape=shape, what=what, got_shape=tuple(got.shape)))
     ex.expect(not got.dtype.is_floating_point and got.dtype != torch.bool,
-              f"position ids must be integers (torch.long), got dtype {got.dtype}")
+              _("position ids must be integers (torch.long), got dtype {dtype}").format(dtype=got.dtype))
     return got.long()
 
 
-@checker("Exercise 1 (position ids from the mask)")
+@checker(N_("Exercise 1 (position ids from the mask)"))
 def check_exercise_1(ex: Exercise, fn: Callable[[Tensor], Tensor]) -> None:
     """fn(attn_mask) must equal position_ids_from_mask(attn_mask) on bool and 0/1 integer masks."""
     masks = [_mask([3, 5, 2], 5, "left"), _mask([3, 5, 2], 5, "right"), _mask([4, 1], 6, "left").long(),
              torch.ones(2, 4, dtype=torch.bool), torch.tensor([[0, 1, 1, 0, 1, 1]])]
     for mask in masks:
-        got = _check_int_tensor(ex, ex.call(fn, mask.clone()), tuple(mask.shape), "one position per slot")
+        got = _check_int_tensor(ex, ex.call(fn, mask.clone()), tuple(mask.shape), _("one position per slot"))
         want = position_ids_from_mask(mask)
         if torch.equal(got, want):
             continue
         real = mask.bool()
-        shown = f"for the mask {mask.long().tolist()} you returned {got.tolist()}, expected {want.tolist()}"
+        shown = _("for the mask {mask} you returned {got}, expected {want}").format(
+            mask=mask.long().tolist(), got=got.tolist(), want=want.tolist())
         ex.expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)),
-                  f"the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+                  _("the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+                  .format(shown=shown))
         ex.expect(not torch.equal(got[real], want[real] + 1),
-                  f"off by one: the first real token has position 0 (cumulative sum minus one); {shown}")
-        ex.expect(torch.equal(got[real], want[real]), f"the real tokens' positions are wrong; {shown}")
-        ex.fail(f"the real tokens are right, but padded slots must get position 0 "
-                f"(a valid row of any table); {shown}")
-    ex.passed(f"equals cumsum(mask) - 1 with pads at 0 on {len(masks)} masks (bool and 0/1 integers)")
+                  _("off by one: the first real token has position 0 (cumulative sum minus one); {shown}").format(
+                      shown=shown))
+        ex.expect(torch.equal(got[real], want[real]),
+                  _("the real tokens' positions are wrong; {shown}").format(shown=shown))
+        ex.fail(_("the real tokens are right, but padded slots must get position 0 (a valid row of any table); "
+                  "{shown}").format(shown=shown))
+    ex.passed(_("equals cumsum(mask) - 1 with pads at 0 on {n} masks (bool and 0/1 integers)").format(n=len(masks)))
 
 
 def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
@@ -68,7 +75,7 @@ def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
     return TinyTransformer(12, 12, d_model=16, n_heads=2, n_layers=1, scheme=scheme, causal=True, pool="none").eval()
 
 
-@checker("Exercise 2 (positions of a batched decode step)")
+@checker(N_("Exercise 2 (positions of a batched decode step)"))
 def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, int], Tensor]) -> None:
     """fn(mask, n_new) must continue every left-padded row from its number of real tokens."""
     model, gen = _tiny_decoder(), torch.Generator().manual_seed(3)
@@ -79,11 +86,13 @@ def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, int], Tensor]) -> None:
         new = torch.randint(1, 12, (3, n_new), generator=gen)
         got = _check_int_tensor(ex, ex.call(fn, mask.clone(), n_new), (3, n_new), "(batch, n_new)")
         want = mask.long().sum(-1, keepdim=True) + torch.arange(n_new)
-        shown = f"for prompts of {lengths} real tokens left-padded to {prompt_len}, n_new={n_new}: got {got.tolist()}"
+        shown = _("for prompts of {lengths} real tokens left-padded to {prompt_len}, n_new={n_new}: got {got}").format(
+            lengths=lengths, prompt_len=prompt_len, n_new=n_new, got=got.tolist())
         ex.expect(not torch.equal(got, torch.arange(prompt_len, prompt_len + n_new).expand(3, -1)),
-                  f"you counted the pad slots: the new tokens follow each row's real tokens, not the padded length; {shown}")
-        ex.expect(not torch.equal(got, want - 1), f"off by one: with n real tokens at positions 0..n-1, the "
-                  f"next one is at position n; {shown}")
+                  _("you counted the pad slots: the new tokens follow each row's real tokens, not the padded length; "
+                    "{shown}").format(shown=shown))
+        ex.expect(not torch.equal(got, want - 1), _("off by one: with n real tokens at positions 0..n-1, the next one "
+                                                    "is at position n; {shown}").format(shown=shown))
         with torch.no_grad():
             cache = model.new_cache()
             model(prompt, positions=position_ids_from_mask(mask), attn_mask=mask, cache=cache)
@@ -92,22 +101,22 @@ def check_exercise_2(ex: Exercise, fn: Callable[[Tensor, int], Tensor]) -> None:
             for row, n in enumerate(lengths):
                 alone = model(torch.cat([prompt[row, prompt_len - n:], new[row]])[None])[0, -n_new:]
                 gap = (cached[row] - alone).abs().max().item()
-                ex.expect(gap < 1e-4, f"row {row} ({n} real tokens) differs from its unpadded recomputation by "
-                          f"{gap:.3f} logits; {shown}")
-    ex.passed("every row's new tokens match the unpadded recomputation (n_new = 1 and 3)")
+                ex.expect(gap < 1e-4, _("row {row} ({n} real tokens) differs from its unpadded recomputation by "
+                                        "{gap:.3f} logits; {shown}").format(row=row, n=n, gap=gap, shown=shown))
+    ex.passed(_("every row's new tokens match the unpadded recomputation (n_new = 1 and 3)"))
 
 
-@checker("Exercise 3 (which rows will train)")
+@checker(N_("Exercise 3 (which rows will train)"))
 def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     """fn(positions, mask, max_len) must predict which table rows get non-zero gradient."""
     max_len, gen = 12, torch.Generator().manual_seed(4)
     left = _mask([3, 7, 5], 8, "left")
     right = _mask([2, 5], 8, "right")
     cases = [
-        ("right padding, default positions", torch.arange(8).expand(2, -1), right),
-        ("left padding, default positions", torch.arange(8).expand(3, -1), left),
-        ("left padding, positions from the mask", position_ids_from_mask(left), left),
-        ("left padding, positions from the mask + 4", position_ids_from_mask(left) + 4, left),
+        (N_("right padding, default positions"), torch.arange(8).expand(2, -1), right),
+        (N_("left padding, default positions"), torch.arange(8).expand(3, -1), left),
+        (N_("left padding, positions from the mask"), position_ids_from_mask(left), left),
+        (N_("left padding, positions from the mask + 4"), position_ids_from_mask(left) + 4, left),
     ]
     for label, positions, mask in cases:
         model = _tiny_decoder(max_len)
@@ -117,15 +126,19 @@ def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) 
         truth = row_gradient_norms(model.scheme.weight) > 0
         got = ex.call(fn, positions.clone(), mask.clone(), max_len)
         ex.expect(isinstance(got, Tensor) and got.dtype == torch.bool and tuple(got.shape) == (max_len,),
-                  f"return a ({max_len},) bool tensor, got "
-                  + (f"{tuple(got.shape)} {got.dtype}" if isinstance(got, Tensor) else type(got).__name__))
+                  _("return a ({max_len},) bool tensor, got {got}").format(
+                      max_len=max_len,
+                      got=f"{tuple(got.shape)} {got.dtype}" if isinstance(got, Tensor) else type(got).__name__))
         if torch.equal(got, truth):
             continue
-        shown = (f"{label}: positions {positions.tolist()}, mask {mask.long().tolist()}; you said rows "
-                 f"{got.nonzero().flatten().tolist()}, the gradient reached rows {truth.nonzero().flatten().tolist()}")
+        shown = _("{label}: positions {positions}, mask {mask}; you said rows {said}, the gradient reached rows "
+                  "{reached}").format(label=_(label), positions=positions.tolist(), mask=mask.long().tolist(),
+                                      said=got.nonzero().flatten().tolist(),
+                                      reached=truth.nonzero().flatten().tolist())
         all_slots = torch.zeros(max_len, dtype=torch.bool)
         all_slots[positions.flatten()] = True
-        ex.expect(not torch.equal(got, all_slots), f"padded slots train nothing: the mask hides them from the "
-                  f"real tokens and the loss ignores their outputs; {shown}")
+        ex.expect(not torch.equal(got, all_slots), _("padded slots train nothing: the mask hides them from the real "
+                                                     "tokens and the loss ignores their outputs; {shown}").format(
+                                                         shown=shown))
         ex.fail(shown)
-    ex.passed(f"matches the measured gradient in {len(cases)} batches")
+    ex.passed(_("matches the measured gradient in {n} batches").format(n=len(cases)))
