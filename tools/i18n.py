@@ -1,6 +1,7 @@
 """The Chinese edition's translation catalogs (gettext): ``make i18n-update``, ``make i18n-status``.
 
     python -m tools.i18n update   # extract the English, merge it into locale/zh_CN/LC_MESSAGES/*.po
+                                  # (and the checkers' messages into posenc_course.po, tools/i18n_course.py)
     python -m tools.i18n status   # per document: entries, translated, fuzzy, untranslated, complete or not
     python -m tools.i18n check    # what tests/tools/test_i18n.py checks, as a report (exit status 1 on a problem)
 
@@ -172,11 +173,15 @@ def update(catalogs: Path = CATALOGS) -> dict[str, int]:
     """Merge the current templates into the catalogs (sphinx-intl): new entries empty, changed ones fuzzy."""
     from sphinx_intl.basic import update as intl_update
 
+    from tools import i18n_course
+
     pots = templates()
     status = intl_update(str(catalogs.parent.parent), str(pots), (catalogs.parent.name,), jobs=1)
     copied = fill_untranslatable(catalogs, pots)
     if copied:
         print(f"filled {copied} entries that hold nothing to translate (a display formula, a number) with their English")
+    course = i18n_course.update()  # the checkers' messages: extracted from posenc_course/, not a page
+    print(f"{COURSE_DOMAIN}.po (the course package's messages): {course}")
     return status
 
 
@@ -383,6 +388,8 @@ class Problem:
     what: str
 
     def __str__(self) -> str:
+        if self.document == COURSE_DOMAIN and not self.msgid:  # already "file:line: what: msgid"
+            return f"{self.document}: {self.what}"
         where = " / ".join(s for s in self.sections if s) or "(before the first heading)"
         return f"{self.document} § {where}: {self.what}: {_short(self.msgid)!r}"
 
@@ -468,6 +475,10 @@ def check(catalogs: Path = CATALOGS, stale: bool = True) -> list[Problem]:
         problems += entry_problems(name, catalog, rules, name in complete, pots)
         if stale and name in complete:
             problems += stale_problems(name, catalog, pots)
+    if catalogs == CATALOGS:  # the checkers' messages (tools/i18n_course.py), named file:line
+        from tools import i18n_course
+
+        problems += [Problem(COURSE_DOMAIN, [], "", p) for p in i18n_course.problems()]
     return problems
 
 
@@ -487,6 +498,12 @@ def main(argv: list[str]) -> int:
             s = statistics(load(path), formulas(templates(), name))
             print(f"{name:32} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
                   f"{s['words']:6}  {'yes' if name in complete else ''}")
+        from tools import i18n_course
+
+        course = [m for m in i18n_course.load() if m.id]
+        done = sum(1 for m in course if m.string and not m.fuzzy)
+        print(f"{COURSE_DOMAIN + ' (checker messages)':32} {len(course):7} {done:5} {sum(1 for m in course if m.fuzzy):5} "
+              f"{sum(1 for m in course if not m.string):5}")
     if args.command == "check":
         problems = check()
         for problem in problems:

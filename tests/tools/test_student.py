@@ -10,6 +10,7 @@ has no ``exercise`` cell yet (the older layout) is checked for what applies to i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -134,14 +135,23 @@ def test_real_notebook_edition(stem, tmp_path):
         c.source for c in teacher.cells if "exercise" in tags(c)]
 
 def test_cheapest_real_notebook_student_edition_executes(tmp_path):
-    """Executes the student edition of the notebook with the smallest measured run time."""
+    """Executes the Chinese student edition of the notebook with the smallest measured run time (its code
+    is the English edition's, cell for cell): every stub's checker says "[to do]", in Chinese, because the
+    kernel runs in the edition's folder (its .posenc-language)."""
     entries = catalog.existing(catalog.load_catalog())
     assert entries, "no notebooks to test"
     cheapest = min(entries, key=lambda e: e.run_time_s or 10**6)
-    [path] = student.write_edition([ROOT / "notebooks" / f"{cheapest.stem}.ipynb"], tmp_path / "student")
-    execute.execute(path, tmp_path / "ran")
-    ran = nbformat.read(tmp_path / "ran" / path.name, as_version=4)
+    source = ROOT / "notebooks" / f"{cheapest.stem}.ipynb"
+    [english] = student.write_edition([source], tmp_path / "en")
+    [path] = student.write_edition([source], tmp_path / "zh", language="zh_CN")
+    zh = nbformat.read(path, as_version=4)
+    assert [c.source for c in zh.cells if c.cell_type == "code"] == [
+        c.source for c in nbformat.read(english, as_version=4).cells if c.cell_type == "code"]
+    execute.execute(path)  # in place: the kernel's working directory is the edition's folder
+    ran = nbformat.read(path, as_version=4)
     assert errors(ran) == [], f"{cheapest.stem}: the student edition stopped with an error"
     stubs = [c for c in ran.cells if "exercise" in tags(c)]
-    for cell in stubs:  # none yet in a notebook of the older layout
+    assert stubs, f"{cheapest.stem}: no exercise stub"
+    for cell in stubs:
         assert stdout(cell).startswith(TODO), f"{cheapest.stem}: stub did not print {TODO!r}:\n{cell.source}"
+        assert re.search(r"[\u4e00-\u9fff]", stdout(cell)), f"{cheapest.stem}: the checker did not speak Chinese: {stdout(cell)!r}"
