@@ -15,9 +15,11 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from posenc_course.i18n import N_, _
+
 __all__ = ["RUN_ABOVE", "load_ipython_extension", "unload_ipython_extension"]
 
-RUN_ABOVE = ("This kernel has not run the notebook's setup cell yet (it was restarted, or the notebook was just "
+RUN_ABOVE = N_("This kernel has not run the notebook's setup cell yet (it was restarted, or the notebook was just "
              "opened): the cells above define what this cell uses. Run them first: Run > Run All Above Selected "
              "Cell, then this cell again.")
 
@@ -31,8 +33,9 @@ def _name_error(shell: Any, etype: type[BaseException], value: BaseException, tb
                 tb_offset: int | None = None) -> None:
     """IPython's custom exception handler for NameError: the usual traceback, with :data:`RUN_ABOVE` noted
     under it while the setup cell has not run."""
-    if not _setup_has_run() and RUN_ABOVE not in getattr(value, "__notes__", []):
-        value.add_note(RUN_ABOVE)
+    note = _(RUN_ABOVE)  # in the reader's language (posenc_course.i18n)
+    if not _setup_has_run() and note not in getattr(value, "__notes__", []):
+        value.add_note(note)
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
 
