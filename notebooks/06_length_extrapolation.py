@@ -742,8 +742,8 @@ print(
 # **Takeaway:**
 # - ALiBi and Transformer-XL stay flat, T5 bias rises slowly and NoPE more; the sinusoid, the
 #   clamped table and plain RoPE fail (RoPE × 5.719 from $L$ to $8L$).
-# - **Against "RoPE extrapolates well"** (erratum E3): at $8L$ plain RoPE (44.53) is behind no
-#   encoding and every bias, although at $L$ it is among the best.
+# - **Against "RoPE extrapolates well"** (erratum E3): at $8L$ plain RoPE (44.53) is behind NoPE
+#   and every bias, although at $L$ it is among the best.
 # - Past $L$ only ALiBi and Transformer-XL stay below the character 4-gram (8.91 at $8L$).
 #
 # ## 5 · Where inside a long sequence each scheme fails
@@ -1325,8 +1325,8 @@ checked(
 #   a character 4-gram at $L$ behave as in Press et al.'s Figure 1: ALiBi and Transformer-XL stay
 #   flat, T5 bias rises slowly and NoPE more, the sinusoid and plain RoPE fail soon after $L$.
 #   The learnable table cannot run past position 31.
-# - Against "RoPE extrapolates well" (E3): at $8L$ plain RoPE (§4: 44.53) is behind no encoding and
-#   every bias, by the rule; unseen distances alone raise its perplexity many times more than the
+# - Against "RoPE extrapolates well" (E3): at $8L$ plain RoPE (§4: 44.53) is behind NoPE and every
+#   bias, by the rule; unseen distances alone raise its perplexity many times more than the
 #   biases'.
 # - Only 2 of RoPE's 8 pairs turn fully within $L$. PI divides every frequency by $s$; NTK-aware
 #   changes only the base (E4); YaRN ramps between the two.

@@ -79,7 +79,9 @@ class StudyTime:
 
     def sentence(self) -> str:
         hours = self.self_minutes / 60
-        text = (f"about {round(hours)} hours on your own ({self.words:,} words of text at {READING_WPM} words a "
+        # the words rounded to a thousand: a sentence that changes with every edited word would send
+        # its translation back to review each time (docs/i18n.md)
+        text = (f"about {round(hours)} hours on your own (some {round(self.words, -3):,} words of text at {READING_WPM} words a "
                 f"minute, and {self.code_cells} code cells at {MINUTES_PER_CELL:g} minutes each to read, run and "
                 "look at)")
         if self.class_minutes:

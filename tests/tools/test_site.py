@@ -740,13 +740,14 @@ def test_study_time_sentence():
     study = build_site.StudyTime(words=9000, code_cells=40, class_minutes={"00": [60], "01": [90]})
     assert study.self_minutes == 120
     assert study.sentence() == (
-        "about 2 hours on your own (9,000 words of text at 150 words a minute, and 40 code cells at 1.5 minutes "
+        "about 2 hours on your own (some 9,000 words of text at 150 words a minute, and 40 code cells at 1.5 minutes "
         "each to read, run and look at); in class, 2 lessons of 60-90 minutes (one per notebook), 2.5 hours for "
         "the series (the instructor guide's lesson plans)")
     two = build_site.StudyTime(9000, 40, {"00": [90], "06": [90, 90]}).sentence()
     assert two.endswith("in class, 3 lessons of 90 minutes (one per notebook, 2 for 06), 4.5 hours for the series "
                         "(the instructor guide's lesson plans)")
     assert build_site.StudyTime(9000, 40, {}).sentence().endswith("to read, run and look at)")
+    assert "(some 32,000 words" in build_site.StudyTime(32438, 40, {}).sentence()
 
 
 FONTAWESOME = ('/* theme */ p("far",b),p("fa-regular",b)})})(),(()=>{var b={"bars":[448,512,[],"f0c9","REGULAR-BARS"]};'
