@@ -2,9 +2,13 @@
 
     python tools/check_site.py                       # check build/html, screenshots in build/site-check/
     python tools/check_site.py SITE --shots DIR      # another site / screenshot folder
+    python tools/check_site.py --zh-pages index.html 03_rope.html   # only these pages of the Chinese site
 
-Driven by the Python ``playwright`` package against the system Chromium (Debian's ``chromium``,
-``/usr/bin/chromium``; ``make setup`` installs it when missing). For every page it checks:
+A build holds two sites (tools/build_site.py): the English one at its root and the Chinese one in
+``zh_CN/``. Both get every check below, each in its own words (``TEXTS``: the Chinese site's solution
+labels, its "Start here" paragraph). Driven by the Python ``playwright`` package against the system
+Chromium (Debian's ``chromium``, ``/usr/bin/chromium``; ``make setup`` installs it, and a Chinese font,
+when missing). For every page it checks:
 
 - no request leaves the site (anything but ``file://`` inside the site folder is blocked and
   reported) and no request fails (a missing script, stylesheet, font or image);
@@ -37,10 +41,20 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   code), point for point, and its polyline follows its values; with scripts disabled the static
   figure shows and the empty drawing does not;
 
-and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
+- the language switch (a link to the same page in the other language) shown at the top of the page,
+  uncut, at 1280 px and on the phone;
+
+and, once for each site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
-each result with a summary of its text and a label of its own. A screenshot of the top of each page (1280 px and phone) goes to ``--shots``.
-Exit status 1 and one line per problem when anything fails.
+each result with a summary of its text and a label of its own (on the Chinese site: a Chinese word
+of one notebook page, the course terms 旋转位置编码 and 外推 in their notebooks, 位置编码, and RoPE
+first in 03); that following the switch from a notebook page at a section's ``#anchor`` lands on the
+same page and anchor of the other language, and from the search page with the query; and, on the
+Chinese site, that its Chinese text is drawn with a CJK font (not as missing-glyph boxes).
+Every page of both sites, in subfolders too, is also read as a file: its ``<html lang>``, one switch
+that points to the same page of the other site, which exists, and every section and glossary-term
+anchor of an English page present on its Chinese page. A screenshot of the top of each page (1280 px
+and phone) goes to ``--shots``. Exit status 1 and one line per problem when anything fails.
 """
 
 from __future__ import annotations

@@ -1200,13 +1200,8 @@ class CourseChinese(SearchChinese):  # type: ignore[misc,valid-type]
         import logging as std_logging
 
         import jieba
-        import snowballstemmer
 
-        from sphinx.search import SearchLanguage
-
-        SearchLanguage.__init__(self, options)
-        self.latin_terms = set()
-        self.stemmer = snowballstemmer.stemmer("english")
+        super().__init__({**options, "dict": options.get("dict", "")})  # no dict: jieba's own, loaded once
         jieba.setLogLevel(std_logging.WARNING)  # not "Building prefix dict..." on every build
         for word in _SEARCH_WORDS:
             jieba.add_word(word)
