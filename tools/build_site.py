@@ -497,7 +497,8 @@ def render(src: Path, out: Path, doctrees: Path | None = None, language: str = "
     """
     from sphinx.cmd.build import build_main
 
-    doctrees = doctrees or out.parent / (out.name + "-doctrees")
+    src, out = src.resolve(), out.resolve()  # Sphinx reads a relative -D path from the configuration's folder
+    doctrees = (doctrees or out.parent / (out.name + "-doctrees")).resolve()
     for folder in (out, doctrees):
         if folder.exists():
             shutil.rmtree(folder)

@@ -974,11 +974,11 @@ def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path
         events.clear()
         page.set_viewport_size(DESKTOP)
         page.goto((site / "search.html").as_uri() + "?q=" + quote(term), wait_until="load")
-        try:  # results listed, or the summary line ("Search finished, ...", in the page's language) written
+        try:  # finished: Sphinx lists the results one by one, then writes its summary line ("Search finished,
+            # found ...", in the page's language); a page without that line (a test's) once it lists one
             page.wait_for_function(
-                "() => document.querySelector('#search-results') && "
-                "(document.querySelector('#search-results li') || "
-                "document.querySelector('#search-results p.search-summary')?.textContent.trim())",
+                "() => { const line = document.querySelector('#search-results p.search-summary');"
+                " return line ? line.textContent.trim() : document.querySelector('#search-results li'); }",
                 timeout=10_000)
         except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
             report.add(where, f"search for {term!r} did not finish within 10 s")
