@@ -1253,6 +1253,7 @@ def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path 
                 events: list[str], loaded: list[str], ids_cache: dict[Path, set[str]]) -> int:
     """Every check of one page (see the module docstring); returns how many explorers it has."""
     text = TEXTS[lang]
+    started = time.perf_counter()
     events.clear()
     loaded.clear()
     page.set_viewport_size(DESKTOP)
@@ -1341,7 +1342,8 @@ def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path 
                           "explorers": explorers, "kB loaded": round(weight / 1000),
                           "phone: scrolling in their box": ", ".join(
                               f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
-                          **({"printed pages": printed["pages"]} if printed else {})}
+                          **({"printed pages": printed["pages"]} if printed else {}),
+                          "checked in s": round(time.perf_counter() - started, 1)}
     return explorers
 
 

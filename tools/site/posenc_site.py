@@ -1211,7 +1211,7 @@ class CourseChinese(SearchChinese):  # type: ignore[misc,valid-type]
         one), and the course's terms inside a longer word: 旋转位置编码 is also indexed as 位置编码, so
         that a search for 位置编码 finds a page that only writes 旋转位置编码 or 正弦位置编码."""
         words = super().split(input)
-        return words + [term for word in words if len(word) > 2 for term in _SEARCH_WORDS
+        return words + [term for word in words if len(word) > 2 and CJK.match(word) for term in _SEARCH_WORDS
                         if len(term) < len(word) and term in word]
 
 
