@@ -85,6 +85,7 @@ UI: dict[str, dict[str, str]] = {
         "solution_link": "Solution to exercise {n}",
         "solution_note": " (folded, with the others at the end of the notebook: try the exercise first)",
         "term_uses": "Where the course uses it: ",
+        "term_place": "{number} ({title})",
         "api_uses": "Where the notebooks use it",
         "introduction": "introduction",
         "in_reference": "{name} in the library reference",
@@ -104,6 +105,7 @@ UI: dict[str, dict[str, str]] = {
         "solution_link": "练习 {n} 的答案",
         "solution_note": "（折叠在笔记本末尾，与其他答案放在一起：请先自己做练习）",
         "term_uses": "课程中用到它的地方：",
+        "term_place": "{number}（{title}）",
         "api_uses": "笔记本中用到它的地方",
         "introduction": "引言",
         "in_reference": "库参考中的 {name}",
@@ -824,7 +826,7 @@ def add_term_sections(app: Sphinx, doctree: nodes.document, docname: str) -> Non
             if i:
                 para += nodes.Text(" · ")
             number = labels.get(notebook, {}).get("label", notebook).split(" · ")[0]
-            para += nodes.reference("", f"{number} ({title})", internal=True,
+            para += nodes.reference("", ui("term_place", number=number, title=title), internal=True,
                                     refuri=app.builder.get_relative_uri(docname, notebook) + "#" + anchor)
         item[-1] += para
 
