@@ -37,12 +37,12 @@ help:
 	@echo "make test    - unit tests (the site and JupyterLab checked in headless Chromium among them) + nbval"
 	@echo "               (strict where this machine reproduces the reference numerics, lax elsewhere)"
 	@echo "make numerics-matrix - execute every notebook under other CPU kernel settings and thread counts"
-	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html"
-	@echo "               (HTMLFLAGS=--no-execute: render the committed outputs, quicker)"
+	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html,"
+	@echo "               and in Chinese: build/html/zh_CN/index.html (HTMLFLAGS=--no-execute: the committed outputs)"
 	@echo "make i18n-update - extract the English and update the Chinese catalogs (locale/zh_CN/, docs/i18n.md)"
 	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
 	@echo "make student - the student edition (solutions removed) in build/student/ (中文: build/student/zh/)"
-	@echo "make check-site - render the committed notebooks and check every page in headless Chromium"
+	@echo "make check-site - render the committed notebooks and check every page of both sites in headless Chromium"
 	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up);"
 	@echo "               the Chinese notebooks (中文版) are generated into notebooks/zh/ first"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
@@ -54,13 +54,17 @@ help:
 
 setup: $(STAMP) $(KERNEL) chromium
 
-# The browser check (tests/tools/test_site.py, tools/check_site.py) drives Debian's chromium package;
-# a small Chinese font (1.6 MB) lets its screenshots show the glossary's Chinese terms.
+# The browser check (tests/tools/test_site.py, tools/check_site.py) drives Debian's chromium package, and
+# needs a Chinese font: the check fails on the Chinese site (build/html/zh_CN/) when its text is drawn as
+# missing-glyph boxes. fonts-wqy-microhei is small (1.6 MB) and is one of the fonts the site names.
 CHROMIUM := /usr/bin/chromium
 chromium:
 	@test -x $(CHROMIUM) || { echo "installing chromium (for the site's browser check)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-wqy-microhei >/dev/null; }
 	@test -x $(CHROMIUM) || { echo "make: $(CHROMIUM) is missing; install Debian's chromium package" >&2; exit 1; }
+	@test -n "$$(fc-list :lang=zh family 2>/dev/null)" || { echo "installing a Chinese font (for the Chinese site's browser check)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q fonts-wqy-microhei >/dev/null; }
+	@test -n "$$(fc-list :lang=zh family 2>/dev/null)" || { echo "make: no Chinese font; install fonts-wqy-microhei" >&2; exit 1; }
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -127,6 +131,8 @@ checkpoints-06: $(STAMP)
 
 # HTMLFLAGS=--no-execute renders the notebooks as committed instead of executing them afresh.
 # Sphinx + myst-nb + sphinx-book-theme (tools/site/); a broken link between notebooks fails the build.
+# The English site goes to build/html/, the Chinese one (the catalogs of locale/zh_CN/) to build/html/zh_CN/;
+# HTMLFLAGS=--language=en (or zh_CN) renders one alone.
 html: $(STAMP)
 	$(PY) tools/build_site.py $(HTMLFLAGS)
 
@@ -147,7 +153,8 @@ i18n-check: $(STAMP)
 student: $(STAMP)
 	$(PY) tools/student.py
 
-# What tests/tools/test_site.py does in `make test`, with the full report: screenshots in build/site-check/.
+# What tests/tools/test_site.py does in `make test`, with the full report and every page of both sites (the test
+# opens a few pages of the Chinese site): screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
 check-site: $(STAMP) chromium
 	$(PY) tools/build_site.py --no-execute --out build/test-site
 	$(PY) tools/check_site.py build/test-site --shots build/site-check

@@ -3,6 +3,7 @@
     python tools/build_site.py               # execute every notebook into build/notebooks/, then render
     python tools/build_site.py --no-execute  # render the notebooks as committed (what the tests do)
     python tools/build_site.py --readme-table  # also print the notebook table for README.md
+    python tools/build_site.py --language en # the English site alone (zh_CN: the Chinese one, in OUT/zh_CN)
 
 1. Execute each ``notebooks/NN_*.ipynb`` into ``build/notebooks/`` with ``tools/execute.py``
    (deterministic; skipped with ``--no-execute``).
@@ -11,10 +12,15 @@
    page, so a link to them resolves), the glossary page, the pages of ``docs/`` (the errata of
    the source article, the instructor guide; see ``DOC_PAGES``), the ``.py`` sources for download
    (the ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
-3. Render with Sphinx into ``build/html/`` (configuration in ``tools/site/``), notebook execution
-   off, warnings as errors: a broken link between notebooks or to a missing anchor fails the build.
-   MathJax 3.2.2 is served from the site (``tools/vendor/mathjax``); nothing is loaded from the
-   network. Source maps of the theme's scripts are dropped (they are only for debugging).
+3. Render with Sphinx, twice from the same staged sources: the English site into ``build/html/`` and
+   the Chinese one into ``build/html/zh_CN/`` (``-D language=zh_CN``: Sphinx translates each page from
+   its catalog, ``locale/zh_CN/LC_MESSAGES/PAGE.po``, staged with the sources; an entry not translated
+   yet shows in English). Every page of each links to the same page of the other (the language
+   switch). Configuration in ``tools/site/``, notebook execution off, warnings as errors: a broken link
+   between notebooks or to a missing anchor fails the build. MathJax 3.2.2 is served from the site
+   (``tools/vendor/mathjax``); nothing is loaded from the network. Source maps of the theme's scripts
+   are dropped (they are only for debugging). ``--language en`` (or ``zh_CN``) renders one site alone,
+   with no switch.
 
 ``tools/check_site.py`` then opens every page in headless Chromium (``make test`` does both).
 """
@@ -45,6 +51,11 @@ BUILD = ROOT / "build"
 CONF = ROOT / "tools" / "site"
 
 SITE_TITLE = "Positional encoding in Transformers: a runnable course"
+
+# The site's languages and where each one's pages go under the output folder: English at its root, Chinese
+# in zh_CN/ (the translation catalogs: locale/zh_CN/, docs/i18n.md).
+LANGUAGES = {"en": "", "zh_CN": "zh_CN"}
+LOCALE = ROOT / "locale"
 
 # The markdown pages of docs/ that become site pages, in sidebar order (after the notebooks). In the
 # repository they link notebooks as ../notebooks/NN_name.ipynb#JupyterLab-anchor; staged, the links
@@ -396,12 +407,15 @@ def mentioned_files(src: Path, root: Path) -> list[str]:
 
 
 def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = CATALOG,
-          docs: Path | None = None, api: bool = True, repository: str | None = None) -> list[Entry]:
+          docs: Path | None = None, api: bool = True, repository: str | None = None,
+          locale: Path | None = None) -> list[Entry]:
     """Write the site's sources into ``src``; ``executed`` holds the notebooks to render, ``sources``
     their ``.py`` files (offered for download when present), ``docs`` the markdown pages of
     ``DOC_PAGES`` (default: the ``docs/`` folder beside ``sources``; pages that are not there are
     left out). ``api``: also the library reference (``api/``, see :func:`api_pages`). ``repository``:
     the repository's web address for the front page (default: ``repository_url()``; ``""``: none).
+    ``locale``: the translation catalogs (default: the ``locale/`` folder beside ``sources``), copied
+    to ``src/_locale`` for the translated renders (Sphinx compiles its ``.mo`` files there).
     Returns the notebook entries rendered."""
     catalogued = load_catalog(catalog)
     entries = existing(catalogued, executed)
@@ -447,22 +461,64 @@ def stage(src: Path, executed: Path, sources: Path = NOTEBOOKS, catalog: Path = 
                                                  readme.is_file()), encoding="utf-8")
     (src / "glossary.md").write_text(glossary_markdown(load_glossary()), encoding="utf-8")
     (src / "_site.json").write_text(json.dumps({"pages": pages}, indent=1, ensure_ascii=False), encoding="utf-8")
+    locale = sources.parent / "locale" if locale is None else locale
+    if locale.is_dir():
+        stage_catalogs(locale, src / "_locale")
     return entries
 
 
-def render(src: Path, out: Path, doctrees: Path | None = None) -> float:
-    """Render the staged ``src`` into ``out`` with Sphinx; warnings are errors. Returns seconds taken.
+# A translation that starts as a Markdown list item ("1. 注意力知道……", the heading "## 1. Does attention ..."
+# of 00 translated) is read by MyST as a list, not as the text of the heading or paragraph it translates,
+# and Sphinx then leaves the English in place. The staged copy escapes the marker (1\. , \- ), which MyST
+# shows as written.
+LIST_MARKER = re.compile(r"\A(\s*)(\d{1,9})([.)])(?=\s)|\A(\s*)([-+*])(?=\s)")
+
+
+def stage_catalogs(locale: Path, target: Path) -> int:
+    """Copy the translation catalogs ``locale`` to ``target`` for the translated renders (Sphinx compiles
+    its ``.mo`` files there, not in the repository), with each translation that starts with a list marker
+    escaped (``LIST_MARKER``). Returns how many translations were escaped."""
+    from babel.messages.pofile import read_po, write_po
+
+    shutil.copytree(locale, target, ignore=shutil.ignore_patterns("*.mo"))
+    escaped = 0
+    for path in sorted(target.rglob("*.po")):
+        if not re.search(r'^msgstr ""\n"\s*(\d{1,9}[.)]|[-+*])\s|^msgstr "\s*(\d{1,9}[.)]|[-+*])\s',
+                         path.read_text(encoding="utf-8"), re.M):
+            continue
+        with open(path, "rb") as f:
+            catalog = read_po(f)
+        for message in catalog:
+            if message.id and isinstance(message.string, str) and LIST_MARKER.match(message.string):
+                message.string = LIST_MARKER.sub(lambda m: (f"{m[1]}{m[2]}\\{m[3]}" if m[2] else f"{m[4]}\\{m[5]}"),
+                                                 message.string, count=1)
+                escaped += 1
+        with open(path, "wb") as f:
+            write_po(f, catalog, width=0)
+    return escaped
+
+
+def render(src: Path, out: Path, doctrees: Path | None = None, language: str = "en", other: str = "") -> float:
+    """Render the staged ``src`` into ``out`` with Sphinx in ``language`` (``en``, or ``zh_CN``: the pages
+    translated from the catalogs staged in ``src/_locale``); warnings are errors. ``other``: the root of
+    the other language's site relative to ``out`` (``zh_CN/``, ``../``), where each page's language switch
+    points; empty, no switch. Returns seconds taken.
 
     Raises RuntimeError with Sphinx's warnings when the build fails (a broken link, a missing anchor).
     """
     from sphinx.cmd.build import build_main
 
-    doctrees = doctrees or out.parent / (out.name + "-doctrees")
+    src, out = src.resolve(), out.resolve()  # Sphinx reads a relative -D path from the configuration's folder
+    doctrees = (doctrees or out.parent / (out.name + "-doctrees")).resolve()
     for folder in (out, doctrees):
         if folder.exists():
             shutil.rmtree(folder)
+    # the catalogs staged beside the sources (stage_catalogs), never the repository's locale/ (Sphinx writes
+    # its compiled .mo files beside the .po files it reads); none staged, every page renders in English
     args = ["-b", "html", "-c", str(CONF), "-d", str(doctrees), "-E", "-W", "--keep-going", "-n", "-q",
-            "-D", f"html_extra_path={src / '_extra'}", str(src), str(out)]
+            "-D", f"html_extra_path={src / '_extra'}", "-D", f"language={language}",
+            "-D", f"posenc_other_language={other}", "-D", f"locale_dirs={src / '_locale'}", str(src), str(out)]
+    forget_translations()
     start = time.perf_counter()
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors):
@@ -474,6 +530,49 @@ def render(src: Path, out: Path, doctrees: Path | None = None) -> float:
         source_map.unlink()
     trim_icons(out)
     return elapsed
+
+
+def forget_translations() -> None:
+    """Forget the translations loaded by an earlier build in this process. Sphinx keeps each message
+    catalog it loads (its own, the themes', each page's) in ``sphinx.locale.translators``, keyed by the
+    catalog's name and not by the language, and Python's gettext keeps every ``.mo`` file it read: a
+    Chinese build followed by an English one in the same process (the tests) would show the Chinese."""
+    import gettext
+
+    from sphinx.locale import translators
+
+    translators.clear()
+    getattr(gettext, "_translations", {}).clear()
+
+
+def render_languages(src: Path, out: Path, languages: tuple[str, ...] = tuple(LANGUAGES),
+                     doctrees: Path | None = None) -> dict[str, float]:
+    """Render the staged ``src`` once per language of ``languages``: English into ``out``, Chinese into
+    ``out/zh_CN`` (``LANGUAGES``), each page with a switch to the other language when both are rendered.
+    English goes first (its render empties ``out``). ``doctrees``: the folder of Sphinx's doctrees (one
+    subfolder per language; default: ``out``'s name with ``-doctrees``, beside it). Returns each
+    language's render time in seconds."""
+    unknown = [lang for lang in languages if lang not in LANGUAGES]
+    if unknown or not languages:
+        raise ValueError(f"languages must be among {list(LANGUAGES)}; got {list(languages)}")
+    doctrees = doctrees or out.parent / (out.name + "-doctrees")
+    both = set(LANGUAGES) <= set(languages)
+    seconds = {}
+    for language in sorted(languages, key=list(LANGUAGES).index):
+        folder = LANGUAGES[language]
+        other = ("../" if folder else f"{LANGUAGES['zh_CN']}/") if both else ""  # the other site's root
+        if not folder:
+            seconds[language] = render(src, out, doctrees / language, language, other)
+            continue
+        # rendered beside its doctrees, then moved into place: MyST-NB writes its output files into the
+        # folder above the output folder (jupyter_execute/), which would be the English site's
+        work = doctrees / language
+        seconds[language] = render(src, work / "html", work / "doctrees", language, other)
+        if (out / folder).exists():
+            shutil.rmtree(out / folder)
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.move(work / "html", out / folder)
+    return seconds
 
 
 # The theme draws its icons with Font Awesome's script (``_static/scripts/fontawesome.js``, 1.56 MB, every
@@ -555,7 +654,12 @@ def markdown_table(entries: list[Entry]) -> str:
     return "\n".join(lines)
 
 
-def build(execute: bool = True, out: Path = BUILD / "html", repository: str | None = None) -> list[Entry]:
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def build(execute: bool = True, out: Path = BUILD / "html", repository: str | None = None,
+          languages: tuple[str, ...] = tuple(LANGUAGES)) -> list[Entry]:
     paths = [NOTEBOOKS / f"{e.stem}.ipynb" for e in existing(load_catalog())]
     if execute:
         executed = BUILD / "notebooks"
@@ -563,9 +667,12 @@ def build(execute: bool = True, out: Path = BUILD / "html", repository: str | No
     else:
         executed = NOTEBOOKS
     entries = stage(BUILD / "site-src", executed, repository=repository)
-    seconds = render(BUILD / "site-src", out)
-    print(f"rendered {len(entries)} notebook page(s) into {out.relative_to(ROOT)} in {seconds:.1f} s "
-          f"({size_mb(out):.1f} MB); open {(out / 'index.html').relative_to(ROOT)}")
+    seconds = render_languages(BUILD / "site-src", out, languages)
+    for language, took in seconds.items():
+        site = out / LANGUAGES[language]
+        size = size_mb(site) - sum(size_mb(out / f) for f in LANGUAGES.values() if f and site == out)
+        print(f"rendered {len(entries)} notebook page(s) in {language} into {_shown(site)} in {took:.1f} s "
+              f"({size:.1f} MB); open {_shown(site / 'index.html')}")
     return entries
 
 
@@ -577,10 +684,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repository", default=os.environ.get("POSENC_REPOSITORY"),
                         help="the repository's web address for the front page's link and clone command "
                              "(default: $POSENC_REPOSITORY, else the checkout's origin remote when it is a web address)")
+    parser.add_argument("--language", choices=["all", *LANGUAGES], default="all",
+                        help="the site(s) to render: all (default: English in OUT, Chinese in OUT/zh_CN, each page "
+                             "linking to the other language), or one language alone, with no language switch")
     parser.add_argument("--readme-table", action="store_true", help="print the notebook table for README.md")
     args = parser.parse_args(argv)
+    languages = tuple(LANGUAGES) if args.language == "all" else (args.language,)
     try:
-        entries = build(execute=not args.no_execute, out=args.out.resolve(), repository=args.repository)
+        entries = build(execute=not args.no_execute, out=args.out.resolve(), repository=args.repository,
+                        languages=languages)
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 1

@@ -2,9 +2,13 @@
 
     python tools/check_site.py                       # check build/html, screenshots in build/site-check/
     python tools/check_site.py SITE --shots DIR      # another site / screenshot folder
+    python tools/check_site.py --zh-pages index.html 03_rope.html   # only these pages of the Chinese site
 
-Driven by the Python ``playwright`` package against the system Chromium (Debian's ``chromium``,
-``/usr/bin/chromium``; ``make setup`` installs it when missing). For every page it checks:
+A build holds two sites (tools/build_site.py): the English one at its root and the Chinese one in
+``zh_CN/``. Both get every check below, each in its own words (``TEXTS``: the Chinese site's solution
+labels, its "Start here" paragraph). Driven by the Python ``playwright`` package against the system
+Chromium (Debian's ``chromium``, ``/usr/bin/chromium``; ``make setup`` installs it, and a Chinese font,
+when missing). For every page it checks:
 
 - no request leaves the site (anything but ``file://`` inside the site folder is blocked and
   reported) and no request fails (a missing script, stylesheet, font or image);
@@ -37,10 +41,20 @@ Driven by the Python ``playwright`` package against the system Chromium (Debian'
   code), point for point, and its polyline follows its values; with scripts disabled the static
   figure shows and the empty drawing does not;
 
-and, once for the site, that search (``search.html?q=...``, offline) finds a word of the prose
+- the language switch (a link to the same page in the other language) shown at the top of the page,
+  uncut, at 1280 px and on the phone;
+
+and, once for each site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
-each result with a summary of its text and a label of its own. A screenshot of the top of each page (1280 px and phone) goes to ``--shots``.
-Exit status 1 and one line per problem when anything fails.
+each result with a summary of its text and a label of its own (on the Chinese site: a Chinese word
+of one notebook page, the course terms 旋转位置编码 and 外推 in their notebooks, 位置编码, and RoPE
+first in 03); that following the switch from a notebook page at a section's ``#anchor`` lands on the
+same page and anchor of the other language, and from the search page with the query; and, on the
+Chinese site, that its Chinese text is drawn with a CJK font (not as missing-glyph boxes).
+Every page of both sites, in subfolders too, is also read as a file: its ``<html lang>``, one switch
+that points to the same page of the other site, which exists, and every section and glossary-term
+anchor of an English page present on its Chinese page. A screenshot of the top of each page (1280 px
+and phone) goes to ``--shots``. Exit status 1 and one line per problem when anything fails.
 """
 
 from __future__ import annotations
@@ -90,7 +104,7 @@ async () => {
     src: img.getAttribute('src'), alt: img.getAttribute('alt'),
     ok: img.complete && img.naturalWidth > 0,
   }));
-  const links = [...document.querySelectorAll('a[href]')].map(a => a.href);
+  const links = [...document.querySelectorAll('a[href]:not(.posenc-language)')].map(a => a.href);  // the switch: check_languages
   const ids = [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.getAttribute('name'));
   return {
     text: texts.join(' '),
@@ -149,7 +163,7 @@ CLIPPED_JS = r"""
 
 # Desktop layout: what scrolls sideways, figures drawn too small, result tables, folds, search boxes.
 LAYOUT_JS = r"""
-() => {
+(startHere) => {
   const main = document.querySelector('main, article, .bd-article') || document.body;
   const text = (el) => (el.textContent || '').trim().slice(0, 50).replace(/\s+/g, ' ');
   const scrolling = [];
@@ -185,7 +199,7 @@ LAYOUT_JS = r"""
   const searches = [...document.querySelectorAll('.search-button-field, .search-button, form.bd-search input')]
     .filter(el => el.checkVisibility()).length;
   const figure = main.querySelector('div.cell_output img');
-  const start = [...main.querySelectorAll('p, li')].find(el => /^\s*Start here/.test(el.textContent));
+  const start = [...main.querySelectorAll('p, li')].find(el => new RegExp(startHere).test(el.textContent));
   return {scrolling, small, tables, unlabelled, searches, enlargeable: !!figure,
           startLink: start ? [...start.querySelectorAll('a[href]')].map(a => a.getAttribute('href')) : null};
 }
@@ -212,7 +226,7 @@ async () => {
 """
 
 SOLUTIONS_JS = r"""
-async () => {
+async (exercise) => {
   const cells = [...document.querySelectorAll('div.cell.tag_solution')];
   const out = [];
   for (const [i, cell] of cells.entries()) {
@@ -220,7 +234,7 @@ async () => {
     const code = cell.querySelector('.cell_input');
     if (!details || !code) { out.push(`solution ${i + 1}: not folded (no <details> around its code)`); continue; }
     const label = details.querySelector('summary')?.textContent.trim() ?? '';
-    if (!/exercise \d+/i.test(label)) out.push(`solution ${i + 1}: its fold does not name the exercise ("${label}")`);
+    if (!new RegExp(exercise, 'i').test(label)) out.push(`solution ${i + 1}: its fold does not name the exercise ("${label}")`);
     if (details.open || code.checkVisibility()) { out.push(`solution ${i + 1}: open before any click`); continue; }
     details.querySelector('summary').click();
     await new Promise(r => setTimeout(r, 50));
@@ -356,7 +370,7 @@ OUTPUT_LINES_JS = r"""
 # front page's "Start here" within the first screen; what scrolls in its own box (display formulas,
 # tables, code: counted for the report, not a fault).
 PHONE_JS = r"""
-async () => {
+async (startHere) => {
   const main = document.querySelector('main, article, .bd-article') || document.body;
   const narrow = [];
   const page = document.documentElement.clientWidth;
@@ -377,7 +391,7 @@ async () => {
   const root = document.documentElement;
   const sideways = root.scrollWidth > root.clientWidth + 1 ? root.scrollWidth - root.clientWidth : 0;  // folds open
   folds.forEach(d => { d.open = false; });
-  const start = [...main.querySelectorAll('p, li')].find(el => /^\s*Start here/.test(el.textContent));
+  const start = [...main.querySelectorAll('p, li')].find(el => new RegExp(startHere).test(el.textContent));
   return {narrow, boxes, sideways, startTop: start ? start.getBoundingClientRect().top + scrollY : null};
 }
 """
@@ -392,6 +406,50 @@ SOLUTION_CODE_JS = r"""
   .map(pre => (pre.textContent.split('\n').find(line => line.trim().length >= 12) || '').trim().slice(0, 40))
 """
 MIN_PHONE_EXPLORER_TEXT_PX = 11
+
+# What the checks look for in the words of each language's pages. The Chinese site's own words come from
+# posenc_site.UI; the "Start here" paragraph is translated in the catalogs, and an entry not translated
+# yet shows in English, so the English is accepted there too.
+TEXTS = {
+    "en": {"start": r"^\s*Start here", "exercise": r"exercise \d+", "print_label": r"Solution to exercise \d+",
+           "print_label_text": "Solution to exercise N"},
+    "zh": {"start": r"^\s*(Start here|从这里开始)", "exercise": r"练习 ?\d+", "print_label": r"练习 \d+ 的答案",
+           "print_label_text": "练习 N 的答案"},
+}
+# The two sites of a build (tools/build_site.py LANGUAGES): English at the root, Chinese in zh_CN/.
+ZH_FOLDER = "zh_CN"
+
+# The language switch of the page: where it points, and whether it is drawn on screen, uncut.
+SWITCH_JS = r"""
+() => [...document.querySelectorAll('a.posenc-language')].map(a => {
+  const r = a.getBoundingClientRect();
+  return {href: a.href, text: a.textContent.trim(), shown: a.checkVisibility() && r.width > 0 && r.height > 0
+          && r.left >= 0 && r.right <= document.documentElement.clientWidth + 1 && r.top >= 0};
+})
+"""
+# The Chinese site's text is drawn with a CJK font: four different characters in the font of a paragraph
+# of Chinese text, drawn on a canvas, give four different images. Without a font that has them, every
+# character is the same missing-glyph box (or nothing), and the images are all alike.
+CJK_FONT_JS = r"""
+async () => {
+  await document.fonts.ready;
+  const el = [...document.querySelectorAll('article h1, article p, article li')].find(e => /[\u4e00-\u9fff]{4}/.test(e.textContent));
+  if (!el) return {found: false};
+  el.setAttribute('data-posenc-cjk', '');
+  const style = getComputedStyle(el);
+  const canvas = document.createElement('canvas');
+  canvas.width = 48; canvas.height = 48;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const drawn = [...'位置编码'].map(ch => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.font = `32px ${style.fontFamily}`;
+    ctx.fillText(ch, 4, 36);
+    return ctx.getImageData(0, 0, 48, 48).data.join(',');
+  });
+  return {found: true, family: style.fontFamily, distinct: new Set(drawn).size,
+          inked: drawn.filter(d => /[1-9]/.test(d)).length, text: el.textContent.trim().slice(0, 30)};
+}
+"""
 
 # Media-query listeners (posenc.js opens the folds on the print query) run at the next rendering frame.
 NEXT_FRAME_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r())))"
@@ -606,14 +664,15 @@ def check_explorers(page, name: str, report: Report) -> int:
     return len(facts)
 
 
-def check_explorers_without_scripts(pw, pages: list[Path], site: Path, report: Report) -> None:
-    """With scripts disabled, each explorer's static figure shows and its (empty) drawing does not."""
+def check_explorers_without_scripts(pw, pages: list[tuple[Path, str]], report: Report) -> None:
+    """With scripts disabled, each explorer's static figure shows and its (empty) drawing does not
+    (``pages``: each page's file and its name in the report)."""
     browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
     try:
         context = browser.new_context(java_script_enabled=False, viewport=DESKTOP)
         context.route(re.compile(r"^(https?|wss?|ftp):"), lambda route: route.abort())
         page = context.new_page()
-        for path in pages:
+        for path, name in pages:
             page.goto(path.as_uri(), wait_until="load")
             for problem in page.evaluate(r"""
                 () => [...document.querySelectorAll('details.deep-dive')].forEach(d => { d.open = true; })
@@ -623,7 +682,7 @@ def check_explorers_without_scripts(pw, pages: list[Path], site: Path, report: R
                           ...(img && img.checkVisibility() ? [] : ['its static figure does not show'])]
                     .map(p => `explorer ${c.dataset.explorer} without scripts: ${p}`);
                 })"""):
-                report.add(path.name, problem)
+                report.add(name, problem)
     finally:
         browser.close()
 
@@ -633,6 +692,7 @@ class Report:
     problems: list[str] = field(default_factory=list)
     pages: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+    languages: dict[str, int] = field(default_factory=dict)  # pages per language checked as files (check_languages)
 
     def add(self, page: str, message: str) -> None:
         self.problems.append(f"{page}: {message}")
@@ -662,9 +722,10 @@ def check_clipping(page, name: str, where: str, report: Report) -> None:
         report.add(name, f"page scrolls sideways {where} by {clip['sideways']} px")
 
 
-def check_layout(page, name: str, where: str, report: Report, index: bool) -> dict:
-    """The desktop-layout checks of LAYOUT_JS (and the front page's start link), at the current width."""
-    facts = page.evaluate(LAYOUT_JS)
+def check_layout(page, name: str, where: str, report: Report, index: bool, start: str = TEXTS["en"]["start"]) -> dict:
+    """The desktop-layout checks of LAYOUT_JS (and the front page's start link, in a paragraph that
+    matches ``start``), at the current width."""
+    facts = page.evaluate(LAYOUT_JS, start)
     for item in facts["scrolling"]:
         report.add(name, f"scrolls sideways {where} (reachable only by scrolling): {item}")
     for item in facts["small"]:
@@ -673,7 +734,7 @@ def check_layout(page, name: str, where: str, report: Report, index: bool) -> di
         report.add(name, f"table {where}: {item}")
     for item in facts["unlabelled"]:
         report.add(name, f"a fold without a label: {item}")
-    if facts["searches"] > 1 and name != "search.html":  # the search page's own form is the second
+    if facts["searches"] > 1 and not name.endswith("search.html"):  # the search page's own form is the second
         report.add(name, f"{facts['searches']} search boxes visible {where}")
     if index and not any(re.match(r"(\./)?00_[^/]*\.html", href) for href in facts["startLink"] or []):
         report.add(name, 'the front page has no "Start here" link to the first notebook (00_*.html)')
@@ -681,7 +742,7 @@ def check_layout(page, name: str, where: str, report: Report, index: bool) -> di
 
 
 def index_page(name: str) -> bool:
-    return name == "index.html"
+    return name.split("/")[-1] == "index.html"
 
 
 def check_inline_math(page, name: str, where: str, report: Report) -> int:
@@ -850,32 +911,84 @@ def default_searches(site: Path) -> list[tuple]:
     return found
 
 
+# Chinese searches (the Chinese site): course terms that a notebook's title holds, which must find it (the
+# glossary's entry for the term may rank first: Sphinx scores an index entry by how much of it the query
+# covers); the glossary term 位置编码, and RoPE, whose notebook must rank first (as on the English site).
+ZH_SEARCHES = ("旋转位置编码", "外推")
+
+
+def search_index(site: Path) -> dict:
+    """The site's search index (``searchindex.js``, ``Search.setIndex({...})``) as data."""
+    import json
+
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1:text.rindex(")")])
+
+
+def search_term_zh(site: Path) -> tuple[str, str] | None:
+    """A Chinese word of the search index that one notebook page holds and no other page (the Chinese
+    counterpart of ``search_term``): the longest, then the first in order, of words of three Chinese
+    characters or more. None when the index has none (a site not yet translated)."""
+    if not (site / "searchindex.js").is_file():
+        return None
+    index = search_index(site)
+    names = index["docnames"]
+    found = []
+    for word, docs in index["terms"].items():
+        docs = [docs] if isinstance(docs, int) else docs
+        if (len(docs) == 1 and re.fullmatch(r"\d\d_\w+", names[docs[0]]) and len(word) >= 3
+                and re.fullmatch(r"[\u4e00-\u9fff]+", word) and word not in index["titleterms"]):
+            found.append((-len(word), word, f"{names[docs[0]]}.html"))
+    return min(found)[1:] if found else None
+
+
+def default_searches_zh(site: Path) -> list[tuple]:
+    """The Chinese site's searches: a Chinese word found on one notebook page only (``search_term_zh``);
+    each term of ``ZH_SEARCHES`` that a notebook's title holds, which must find that notebook; the
+    glossary's 位置编码; and RoPE, which must list its notebook (03) first."""
+    found: list[tuple] = [term] if (term := search_term_zh(site)) else []
+    titles = {path.name: (re.search(r"<h1\b.*?</h1>", path.read_text(encoding="utf-8"), re.S) or [""])[0]
+              for path in sorted(site.glob("[0-9][0-9]_*.html"))}
+    for term in ZH_SEARCHES:
+        page = next((name for name, title in titles.items() if term in title), None)
+        if page:
+            found.append((term, page))
+    if (site / "glossary.html").exists():
+        found.append(("位置编码", "glossary.html"))
+    if (site / "03_rope.html").exists():
+        found.append(("RoPE", "03_rope.html", "first"))
+    return found
+
+
 def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path | None, report: Report,
-                  events: list[str]) -> None:
+                  events: list[str], prefix: str = "") -> None:
+    """Each search of ``searches`` on the site's search page (``prefix``: the site's folder in the report's
+    page names, ``zh_CN/`` for the Chinese site)."""
+    where = f"{prefix}search.html"
     if not (site / "search.html").exists():
-        report.add("search.html", "the site has no search page")
+        report.add(where, "the site has no search page")
         return
     if not searches:
-        report.add("search.html", "no word found that appears on exactly one page, nothing to search for")
+        report.add(where, "no word found that appears on exactly one page, nothing to search for")
     for i, (term, expected, *rank) in enumerate(searches):
         events.clear()
         page.set_viewport_size(DESKTOP)
         page.goto((site / "search.html").as_uri() + "?q=" + quote(term), wait_until="load")
-        try:
+        try:  # finished: Sphinx lists the results one by one, then writes its summary line ("Search finished,
+            # found ...", in the page's language); a page without that line (a test's) once it lists one
             page.wait_for_function(
-                "() => document.querySelector('#search-results') && "
-                "(document.querySelector('#search-results li') || "
-                "/found|did not match/i.test(document.querySelector('#search-results').textContent))",
+                "() => { const line = document.querySelector('#search-results p.search-summary');"
+                " return line ? line.textContent.trim() : document.querySelector('#search-results li'); }",
                 timeout=10_000)
         except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported as a problem
-            report.add("search.html", f"search for {term!r} did not finish within 10 s")
+            report.add(where, f"search for {term!r} did not finish within 10 s")
         hits = page.eval_on_selector_all("#search-results li > a", "as => as.map(a => a.href)")
         found = sorted({Path(urlsplit(h).path).name for h in hits})
         if expected not in found:
-            report.add("search.html", f"search for {term!r} did not find {expected} (found {found})")
+            report.add(where, f"search for {term!r} did not find {expected} (found {found})")
         elif rank and Path(urlsplit(hits[0]).path).name != expected:
             first = urlsplit(hits[0]).path.split("/")[-2:]
-            report.add("search.html", f"search for {term!r} lists {'/'.join(first)} before {expected}")
+            report.add(where, f"search for {term!r} lists {'/'.join(first)} before {expected}")
         try:  # each result's summary (the text around the word) arrives after its link
             page.wait_for_function("() => [...document.querySelectorAll('#search-results li:not(.kind-object)')]"
                                    ".every(li => li.querySelector('p.context'))", timeout=5_000)
@@ -886,34 +999,187 @@ def _check_search(page, site: Path, searches: list[tuple[str, str]], shots: Path
                                             "[li.querySelector('a').textContent, !!li.querySelector('p.context')])")
         for label, _ in results:
             if [r[0] for r in results].count(label) > 1:
-                report.add("search.html", f"search for {term!r}: several results labelled {label!r}")
+                report.add(where, f"search for {term!r}: several results labelled {label!r}")
                 break
         for label, has_summary in results:
             if not has_summary:
-                report.add("search.html", f"search for {term!r}: result {label!r} shows no summary of its text")
+                report.add(where, f"search for {term!r}: result {label!r} shows no summary of its text")
         for event in dict.fromkeys(events):
-            report.add("search.html", event)
-        report.pages[f"search.html?q={term}"] = {"expected": expected, "found": ", ".join(found)}
+            report.add(where, event)
+        report.pages[f"{where}?q={term}"] = {"expected": expected, "found": ", ".join(found)}
         if shots:
             page.screenshot(path=str(shots / f"search-{i}.png"))
 
 
+def language_sites(root: Path) -> list[tuple[str, Path]]:
+    """The sites of a build under ``root``: ("en", root) when it holds pages, ("zh", root/zh_CN) when that
+    folder does (tools/build_site.py renders the Chinese site there). A folder of pages of one language
+    (a synthetic site, a test page) is checked as the language of its ``<html lang>``."""
+    found = []
+    if list(root.glob("*.html")):
+        found.append((page_language(next(iter(sorted(root.glob("*.html"))))), root))
+    if (root / ZH_FOLDER).is_dir() and list((root / ZH_FOLDER).glob("*.html")):
+        found.append(("zh", root / ZH_FOLDER))
+    return found
+
+
+def page_language(path: Path) -> str:
+    """"zh" for a page whose ``<html lang>`` is Chinese, else "en"."""
+    m = re.search(r"<html\b[^>]*\blang=\"([^\"]*)\"", path.read_text(encoding="utf-8", errors="replace")[:2000])
+    return "zh" if m and m[1].lower().startswith("zh") else "en"
+
+
+SKIPPED_FOLDERS = {"_static", "_sources", "_images", "_downloads", "_files", "_source", "downloads", "files"}
+SWITCH_LINK = re.compile(r'<a\b[^>]*\bclass="[^"]*\bposenc-language\b[^"]*"[^>]*>')
+SECTION_ID = re.compile(r'<(?:section|dt)\b[^>]*\bid="([^"]+)"')
+
+
+def _site_pages(site: Path, root: Path) -> list[Path]:
+    """Every HTML page of the site in ``site`` (its own, not the other language's folder under it)."""
+    return sorted(path for path in site.rglob("*.html")
+                  if not set(path.relative_to(site).parts[:-1]) & SKIPPED_FOLDERS
+                  and not (site == root and path.relative_to(site).parts[0] == ZH_FOLDER))
+
+
+def check_languages(root: Path, report: Report) -> dict[str, int]:
+    """The two sites of a build, read as files (every page, in subfolders too): each page's ``<html lang>``
+    is its site's; it has one language switch, which points to the same page in the other site, a page
+    that exists; and every section and glossary-term anchor of an English page is an anchor of its
+    Chinese page (a link with an #anchor lands in the same place in both). Returns pages per language."""
+    sites = dict((lang, site) for lang, site in language_sites(root))
+    counts = {}
+    if set(sites) != {"en", "zh"}:
+        return counts
+    for lang, site in sites.items():
+        other = sites["zh" if lang == "en" else "en"]
+        pages = _site_pages(site, root)
+        counts[lang] = len(pages)
+        for path in pages:
+            name = path.relative_to(root).as_posix()
+            text = path.read_text(encoding="utf-8", errors="replace")
+            m = re.search(r"<html\b[^>]*\blang=\"([^\"]*)\"", text[:2000])
+            if m is None or not m[1].lower().startswith(lang):
+                report.add(name, f"<html lang={m[1] if m else None!r}> on a page of the {lang} site")
+            links = SWITCH_LINK.findall(text)
+            if len(links) != 1:
+                report.add(name, f"{len(links)} language switches (one expected)")
+                continue
+            href = re.search(r'\bhref="([^"]*)"', links[0])
+            target = (path.parent / unquote(href[1])).resolve() if href else None
+            same = other / path.relative_to(site)
+            if target != same.resolve():
+                report.add(name, f"the language switch points to {href[1] if href else None!r}, not to "
+                                 f"{same.relative_to(root).as_posix()}")
+            elif not same.is_file():
+                report.add(name, f"the language switch points to {same.relative_to(root).as_posix()}, which does not exist")
+            elif lang == "en":
+                missing = sorted(set(SECTION_ID.findall(text)) - set(SECTION_ID.findall(same.read_text(encoding="utf-8"))))
+                if missing:
+                    report.add(name, f"anchors missing from {same.relative_to(root).as_posix()}: {', '.join(missing[:5])}"
+                                     + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    return counts
+
+
+def check_switch_on_screen(page, name: str, where: str, report: Report) -> None:
+    """The language switch is drawn on screen, uncut, at the top of the page (at the current width)."""
+    page.evaluate("() => window.scrollTo(0, 0)")
+    switches = page.evaluate(SWITCH_JS)
+    if switches and not all(s["shown"] for s in switches):
+        report.add(name, f"{where}: the language switch ({switches[0]['text']!r}) is not shown at the top of the page")
+
+
+def check_switch_follows(page, site: Path, other: Path, report: Report) -> list[str]:
+    """Following the switch from a notebook page opened at a section's #anchor lands on the same page of
+    the other language at the same anchor (which exists there); from the search page, with the query.
+    Returns what was followed, for the report."""
+    followed = []
+    notebook = next(iter(sorted(site.glob("[0-9][0-9]_*.html"))), None)
+    cases = []
+    if notebook is not None:
+        ids = SECTION_ID.findall(notebook.read_text(encoding="utf-8"))
+        anchor = ids[min(2, len(ids) - 1)] if ids else ""
+        cases.append((notebook.as_uri() + (f"#{anchor}" if anchor else ""), other / notebook.name, anchor, ""))
+    if (site / "search.html").is_file():
+        cases.append((site.joinpath("search.html").as_uri() + "?q=" + quote("RoPE"), other / "search.html", "", "?q=RoPE"))
+    for url, expected, anchor, query in cases:
+        name = Path(urlsplit(url).path).name
+        label = f"{site.name if site.name == ZH_FOLDER else ''}/{name}".lstrip("/")
+        page.set_viewport_size(DESKTOP)
+        page.goto(url, wait_until="load")
+        if not page.query_selector("a.posenc-language"):
+            continue  # reported as a missing switch
+        try:
+            with page.expect_navigation(wait_until="load", timeout=10_000):
+                page.click("a.posenc-language")
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError; reported
+            report.add(label, "following the language switch goes nowhere")
+            continue
+        landed = urlsplit(page.url)
+        if Path(unquote(landed.path)).resolve() != expected.resolve():
+            report.add(label, f"the language switch leads to {unquote(landed.path)}, not {expected}")
+        elif unquote(landed.fragment) != anchor:
+            report.add(label, f"the language switch drops the reader's place: #{anchor} became #{landed.fragment}")
+        elif anchor and not page.evaluate("(id) => !!document.getElementById(id)", anchor):
+            report.add(label, f"the language switch lands on #{anchor}, which {expected.name} does not have")
+        elif query and f"?{landed.query}" != query:
+            report.add(label, f"the language switch drops the search query ({query} became ?{landed.query})")
+        else:
+            followed.append(f"{label}{'#' + anchor if anchor else query}")
+    return followed
+
+
+def check_cjk_font(page, name: str, report: Report) -> dict:
+    """On a Chinese page: its Chinese text is drawn with a font that has the characters (CJK_FONT_JS);
+    the font Chromium used for that text (DevTools' platform fonts), for the report."""
+    facts = page.evaluate(CJK_FONT_JS)
+    if not facts["found"]:
+        report.add(name, "no paragraph of Chinese text to check the CJK font on")
+        return {}
+    if facts["distinct"] < 4 or facts["inked"] < 4:
+        report.add(name, f"Chinese text is not drawn with a CJK font (font-family {facts['family']}: "
+                         f"{facts['distinct']} different glyph images for 4 characters, {facts['inked']} with ink); "
+                         "install one (make chromium installs fonts-wqy-microhei)")
+    fonts = []
+    try:
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-posenc-cjk]"})["nodeId"]
+        fonts = [f"{f['familyName']} ({f['glyphCount']})" for f in
+                 cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]]
+        cdp.detach()
+    except Exception:  # noqa: BLE001 - the report's detail only; the check above decides
+        pass
+    return {"CJK font": ", ".join(fonts) or facts["family"]}
+
+
 def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, str]] | None = None,
-               check_search: bool = True) -> Report:
+               check_search: bool = True, languages: tuple[str, ...] = ("en", "zh"),
+               zh_pages: list[str] | None = None) -> Report:
     """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring.
 
-    ``searches``: (term, page) pairs that search must find; by default see ``default_searches``.
+    ``site`` is a build's output folder: the English site at its root and the Chinese one in ``zh_CN/``
+    (tools/build_site.py), each checked with every check, in its own words (``TEXTS``), plus the
+    language checks (``check_languages``, the switch on screen and followed, the CJK font). A folder of
+    pages in one language is checked as that language. ``languages``: the sites to open in the browser
+    (the file checks of ``check_languages`` cover both always). ``zh_pages``: open only these pages of
+    the Chinese site (``make test`` opens a few; ``make check-site`` all).
+
+    ``searches``: (term, page) pairs that search must find in the English site; by default see
+    ``default_searches`` (and ``default_searches_zh`` for the Chinese site).
     ``check_search=False`` skips the search check (for a folder of pages with no search page).
     """
     from playwright.sync_api import sync_playwright
 
-    site = site.resolve()
+    root = site.resolve()
     report = Report()
     start = time.perf_counter()
-    pages = sorted(site.glob("*.html"))
-    if not pages:
-        report.add(str(site), "no *.html pages")
+    sites = [(lang, folder) for lang, folder in language_sites(root) if lang in languages]
+    if not language_sites(root):
+        report.add(str(root), "no *.html pages")
         return report
+    report.languages = check_languages(root, report)
     if shots:
         if shots.exists():
             shutil.rmtree(shots)
@@ -927,6 +1193,7 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 viewport=DESKTOP, ignore_default_args=["--enable-automation", "--hide-scrollbars"],
             )  # scrollbars shown, as on Windows and most Linux desktops (Playwright hides them by default)
             events: list[str] = []
+            current = {"site": root}  # the site whose page is open: requests must stay inside its folder
 
             def block(route) -> None:
                 events.append(f"request leaves the site: {route.request.url}")
@@ -940,131 +1207,176 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
             page.on("requestfailed", lambda req: events.append(
                 f"request failed: {req.url} ({req.failure})") if not re.match(r"^(https?|wss?|ftp):", req.url) else None)
             page.on("request", lambda req: events.append(f"request outside the site folder: {req.url}")
-                    if req.url.startswith("file:") and _inside(req.url, site) is None else None)
+                    if req.url.startswith("file:") and req.resource_type != "document"
+                    and _inside(req.url, current["site"]) is None else None)
             loaded: list[str] = []
             page.on("request", lambda req: loaded.append(req.url))
 
-            with_explorers: list[Path] = []
-            for path in pages:
-                name = path.name
-                events.clear()
-                loaded.clear()
-                page.set_viewport_size(DESKTOP)
-                page.goto(path.as_uri(), wait_until="load")
-                facts = page.evaluate(PAGE_FACTS_JS)
-                page.wait_for_timeout(100)  # let late requests (fonts) settle before reading events
-                for label, pattern in ((label, p) for p, label in RAW_TEX):
-                    for m in pattern.finditer(facts["text"]):
-                        context_text = facts["text"][max(0, m.start() - 30): m.end() + 30].replace("\n", " ")
-                        report.add(name, f"raw TeX ({label}) in the visible text: ...{context_text}...")
-                        break
-                if facts["mathErrors"]:
-                    report.add(name, f"{facts['mathErrors']} MathJax error(s)")
-                for img in facts["images"]:
-                    if not img["ok"]:
-                        report.add(name, f"image not decoded: {img['src']}")
-                    alt = (img["alt"] or "").strip()
-                    if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.I):
-                        report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
-                check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
-                weight = page_weight(site, loaded)
-                check_clipping(page, name, f"at {DESKTOP['width']} px", report)
-                formulas = check_inline_math(page, name, f"at {DESKTOP['width']} px", report)
-                code = check_code(page, name, f"at {DESKTOP['width']} px", report)
-                noise = [line for line in page.evaluate(OUTPUT_LINES_JS) if is_noise(line)]
-                for line in dict.fromkeys(noise):
-                    report.add(name, f"an output line the site must not show: {line.strip()[:80]}")
-                layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=name == "index.html")
-                if shots:
-                    page.screenshot(path=str(shots / f"{path.stem}.png"))
-                if layout["enlargeable"] and (problem := page.evaluate(ENLARGE_JS)):
-                    report.add(name, problem)
-                page.set_viewport_size(NARROW_DESKTOP)
-                page.wait_for_timeout(100)
-                check_clipping(page, name, f"at {NARROW_DESKTOP['width']} px", report)
-                check_layout(page, name, f"at {NARROW_DESKTOP['width']} px", report, index=False)
-                page.set_viewport_size(DESKTOP)
-                solutions = page.evaluate(SOLUTIONS_JS)
-                for problem in solutions["problems"]:
-                    report.add(name, problem)
-                explorers = check_explorers(page, name, report)
-                page.emulate_media(media="print")
-                page.evaluate(NEXT_FRAME_JS)
-                for problem in page.evaluate(PRINT_JS) + page.evaluate(PRINT_EXPLORERS_JS):
-                    report.add(name, problem)
-                for label in page.evaluate(PRINT_LABELS_JS):
-                    if not re.fullmatch(r"Solution to exercise \d+", label):
-                        report.add(name, f"a solution prints labelled {label!r}, not 'Solution to exercise N'")
-                        break
-                # back to no emulation ("null"): emulated "screen" would stay in force for page.pdf(),
-                # which then prints with the screen styles
-                page.emulate_media(media="null")
-                page.evaluate(NEXT_FRAME_JS)
-                printed = check_printed_pdf(page, name, report) if solutions["count"] or index_page(name) else {}
-                page.set_viewport_size(TABLET)
-                page.wait_for_timeout(150)
-                check_drawers(page, name, f"at {TABLET['width']} px", report)
-                page.set_viewport_size(PHONE)
-                page.wait_for_timeout(150)
-                check_clipping(page, name, f"on a {PHONE['width']} px phone", report)
-                check_drawers(page, name, f"on a {PHONE['width']} px phone", report)
-                phone = page.evaluate(PHONE_JS)
-                for item in phone["narrow"]:
-                    report.add(name, f"figure narrower than a {PHONE['width']} px phone's screen: {item}")
-                if phone["sideways"]:
-                    report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {phone['sideways']} px "
-                                     "with every fold open")
-                # (a front page without "Start here" at all is reported once, by check_layout)
-                if index_page(name) and phone["startTop"] is not None and phone["startTop"] > PHONE["height"]:
-                    report.add(name, f'"Start here" is not within the first screen of a {PHONE["width"]} px phone '
-                                     f"(its top at {phone['startTop']} px)")
-                for explorer in page.evaluate(EXPLORER_FACTS_JS):
-                    if explorer["built"] and explorer["smallest"] < MIN_PHONE_EXPLORER_TEXT_PX:
-                        report.add(name, f"explorer {explorer['name']} on a {PHONE['width']} px phone: text drawn at "
-                                         f"{explorer['smallest']:.1f} px, under {MIN_PHONE_EXPLORER_TEXT_PX} px")
-                if shots:
-                    page.screenshot(path=str(shots / f"{path.stem}.phone.png"))
-                for event in dict.fromkeys(events):
-                    report.add(name, event)
-                report.pages[name] = {"formulas": facts["math"], "inline formulas": formulas,
-                                      "code lines": code["lines"], "code columns": code["capacity"],
-                                      "images": len(facts["images"]),
-                                      "links": len(set(facts["links"])), "solutions": solutions["count"],
-                                      "explorers": explorers, "kB loaded": round(weight / 1000),
-                                      "phone: scrolling in their box": ", ".join(
-                                          f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
-                                      **({"printed pages": printed["pages"]} if printed else {})}
-                if explorers:
-                    with_explorers.append(path)
-
-            if check_search:
-                _check_search(page, site, searches or default_searches(site), shots, report, events)
+            with_explorers: list[tuple[Path, str]] = []
+            for lang, folder in sites:
+                current["site"] = folder
+                prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
+                pages = sorted(folder.glob("*.html"))
+                if lang == "zh" and zh_pages is not None:
+                    pages = [p for p in pages if p.name in zh_pages]
+                lang_shots = (shots / prefix) if shots and prefix else shots
+                if lang_shots:
+                    lang_shots.mkdir(parents=True, exist_ok=True)
+                for path in pages:
+                    name = prefix + path.name
+                    explorers = _check_page(page, path, name, folder, lang, lang_shots, report, events, loaded, ids_cache)
+                    if explorers:
+                        with_explorers.append((path, name))
+                if lang == "zh" and pages:
+                    page.goto(((folder / "index.html") if (folder / "index.html").is_file() else pages[0]).as_uri(),
+                              wait_until="load")
+                    report.pages[f"{prefix}(CJK font)"] = check_cjk_font(page, f"{prefix}index.html", report)
+                if check_search:
+                    events.clear()
+                    wanted = (searches or default_searches(folder)) if lang == "en" else default_searches_zh(folder)
+                    _check_search(page, folder, wanted, lang_shots, report, events, prefix)
+                others = dict(language_sites(root))
+                if set(others) == {"en", "zh"}:
+                    events.clear()
+                    followed = check_switch_follows(page, folder, others["zh" if lang == "en" else "en"], report)
+                    report.pages[f"{prefix}(language switch)"] = {"followed": ", ".join(followed) or "none"}
             context.close()
             if with_explorers:
-                check_explorers_without_scripts(pw, with_explorers, site, report)
+                check_explorers_without_scripts(pw, with_explorers, report)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     report.seconds = time.perf_counter() - start
     return report
 
 
+def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path | None, report: Report,
+                events: list[str], loaded: list[str], ids_cache: dict[Path, set[str]]) -> int:
+    """Every check of one page (see the module docstring); returns how many explorers it has."""
+    text = TEXTS[lang]
+    started = time.perf_counter()
+    events.clear()
+    loaded.clear()
+    page.set_viewport_size(DESKTOP)
+    page.goto(path.as_uri(), wait_until="load")
+    facts = page.evaluate(PAGE_FACTS_JS)
+    page.wait_for_timeout(100)  # let late requests (fonts) settle before reading events
+    for label, pattern in ((label, p) for p, label in RAW_TEX):
+        for m in pattern.finditer(facts["text"]):
+            context_text = facts["text"][max(0, m.start() - 30): m.end() + 30].replace("\n", " ")
+            report.add(name, f"raw TeX ({label}) in the visible text: ...{context_text}...")
+            break
+    if facts["mathErrors"]:
+        report.add(name, f"{facts['mathErrors']} MathJax error(s)")
+    for img in facts["images"]:
+        if not img["ok"]:
+            report.add(name, f"image not decoded: {img['src']}")
+        alt = (img["alt"] or "").strip()
+        if not alt or re.search(r"\.(png|jpe?g|gif|svg)$", alt, re.I):
+            report.add(name, f"image without a meaningful alt text: {img['src']} (alt={alt!r})")
+    check_links(name, facts["links"], set(facts["ids"]), path, site, report, ids_cache)
+    weight = page_weight(site, loaded)
+    check_clipping(page, name, f"at {DESKTOP['width']} px", report)
+    check_switch_on_screen(page, name, f"at {DESKTOP['width']} px", report)
+    formulas = check_inline_math(page, name, f"at {DESKTOP['width']} px", report)
+    code = check_code(page, name, f"at {DESKTOP['width']} px", report)
+    noise = [line for line in page.evaluate(OUTPUT_LINES_JS) if is_noise(line)]
+    for line in dict.fromkeys(noise):
+        report.add(name, f"an output line the site must not show: {line.strip()[:80]}")
+    layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=index_page(name), start=text["start"])
+    if shots:
+        page.screenshot(path=str(shots / f"{path.stem}.png"))
+    if layout["enlargeable"] and (problem := page.evaluate(ENLARGE_JS)):
+        report.add(name, problem)
+    page.set_viewport_size(NARROW_DESKTOP)
+    page.wait_for_timeout(100)
+    check_clipping(page, name, f"at {NARROW_DESKTOP['width']} px", report)
+    check_layout(page, name, f"at {NARROW_DESKTOP['width']} px", report, index=False, start=text["start"])
+    page.set_viewport_size(DESKTOP)
+    solutions = page.evaluate(SOLUTIONS_JS, text["exercise"])
+    for problem in solutions["problems"]:
+        report.add(name, problem)
+    explorers = check_explorers(page, name, report)
+    page.emulate_media(media="print")
+    page.evaluate(NEXT_FRAME_JS)
+    for problem in page.evaluate(PRINT_JS) + page.evaluate(PRINT_EXPLORERS_JS):
+        report.add(name, problem)
+    for label in page.evaluate(PRINT_LABELS_JS):
+        if not re.fullmatch(text["print_label"], label):
+            report.add(name, f"a solution prints labelled {label!r}, not '{text['print_label_text']}'")
+            break
+    # back to no emulation ("null"): emulated "screen" would stay in force for page.pdf(),
+    # which then prints with the screen styles
+    page.emulate_media(media="null")
+    page.evaluate(NEXT_FRAME_JS)
+    printed = check_printed_pdf(page, name, report) if solutions["count"] or index_page(name) else {}
+    page.set_viewport_size(TABLET)
+    page.wait_for_timeout(150)
+    check_drawers(page, name, f"at {TABLET['width']} px", report)
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(150)
+    check_clipping(page, name, f"on a {PHONE['width']} px phone", report)
+    check_switch_on_screen(page, name, f"on a {PHONE['width']} px phone", report)
+    check_drawers(page, name, f"on a {PHONE['width']} px phone", report)
+    phone = page.evaluate(PHONE_JS, text["start"])
+    for item in phone["narrow"]:
+        report.add(name, f"figure narrower than a {PHONE['width']} px phone's screen: {item}")
+    if phone["sideways"]:
+        report.add(name, f"page scrolls sideways on a {PHONE['width']} px phone by {phone['sideways']} px "
+                         "with every fold open")
+    # (a front page without "Start here" at all is reported once, by check_layout)
+    if index_page(name) and phone["startTop"] is not None and phone["startTop"] > PHONE["height"]:
+        report.add(name, f'"Start here" is not within the first screen of a {PHONE["width"]} px phone '
+                         f"(its top at {phone['startTop']} px)")
+    for explorer in page.evaluate(EXPLORER_FACTS_JS):
+        if explorer["built"] and explorer["smallest"] < MIN_PHONE_EXPLORER_TEXT_PX:
+            report.add(name, f"explorer {explorer['name']} on a {PHONE['width']} px phone: text drawn at "
+                             f"{explorer['smallest']:.1f} px, under {MIN_PHONE_EXPLORER_TEXT_PX} px")
+    if shots:
+        page.screenshot(path=str(shots / f"{path.stem}.phone.png"))
+    for event in dict.fromkeys(events):
+        report.add(name, event)
+    report.pages[name] = {"formulas": facts["math"], "inline formulas": formulas,
+                          "code lines": code["lines"], "code columns": code["capacity"],
+                          "images": len(facts["images"]),
+                          "links": len(set(facts["links"])), "solutions": solutions["count"],
+                          "explorers": explorers, "kB loaded": round(weight / 1000),
+                          "phone: scrolling in their box": ", ".join(
+                              f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
+                          **({"printed pages": printed["pages"]} if printed else {}),
+                          "checked in s": round(time.perf_counter() - started, 1)}
+    return explorers
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "html")
+    parser.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "html",
+                        help="a build's output folder: the English site, and the Chinese one in its zh_CN/")
     parser.add_argument("--shots", type=Path, default=ROOT / "build" / "site-check",
-                        help="folder for the screenshots (replaced)")
+                        help="folder for the screenshots (replaced; the Chinese site's in its zh_CN/)")
     parser.add_argument("--search", nargs=2, action="append", metavar=("TERM", "PAGE"),
-                        help="search TERM, expect PAGE among the hits (repeatable; default: see default_searches)")
+                        help="search TERM, expect PAGE among the hits of the English site (repeatable; default: see "
+                             "default_searches)")
+    parser.add_argument("--language", choices=["all", "en", "zh"], default="all",
+                        help="the site(s) to open in the browser (the language switch and anchors are checked as "
+                             "files in both always)")
+    parser.add_argument("--zh-pages", nargs="+", metavar="PAGE",
+                        help="open only these top-level pages of the Chinese site (default: all)")
     args = parser.parse_args(argv)
-    report = check_site(args.site, args.shots, [tuple(s) for s in args.search] if args.search else None)
+    languages = ("en", "zh") if args.language == "all" else (args.language,)
+    report = check_site(args.site, args.shots, [tuple(s) for s in args.search] if args.search else None,
+                        languages=languages, zh_pages=args.zh_pages)
     for name, facts in report.pages.items():
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     verdict = "passed" if not report.problems else f"{len(report.problems)} problem(s)"
-    pages = [name for name in report.pages if "?" not in name]
-    print(f"check_site: {len(pages)} page(s) and {len(report.pages) - len(pages)} search(es) checked "
-          f"in {report.seconds:.1f} s, {verdict}")
+    pages = [name for name in report.pages if "?" not in name and "(" not in name]
+    per_language = Counter("zh" if name.startswith(f"{ZH_FOLDER}/") else "en" for name in pages)
+    split = ", ".join(f"{lang} {n}" for lang, n in per_language.items())
+    files = (f"; language switch and anchors of {' + '.join(f'{n} {lang}' for lang, n in report.languages.items())} "
+             "pages read as files" if report.languages else "")
+    print(f"check_site: {len(pages)} page(s) ({split}) and {sum('?' in n for n in report.pages)} search(es) "
+          f"checked in a browser in {report.seconds:.1f} s{files}, {verdict}")
     return 0 if not report.problems else 1
 
 

@@ -338,3 +338,86 @@ def test_search_term_is_a_word_of_exactly_one_notebook_page(tmp_path):
 ])
 def test_raw_tex_patterns(text, found):
     assert any(p.search(text) for p, _ in check.RAW_TEX) == found
+
+
+# --- the two languages --------------------------------------------------------------------------------
+
+PAGE = """<!doctype html><html lang="LANG"><head><meta charset="utf-8"><title>page</title></head><body>
+<a class="btn posenc-language" href="SWITCH">OTHER</a><main><section id="one"><h1>Title</h1></section>SECTIONS</main></body></html>"""
+
+
+def bilingual(root: Path, pages: dict[str, tuple[str, str, str]]) -> Path:
+    """Pages under ``root``: path -> (lang, switch href, extra sections)."""
+    for name, (lang, switch, sections) in pages.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(PAGE.replace("LANG", lang).replace("SWITCH", switch).replace("SECTIONS", sections)
+                                 .replace("OTHER", "中文" if lang == "en" else "English"), encoding="utf-8")
+    return root
+
+
+def test_the_language_checks_pass_two_sites_that_link_each_page_to_its_twin(tmp_path):
+    root = bilingual(tmp_path, {
+        "index.html": ("en", "zh_CN/index.html", '<section id="two"></section>'),
+        "api/mod.html": ("en", "../zh_CN/api/mod.html", ""),
+        "zh_CN/index.html": ("zh-CN", "../index.html", '<section id="two"></section><section id="extra"></section>'),
+        "zh_CN/api/mod.html": ("zh-CN", "../../api/mod.html", ""),
+    })
+    report = check.Report()
+    assert check.check_languages(root, report) == {"en": 2, "zh": 2}
+    assert report.problems == []
+
+
+def test_the_language_checks_catch_a_missing_switch_a_wrong_target_a_lost_anchor_and_a_wrong_lang(tmp_path):
+    root = bilingual(tmp_path, {
+        "index.html": ("en", "zh_CN/index.html", '<section id="two"></section><dt id="term-RoPE">RoPE</dt>'),
+        "glossary.html": ("en", "zh_CN/index.html", ""),  # points to another page
+        "search.html": ("en", "zh_CN/search.html", ""),  # whose twin does not exist
+        "zh_CN/index.html": ("en", "../index.html", ""),  # lang, and the anchors #two, #term-RoPE lost
+        "zh_CN/glossary.html": ("zh-CN", "../glossary.html", ""),
+    })
+    (root / "zh_CN" / "glossary.html").write_text(
+        (root / "zh_CN" / "glossary.html").read_text(encoding="utf-8").replace('<a class="btn posenc-language"', "<a"),
+        encoding="utf-8")  # no switch
+    report = check.Report()
+    check.check_languages(root, report)
+    assert sorted(report.problems) == sorted([
+        "glossary.html: the language switch points to 'zh_CN/index.html', not to zh_CN/glossary.html",
+        "search.html: the language switch points to zh_CN/search.html, which does not exist",
+        "index.html: anchors missing from zh_CN/index.html: term-RoPE, two",
+        "zh_CN/index.html: <html lang='en'> on a page of the zh site",
+        "zh_CN/glossary.html: 0 language switches (one expected)",
+    ])
+
+
+NO_CJK_FONTS = """<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>CACHE</cachedir></fontconfig>"""
+CHINESE = """<!doctype html><html lang="zh-CN"><head><meta charset="utf-8"><link rel="stylesheet" href="posenc.css">
+</head><body><article><p>旋转位置编码把查询和键旋转一个角度。</p></article></body></html>"""
+
+
+@pytest.mark.skipif(not Path("/usr/share/fonts/truetype/dejavu").is_dir(), reason="needs Debian's DejaVu fonts")
+def test_the_cjk_font_check_fails_where_no_font_has_chinese_characters(tmp_path):
+    """Chromium with a font configuration that holds only DejaVu (no CJK font): Chinese text is drawn as
+    missing-glyph boxes and the check says so; with the system's fonts (fonts-wqy-microhei) it passes."""
+    from playwright.sync_api import sync_playwright
+
+    (tmp_path / "page.html").write_text(CHINESE, encoding="utf-8")
+    (tmp_path / "posenc.css").write_bytes((ROOT / "tools" / "site" / "_static" / "posenc.css").read_bytes())
+    config = tmp_path / "fonts.conf"
+    config.write_text(NO_CJK_FONTS.replace("CACHE", str(tmp_path / "cache")), encoding="utf-8")
+    found = {}
+    with sync_playwright() as pw:
+        for label, env in (("none", {"FONTCONFIG_FILE": str(config)}), ("system", {})):
+            import os
+
+            browser = pw.chromium.launch(executable_path=str(check.CHROMIUM), args=check.CHROMIUM_FLAGS,
+                                         headless=True, env={**os.environ, **env})
+            try:
+                page = browser.new_page()
+                page.goto((tmp_path / "page.html").as_uri(), wait_until="load")
+                report = check.Report()
+                found[label] = (check.check_cjk_font(page, "page.html", report), report.problems)
+            finally:
+                browser.close()
+    assert found["none"][1] and "Chinese text is not drawn with a CJK font" in found["none"][1][0], found
+    assert found["system"][1] == [] and "WenQuanYi" in found["system"][0]["CJK font"], found

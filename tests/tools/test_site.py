@@ -238,6 +238,105 @@ def test_glossary_patterns(phrases, text, hit):
     assert (m[0] if m else None) == hit
 
 
+# --- the Chinese site's own pieces, on synthetic input --------------------------------------------------
+
+
+@pytest.mark.parametrize("phrases, text, hit", [
+    (["RoPE"], "用RoPE的模型", "RoPE"),  # CJK characters are \w: English's bounds would never match here
+    (["RoPE"], "RoPEs 与 xRoPE", None),  # Latin letters still bound a Latin phrase
+    (["旋转", "旋转位置编码"], "这是旋转位置编码的例子", "旋转位置编码"),  # longest first
+    (["KV 缓存"], "使用KV缓存时", "KV缓存"),  # a space beside a CJK character: any space or none
+    (["vision transformer"], "a Vision  Transformer here", "Vision  Transformer"),
+    (["token", "tokens"], "tokenizer 与 词元", None),
+    (["长度外推"], "不能外推", None),
+])
+def test_chinese_glossary_patterns(phrases, text, hit):
+    m = glue.zh_pattern(phrases).search(text)
+    assert (m[0] if m else None) == hit
+
+
+def test_chinese_term_phrases_come_from_the_terminology_table_and_the_glossary(tmp_path):
+    table = tmp_path / "terminology.toml"
+    table.write_text('[[rule]]\nterm = "Checkpoint"\nen = ["checkpoint"]\nzh = ["检查点", "权重"]\n\n'
+                     '[[rule]]\nterm = "Query, key, value"\nen = ["query"]\nzh = ["查询", "Q"]\n\n'
+                     '[[rule]]\nterm = "Query, key, value"\nen = ["keys only"]\nzh = ["键集合"]\n', encoding="utf-8")
+    terms = {t["en"]: t for t in glue.load_glossary()}
+    forms = glue.terminology_forms(table)
+    assert forms == {"Checkpoint": ["检查点", "权重"], "Query, key, value": ["查询", "Q"]}  # a rule off the glossary's match: not used
+    # 权重 (weights) has other senses; 键, 值 alone and the Latin Q would match everywhere
+    assert glue.term_phrases(terms["Checkpoint"], "zh_CN", forms) == ["checkpoint", "checkpoints", "检查点", "模型权重文件"]
+    assert glue.term_phrases(terms["Query, key, value"], "zh_CN", forms) == ["query", "queries", "查询"]
+    assert glue.term_phrases(terms["Query, key, value"], "en", forms) == ["query", "queries"]
+    words = glue.search_words(ROOT / "locale" / "zh_CN" / "terminology.toml")
+    assert {"旋转位置编码", "位置编码", "长度外推", "外推", "交错排列"} <= set(words) and "KV 缓存" not in words
+    assert words == sorted(words, key=lambda w: (-len(w), w))
+
+
+def test_the_language_switch_links_the_same_page_of_the_other_site():
+    assert glue.switch_href("03_rope", "zh_CN/") == "zh_CN/03_rope.html"
+    assert glue.switch_href("03_rope", "../") == "../03_rope.html"
+    assert glue.switch_href("api/posenc_lib.rotary.rope", "zh_CN/") == "../zh_CN/api/posenc_lib.rotary.rope.html"
+    assert glue.switch_href("api/posenc_lib.rotary.rope", "../") == "../../api/posenc_lib.rotary.rope.html"
+
+
+def test_the_sites_own_words_in_each_language():
+    assert glue.ui("download", "en") == "Download: " and glue.ui("download", "zh_CN") == "下载："
+    assert glue.ui("show_solution", "zh_CN", n=2) == "显示练习 2 的答案"
+    assert glue.ui("show_solution", "fr", n=2) == "Show the solution to exercise 2"  # no table: English
+    assert set(glue.UI["zh_CN"]) == set(glue.UI["en"])
+
+
+CATALOG_PO = """msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=utf-8\\n"
+
+msgid "Deep dive (optional) · Under the hood"
+msgstr "深入阅读（选读）· 底层细节"
+
+msgid "Optional detail."
+msgstr "选读的细节：长度外推。"
+
+#, fuzzy
+msgid "Intro."
+msgstr "引言（待审）。"
+
+msgid "Text."
+msgstr ""
+
+msgid "## 1. Numbered"
+msgstr "1. 编号的标题"
+"""
+
+
+def test_catalogs_keep_translated_entries_only_and_the_page_first(tmp_path, monkeypatch):
+    (tmp_path / "source").mkdir()
+    (tmp_path / "00_demo.po").write_text(CATALOG_PO, encoding="utf-8")
+    (tmp_path / "source" / "00_demo.po").write_text(CATALOG_PO.replace("底层细节", "别的译法"), encoding="utf-8")
+    catalogs = glue.load_catalogs(tmp_path)
+    assert set(catalogs) == {"00_demo", "source/00_demo"}
+    assert "Intro." not in catalogs["00_demo"] and "Text." not in catalogs["00_demo"]  # fuzzy, empty
+    monkeypatch.setattr(glue, "_CATALOGS", catalogs)
+    assert glue.translate("Deep dive (optional) · Under the hood", "source/00_demo") == "深入阅读（选读）· 别的译法"
+    assert glue.translate("Deep dive  (optional) · Under the hood", "01_other") == "深入阅读（选读）· 底层细节"
+    assert glue.translate("Not in any catalog.") == "Not in any catalog."
+    monkeypatch.setattr(glue, "_CATALOGS", {})
+    assert glue.translate("Optional detail.", "00_demo") == "Optional detail."  # an English build
+
+
+def test_a_translation_that_starts_like_a_list_is_escaped_in_the_staged_catalogs(tmp_path):
+    from babel.messages.pofile import read_po
+
+    (tmp_path / "locale" / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
+    (tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "00_demo.po").write_text(CATALOG_PO, encoding="utf-8")
+    (tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "00_demo.mo").write_bytes(b"stale")
+    assert build_site.stage_catalogs(tmp_path / "locale", tmp_path / "staged") == 1
+    staged = tmp_path / "staged" / "zh_CN" / "LC_MESSAGES"
+    assert not (staged / "00_demo.mo").exists()
+    with open(staged / "00_demo.po", "rb") as f:
+        messages = {m.id: m.string for m in read_po(f) if m.id}
+    assert messages["## 1. Numbered"] == "1\\. 编号的标题" and messages["Optional detail."] == "选读的细节：长度外推。"
+
+
 # --- a synthetic site, rendered ---------------------------------------------------------------------
 
 
@@ -442,28 +541,141 @@ def test_a_broken_internal_link_fails_the_build(tmp_path, link, message):
         render_synthetic(tmp_path, demo_notebook(link))
 
 
+# --- a synthetic site in English and Chinese ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bilingual_site(tmp_path_factory) -> Path:
+    """The synthetic site rendered as `make html` renders the course: English, and Chinese in zh_CN/ from a
+    small catalog of 00_demo (its deep dive's heading and text translated, the rest left in English)."""
+    tmp_path = tmp_path_factory.mktemp("bilingual")
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "catalog.toml").write_text(CATALOG, encoding="utf-8")
+    nbformat.write(demo_notebook(), notebooks / "00_demo.ipynb")
+    nbformat.write(next_notebook(), notebooks / "01_next.ipynb")
+    (notebooks / "00_demo.py").write_text("# %% [markdown]\n# # 00 · Demo\n", encoding="utf-8")
+    messages = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES"
+    messages.mkdir(parents=True)
+    (messages / "00_demo.po").write_text(CATALOG_PO, encoding="utf-8")
+    (messages.parent / "terminology.toml").write_bytes((ROOT / "locale/zh_CN/terminology.toml").read_bytes())
+    build_site.stage(tmp_path / "src", notebooks, notebooks, notebooks / "catalog.toml", api=False,
+                     locale=tmp_path / "locale")
+    build_site.render_languages(tmp_path / "src", tmp_path / "html")
+    return tmp_path / "html"
+
+
+def test_both_languages_render_side_by_side_each_page_linking_the_other(bilingual_site):
+    english = sorted(p.relative_to(bilingual_site) for p in bilingual_site.rglob("*.html")
+                     if p.relative_to(bilingual_site).parts[0] not in {"zh_CN", "_static", "_sources"})
+    chinese = sorted(p.relative_to(bilingual_site / "zh_CN") for p in (bilingual_site / "zh_CN").rglob("*.html")
+                     if p.relative_to(bilingual_site / "zh_CN").parts[0] not in {"_static", "_sources"})
+    assert english == chinese and Path("00_demo.html") in english and Path("source/00_demo.html") in english
+    for name in english:
+        for site, lang, other, label in ((bilingual_site, "en", bilingual_site / "zh_CN", "中文"),
+                                          (bilingual_site / "zh_CN", "zh-CN", bilingual_site, "English")):
+            soup = page(site, str(name))
+            assert soup.html["lang"] == lang, name
+            [switch] = soup.select("a.posenc-language")
+            assert switch.get_text() == label and switch["hreflang"] == switch["lang"]
+            assert (site / name).parent.joinpath(switch["href"]).resolve() == (other / name).resolve(), name
+    # the sections' anchors are the English ones in both languages
+    ids = [{s["id"] for s in page(site, "00_demo.html").select("section[id]")}
+           for site in (bilingual_site, bilingual_site / "zh_CN")]
+    assert ids[0] == ids[1] and "exercises" in ids[0]
+    assert not (bilingual_site / "jupyter_execute").exists()
+
+
+def test_the_chinese_site_writes_its_own_words_in_chinese(bilingual_site):
+    soup = page(bilingual_site / "zh_CN", "00_demo.html")
+    facts = soup.select_one("p.posenc-page-facts")
+    assert facts.get_text() == "下载：笔记本（.ipynb） · 源代码（.py，jupytext 格式）"
+    assert [a["href"] for a in facts.find_all("a")] == ["_sources/00_demo.ipynb", "source/00_demo.html"]
+    fold = soup.select_one("div.cell.tag_solution details")
+    assert "显示练习 1 的答案" in fold.find("summary").get_text() and "隐藏练习 1 的答案" in fold.find("summary").get_text()
+    # the deep dive's summary is raw HTML made before Sphinx translates: looked up in the catalog
+    deep = soup.select_one("details.deep-dive")
+    assert deep.find("summary").get_text(strip=True) == "深入阅读（选读）· 底层细节"
+    assert "选读的细节" in deep.get_text() and "Optional detail." not in deep.get_text()
+    assert "How RoPE rotates" in soup.get_text()  # not in the catalog: English
+    # glossary links: the English term RoPE (first occurrence), and a Chinese form (长度外推) in the translation
+    terms = {a.get_text(): a for a in soup.select("a.posenc-term")}
+    assert {"RoPE", "长度外推"} <= set(terms) and terms["长度外推"]["href"].startswith("glossary.html#term-")
+    assert terms["长度外推"]["title"].startswith("长度外推 / Length extrapolation：")
+    assert page(bilingual_site / "zh_CN", "glossary.html").select_one("p.posenc-term-uses em").get_text() == "课程中用到它的地方："
+    # the English site is as before: its own words, no Chinese
+    english = page(bilingual_site, "00_demo.html")
+    assert english.select_one("p.posenc-page-facts").get_text().startswith("Download: notebook (.ipynb)")
+    assert english.select_one("details.deep-dive summary").get_text(strip=True) == "Deep dive (optional) · Under the hood"
+    assert glue.LANGUAGE == "en" and not glue._CATALOGS  # the build leaves the module in English
+
+
+def test_the_chinese_search_splits_chinese_words(bilingual_site):
+    import json
+
+    site = bilingual_site / "zh_CN"
+    language_data = (site / "_static" / "language_data.js").read_text(encoding="utf-8")
+    assert "var splitQuery" in language_data and "window.Stemmer = EnglishStemmer;" in language_data
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(text[text.index("(") + 1:text.rindex(")")])
+    assert "长度外推" in index["terms"] and "外推" in index["terms"]  # jieba, with the course's terms as words
+    assert "window.Stemmer = EnglishStemmer;" in (bilingual_site / "_static" / "language_data.js").read_text(encoding="utf-8")
+
+
+def test_one_language_alone_has_no_switch(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "catalog.toml").write_text(CATALOG, encoding="utf-8")
+    nbformat.write(demo_notebook(), notebooks / "00_demo.ipynb")
+    nbformat.write(next_notebook(), notebooks / "01_next.ipynb")
+    build_site.stage(tmp_path / "src", notebooks, notebooks, notebooks / "catalog.toml", api=False)
+    assert set(build_site.render_languages(tmp_path / "src", tmp_path / "html", ("zh_CN",))) == {"zh_CN"}
+    assert not (tmp_path / "html" / "index.html").exists()
+    soup = page(tmp_path / "html" / "zh_CN", "00_demo.html")
+    assert soup.html["lang"] == "zh-CN" and not soup.select("a.posenc-language")
+    assert "Optional detail." in soup.get_text()  # no catalog at all: every entry in English
+    with pytest.raises(ValueError, match="languages must be among"):
+        build_site.render_languages(tmp_path / "src", tmp_path / "html", ("fr",))
+
+
 # --- the real site, in a browser --------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def real_site() -> tuple[Path, float]:
-    """The course's site, built from the committed notebooks, and the CPU seconds its rendering took.
+def real_site() -> tuple[Path, dict[str, float]]:
+    """The course's site, built from the committed notebooks as `make html` builds it (the English site
+    and the Chinese one in zh_CN/, from one staging), and the CPU seconds each language's render took.
 
     CPU time of this process, not wall time: Sphinx renders in this one process, so on a quiet machine
     the two agree, while under `make test` another test process shares the cores and stretches the
     wall time (30.7 s measured once that way, against 19-26 s alone)."""
     out = ROOT / "build" / "test-site"
     build_site.stage(ROOT / "build" / "test-site-src", catalog.NOTEBOOKS)
-    cpu = time.process_time()
-    build_site.render(ROOT / "build" / "test-site-src", out)
-    return out, time.process_time() - cpu
+    cpu: dict[str, float] = {}
+    render = build_site.render
+
+    def timed(*args, **kwargs) -> float:
+        start = time.process_time()
+        try:
+            return render(*args, **kwargs)
+        finally:
+            cpu[kwargs.get("language", args[3] if len(args) > 3 else "en")] = time.process_time() - start
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build_site, "render", timed)
+        build_site.render_languages(ROOT / "build" / "test-site-src", out)
+    return out, cpu
 
 
 def test_real_site_renders_in_under_30_s(real_site):
+    """English in under 30 s of CPU time; Chinese in under 40 s (Sphinx parses every translation as
+    Markdown again, and jieba splits the text for the search index: about 1.4 times the English)."""
     site, seconds = real_site
-    assert seconds < 30, f"rendering took {seconds:.1f} s of CPU time"
+    assert seconds["en"] < 30, f"rendering the English site took {seconds['en']:.1f} s of CPU time"
+    assert seconds["zh_CN"] < 40, f"rendering the Chinese site took {seconds['zh_CN']:.1f} s of CPU time"
     stems = [e.stem for e in catalog.existing(catalog.load_catalog())]
-    assert all((site / f"{stem}.html").is_file() for stem in stems)
+    assert all((site / f"{stem}.html").is_file() and (site / "zh_CN" / f"{stem}.html").is_file() for stem in stems)
+    assert not (site / "jupyter_execute").exists()  # MyST-NB's files of the Chinese render stay out of the site
 
 
 def test_real_site_has_a_library_reference_with_sources(real_site):
@@ -515,6 +727,23 @@ def test_glossary_has_contents_definitions_as_tooltips_and_links_back(real_site)
     assert link is not None and link["title"] == glue.term_tooltip(sinusoidal) and sinusoidal["definition"] in link["title"]
 
 
+def test_the_chinese_site_has_the_reference_glossary_links_and_its_own_words(real_site):
+    site, _ = real_site
+    zh = site / "zh_CN"
+    rope = page(zh, "03_rope.html")
+    assert rope.select_one("p.posenc-page-facts").get_text().startswith("下载：")
+    summaries = [s.get_text(strip=True) for s in rope.select("details.deep-dive > summary")]
+    assert summaries and all(s.startswith("深入阅读（选读）") for s in summaries)  # 03's catalog is complete
+    links = [a.get_text() for a in rope.select("a.posenc-term")]
+    assert len(links) >= 10 and sum(bool(glue.CJK.search(text)) for text in links) >= 5
+    api = rope.select_one("a.posenc-api")
+    assert api is not None and (zh / api["href"].split("#")[0]).is_file()  # the reference (in English) exists
+    source = page(zh, "api/posenc_lib.rotary.rope.html").select_one('a[href$="rope.py"]')
+    assert source is not None and (zh / "api" / source["href"]).is_file() and (zh / "api" / "index.html").is_file()
+    uses = page(zh, "glossary.html").select("p.posenc-term-uses")
+    assert len(uses) >= len(glue.load_glossary()) - 2 and all(p.em.get_text() == "课程中用到它的地方：" for p in uses)
+
+
 def test_search_gets_the_page_texts_from_one_script_on_the_search_page(real_site):
     import json
 
@@ -556,16 +785,30 @@ def test_explorer_pages_load_the_library_values_and_the_script_that_draws_them(r
     assert "posenc_explorer" not in (site / "00_permutation_blindness.html").read_text(encoding="utf-8")
 
 
+# The pages of the Chinese site that `make test` opens in the browser (the front page, a notebook with every
+# kind of content: formulas, solutions, a deep dive, an explorer; the glossary; search): the whole Chinese
+# site in the browser would add about 2 minutes to `make test`. `make check-site` opens every page of both.
+# The language switch and the anchors of every page of both sites are checked as files either way.
+ZH_TEST_PAGES = ["index.html", "03_rope.html", "glossary.html", "search.html"]
+
+
 def test_real_site_passes_the_browser_check(real_site):
     site, _ = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
-    report = check_site.check_site(site, ROOT / "build" / "site-check")
+    report = check_site.check_site(site, ROOT / "build" / "site-check", zh_pages=ZH_TEST_PAGES)
     assert report.problems == [], "\n".join(report.problems)
     assert {name: facts["explorers"] for name, facts in report.pages.items() if facts.get("explorers")} == {
-        f"{stem}.html": 1 for stem in EXPLORER_PAGES}  # each explorer exercised in the browser
-    notebook_pages = [name for name in report.pages if re.match(r"\d\d_", name)]
+        **{f"{stem}.html": 1 for stem in EXPLORER_PAGES}, "zh_CN/03_rope.html": 1}  # each explorer exercised
+    notebook_pages = [name for name in report.pages if re.match(r"(zh_CN/)?\d\d_", name)]
     assert notebook_pages and all(report.pages[n]["formulas"] > 0 for n in notebook_pages
                                   if (site / n).read_text(encoding="utf-8").count("math notranslate"))
+    assert sorted(n for n in report.pages if n.startswith("zh_CN/") and n.endswith(".html")) == \
+        [f"zh_CN/{n}" for n in sorted(ZH_TEST_PAGES)]
+    # every page of both sites read as files: one switch, to the same page, which exists; the same anchors
+    assert report.languages["en"] == report.languages["zh"] > 50
+    assert "WenQuanYi" in report.pages["zh_CN/(CJK font)"]["CJK font"]  # the font `make chromium` installs
+    assert "#" in report.pages["(language switch)"]["followed"] and "#" in report.pages["zh_CN/(language switch)"]["followed"]
+    assert any(n.startswith("zh_CN/search.html?q=") for n in report.pages)
 
 
 # --- tables as the site shows them -----------------------------------------------------------------
@@ -686,6 +929,19 @@ def test_link_solutions_anchors_each_solution_and_links_its_exercise():
     assert out[2].source == "### Exercise 2: unsolved\n\nNo solution cell for this one."  # no solution: no link
     assert out[4].source == '<div class="posenc-solution-anchor" id="solution-1"></div>'
     assert out[5] is cells[4] and out[1] is cells[1]
+
+
+def test_link_solutions_and_the_solution_folds_in_chinese(monkeypatch):
+    monkeypatch.setattr(glue, "LANGUAGE", "zh_CN")  # as during the Chinese site's build (set_language)
+    nb = new_notebook(cells=[
+        new_markdown_cell("### Exercise 1: the period\n\nFind it."),
+        new_code_cell("# Exercise 1\nperiod = 6.28\ncheck_exercise_1(period)", metadata={"tags": ["solution"]}),
+    ])
+    exercise, _, solution = glue.prepare(nb).cells
+    assert exercise.source.endswith('<p class="posenc-solution-link"><a href="#solution-1">练习 1 的答案</a>'
+                                    "（折叠在笔记本末尾，与其他答案放在一起：请先自己做练习）</p>\n")
+    assert solution.metadata["mystnb"]["code_prompt_show"] == "显示练习 1 的答案"
+    assert solution.metadata["mystnb"]["code_prompt_hide"] == "隐藏练习 1 的答案"
 
 
 def test_link_code_names_links_imported_names_documented_attributes_and_module_paths():

@@ -15,7 +15,9 @@ project = "posenc: how Transformers know word order"
 author = "the posenc authors"
 copyright = "the posenc authors, MIT License"
 language = "en"
-# The Chinese edition: gettext catalogs, locale/zh_CN/LC_MESSAGES/PAGE.po (tools/i18n.py, docs/i18n.md)
+# The Chinese edition: gettext catalogs, locale/zh_CN/LC_MESSAGES/PAGE.po (tools/i18n.py, docs/i18n.md).
+# tools/build_site.py renders the Chinese site with -D language=zh_CN and the copy of locale/ it stages
+# beside the sources (-D locale_dirs=...), so that Sphinx compiles its .mo files there, not in locale/.
 locale_dirs = [str(HERE.parent.parent / "locale")]
 gettext_compact = False  # one catalog per page
 
@@ -44,7 +46,7 @@ nitpick_ignore_regex = [
     (r"py:class", r"(Tensor|Module|T|P|R|posenc_lib\..*\.[TPR])"),  # TypeVars
     (r"py:.*", r"(.*\.)?_\w+"),  # private names (a base class, a helper) are not documented
 ]
-exclude_patterns = ["_extra", "**/_files", "_files", "_site.json", "**.ipynb_checkpoints"]
+exclude_patterns = ["_extra", "**/_files", "_files", "_site.json", "_locale", "**.ipynb_checkpoints"]
 
 # --- notebooks: rendered as executed (make html executes them first, with tools/execute.py) ---
 nb_execution_mode = "off"
@@ -70,7 +72,10 @@ html_title = "posenc · positional encoding"
 html_css_files = ["posenc.css"]
 html_js_files = ["posenc.js"]
 html_context = {"default_mode": "light"}  # empty, the theme logs "Got invalid theme mode"
+templates_path = ["_templates"]
 html_theme_options = {
+    # the language switch (posenc_site.language_switch) before the theme's buttons, on every page
+    "article_header_end": ["posenc-language.html", "article-header-buttons.html"],
     "home_page_in_toc": True,
     "show_toc_level": 2,
     "use_download_button": True,

@@ -67,6 +67,156 @@ logger = logging.getLogger(__name__)
 _HEADINGS: dict[str, dict[str, str]] = {}
 
 
+# --- the site's language ---------------------------------------------------------------------------
+#
+# The same staged sources render in English and in Chinese (tools/build_site.py: ``-D language=zh_CN``);
+# Sphinx translates the pages' own text from the catalogs (locale/zh_CN/LC_MESSAGES/PAGE.po). What this
+# extension writes itself (page facts, solution folds and links, the glossary's back-links, tooltips) is
+# not in the catalogs: it comes from UI, by the build's language. A deep dive's heading becomes raw HTML
+# (a fold's summary) before Sphinx translates, so it is looked up in the catalogs here (translate).
+
+UI: dict[str, dict[str, str]] = {
+    "en": {
+        "download": "Download: ",
+        "notebook": "notebook (.ipynb)",
+        "source": "source (.py, jupytext)",
+        "show_solution": "Show the solution to exercise {n}",
+        "hide_solution": "Hide the solution to exercise {n}",
+        "solution_link": "Solution to exercise {n}",
+        "solution_note": " (folded, with the others at the end of the notebook: try the exercise first)",
+        "term_uses": "Where the course uses it: ",
+        "term_place": "{number} ({title})",
+        "api_uses": "Where the notebooks use it",
+        "introduction": "introduction",
+        "in_reference": "{name} in the library reference",
+        "in_repository": "{name}, as in the repository",
+        "term_tooltip": "{en} ({zh}): {definition}",
+        # the language switch: on this language's pages, the link to the other language
+        "switch": "中文",
+        "switch_title": "本页的中文版",
+        "switch_lang": "zh-CN",
+    },
+    "zh_CN": {
+        "download": "下载：",
+        "notebook": "笔记本（.ipynb）",
+        "source": "源代码（.py，jupytext 格式）",
+        "show_solution": "显示练习 {n} 的答案",
+        "hide_solution": "隐藏练习 {n} 的答案",
+        "solution_link": "练习 {n} 的答案",
+        "solution_note": "（折叠在笔记本末尾，与其他答案放在一起：请先自己做练习）",
+        "term_uses": "课程中用到它的地方：",
+        "term_place": "{number}（{title}）",
+        "api_uses": "笔记本中用到它的地方",
+        "introduction": "引言",
+        "in_reference": "库参考中的 {name}",
+        "in_repository": "{name}（仓库中的文件）",
+        "term_tooltip": "{zh} / {en}：{definition}",
+        "switch": "English",
+        "switch_title": "This page in English",
+        "switch_lang": "en",
+    },
+}
+LANGUAGE = "en"  # the language of the build in progress (set when the builder starts; prepare() reads it)
+# The translations of the build's language: page (docname) -> English message -> translation, from the
+# catalogs (translated entries only: fuzzy and empty ones are left out, as Sphinx leaves them out).
+_CATALOGS: dict[str, dict[str, str]] = {}
+_ENV: Any = None  # the build's environment, for the page being read (prepare is called without the app)
+
+
+def ui(key: str, language: str | None = None, **values: Any) -> str:
+    """The site's own text ``key`` in ``language`` (default: the build's), English where it has none."""
+    table = UI.get(language or LANGUAGE, UI["en"])
+    return table.get(key, UI["en"][key]).format(**values)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def load_catalogs(folder: Path) -> dict[str, dict[str, str]]:
+    """The translated entries of the catalogs under ``folder`` (``.../LC_MESSAGES``): for each page (the
+    catalog's path without ``.po``: ``03_rope``, ``source/03_rope``), English message -> translation, both
+    with their whitespace collapsed. Fuzzy and untranslated entries are left out."""
+    from babel.messages.pofile import read_po
+
+    found: dict[str, dict[str, str]] = {}
+    for path in sorted(folder.rglob("*.po")):
+        with open(path, "rb") as f:
+            catalog = read_po(f)
+        found[path.relative_to(folder).with_suffix("").as_posix()] = {
+            _normal(m.id): m.string for m in catalog
+            if m.id and isinstance(m.id, str) and isinstance(m.string, str) and m.string.strip() and not m.fuzzy}
+    return found
+
+
+def translate(text: str, page: str | None = None) -> str:
+    """``text`` in the build's language: its translation in the catalog of ``page`` (default: the page
+    being read), else in any catalog; ``text`` itself when no catalog translates it (or in English)."""
+    if not _CATALOGS:
+        return text
+    key = _normal(text)
+    if page is None and _ENV is not None:
+        page = getattr(getattr(_ENV, "current_document", None), "docname", None)
+    if page and key in _CATALOGS.get(page, {}):
+        return _CATALOGS[page][key]
+    return next((table[key] for table in _CATALOGS.values() if key in table), text)
+
+
+def _locale_folder(app: Sphinx) -> Path | None:
+    """The folder of the build language's catalogs (``locale_dirs``/LANGUAGE), or None."""
+    for folder in app.config.locale_dirs:
+        path = Path(app.confdir, folder) / app.config.language
+        if path.is_dir():
+            return path
+    return None
+
+
+def set_language(app: Sphinx) -> None:
+    """builder-inited: the build's language and, for a translated build, its catalogs."""
+    global LANGUAGE, _ENV
+    LANGUAGE = app.config.language if app.config.language in UI else "en"
+    _ENV = app.env
+    _CATALOGS.clear()
+    _TERM_FORMS.clear()
+    _SEARCH_WORDS.clear()
+    folder = _locale_folder(app) if LANGUAGE != "en" else None
+    if folder is not None:
+        _CATALOGS.update(load_catalogs(folder / "LC_MESSAGES"))
+        terminology = folder / "terminology.toml"
+        if terminology.is_file():
+            _TERM_FORMS.update(terminology_forms(terminology))
+            _SEARCH_WORDS[:] = search_words(terminology)
+
+
+def reset_language(app: Sphinx, exception: Exception | None) -> None:
+    """build-finished: back to English, for whatever runs next in this process (tests, a second build)."""
+    global LANGUAGE, _ENV
+    LANGUAGE, _ENV = "en", None
+    _CATALOGS.clear()
+    _TERM_FORMS.clear()
+    _SEARCH_WORDS.clear()
+
+
+def switch_href(pagename: str, other_root: str) -> str:
+    """The relative link from page ``pagename`` of one language's site to the same page of the other
+    language's site, whose root is ``other_root`` relative to this site's root (``zh_CN/`` from the
+    English site, ``../`` from the Chinese one)."""
+    return "../" * pagename.count("/") + other_root + pagename + ".html"
+
+
+def language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """html-page-context: the link to this page in the other language (``posenc-language.html`` in the
+    article's header), when the build has one (``posenc_other_language``, set by tools/build_site.py);
+    and the page's alternate in the head."""
+    other = app.config.posenc_other_language
+    if not other:
+        return
+    href = switch_href(pagename, other)
+    lang = ui("switch_lang")
+    context["posenc_switch"] = {"href": href, "label": ui("switch"), "title": ui("switch_title"), "lang": lang}
+    context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{lang}" href="{html.escape(href)}" />'
+
+
 # --- reading a notebook ----------------------------------------------------------------------------
 
 
@@ -193,7 +343,9 @@ def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.Noteboo
         if m is None:
             raise ValueError(f"a deep-dive block must start with a markdown cell headed 'Deep dive (optional) · ...'; "
                              f"it starts with: {first.source[:80]!r}")
-        first.source = (f'<details class="deep-dive">\n<summary>{summary_html(m[1])}</summary>\n\n'
+        # the summary is raw HTML, which Sphinx does not translate: in a translated build, the heading's
+        # translation is looked up in the catalogs (where the extraction keeps it as a heading)
+        first.source = (f'<details class="deep-dive">\n<summary>{summary_html(translate(m[1]))}</summary>\n\n'
                         + first.source[m.end():].lstrip("\n"))
         out += cells[i:j] + [nbformat.v4.new_markdown_cell("</details>")]
         i = j
@@ -319,8 +471,7 @@ def link_solutions(cells: list[nbformat.NotebookNode]) -> list[nbformat.Notebook
         out.append(cell)
         if cell.cell_type == "markdown" and (m := EXERCISE_HEADING.search(cell.source)) and m[1] in solved:
             cell.source = (cell.source.rstrip() + f'\n\n<p class="posenc-solution-link"><a href="#solution-{m[1]}">'
-                           f"Solution to exercise {m[1]}</a> (folded, with the others at the end of the notebook: "
-                           "try the exercise first)</p>\n")
+                           f"{html.escape(ui('solution_link', n=m[1]))}</a>{html.escape(ui('solution_note'))}</p>\n")
     return out
 
 
@@ -341,9 +492,9 @@ def prepare(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         mystnb = cell.metadata.setdefault("mystnb", {})
         if SOLUTION_TAG in tags and "hide-cell" not in tags:
             tags.append("hide-cell")
-            label = solution_label(cell.source)
-            mystnb.setdefault("code_prompt_show", f"Show the {label}")
-            mystnb.setdefault("code_prompt_hide", f"Hide the {label}")
+            n = solution_label(cell.source).rsplit(" ", 1)[1]
+            mystnb.setdefault("code_prompt_show", ui("show_solution", n=n))
+            mystnb.setdefault("code_prompt_hide", ui("hide_solution", n=n))
         cell.outputs = drop_noise(cell.get("outputs", []))
         for output in cell.outputs:
             if "text/html" in output.get("data", {}):
@@ -510,8 +661,8 @@ def add_page_facts(app: Sphinx, doctree: nodes.document) -> None:
     if section is None or not isinstance(section[0], nodes.title):
         return
     para = nodes.paragraph(classes=["posenc-page-facts"])
-    para += nodes.strong(text="Download: ")
-    links = [("notebook (.ipynb)", page.get("ipynb")), ("source (.py, jupytext)", page.get("py"))]
+    para += nodes.strong(text=ui("download"))
+    links = [(ui("notebook"), page.get("ipynb")), (ui("source"), page.get("py"))]
     links = [(text, uri) for text, uri in links if uri]
     for i, (text, uri) in enumerate(links):
         if i:
@@ -534,6 +685,75 @@ def _pattern(phrases: list[str]) -> re.Pattern:
     return re.compile(rf"(?<![\w-])(?:{'|'.join(parts)})(?![\w-])")
 
 
+# Chinese: the terminology table's forms of each glossary term (locale/zh_CN/terminology.toml, loaded with
+# the catalogs when a translated build starts), and the glossary's own 中文 column.
+_TERM_FORMS: dict[str, list[str]] = {}
+CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# A form of the terminology table that is a common word in other senses, not linked to its term: 权重
+# (weights) translates "checkpoint" in places, but "注意力权重" (attention weights) is not a checkpoint.
+ZH_NOT_LINKED = {"权重"}
+
+
+def terminology_forms(path: Path, terms: list[dict[str, Any]] | None = None) -> dict[str, list[str]]:
+    """Glossary term (its English name) -> the Chinese forms that the terminology table ``path`` gives for
+    it: those of each rule that names the term and covers a phrase the glossary links (its ``match``)."""
+    glossary = {t["en"]: t for t in (terms or load_glossary())}
+    forms: dict[str, list[str]] = {}
+    for rule in tomllib.loads(path.read_text(encoding="utf-8"))["rule"]:
+        term = glossary.get(rule.get("term", ""))
+        if term and {p.lower() for p in term["match"]} & {p.lower() for p in rule["en"]}:
+            forms.setdefault(term["en"], []).extend(f for f in rule["zh"] if f not in forms.get(term["en"], []))
+    return forms
+
+
+def term_phrases(term: dict[str, Any], language: str | None = None,
+                 forms: dict[str, list[str]] | None = None) -> list[str]:
+    """The phrases that count as an occurrence of glossary ``term`` in a page's prose: its English
+    ``match``; in Chinese also its Chinese forms, from the terminology table (``forms``, default: the
+    build's) and the glossary's 中文 column (split at its brackets and enumeration commas: 词元（token）
+    gives 词元), each with two CJK characters or more (键 or 值 alone would match everywhere)."""
+    phrases = list(term["match"])
+    if (language or LANGUAGE) == "en":
+        return phrases
+    column = [f.strip() for f in re.split(r"[（）()、，,；;]", term["zh"]) if f.strip()]
+    for form in [*(_TERM_FORMS if forms is None else forms).get(term["en"], []), *column]:
+        if len(CJK.findall(form)) >= 2 and form not in ZH_NOT_LINKED and form not in phrases:
+            phrases.append(form)
+    return phrases
+
+
+def zh_pattern(phrases: list[str]) -> re.Pattern:
+    """The pattern of ``phrases`` in Chinese text. Chinese puts no spaces between words, and ``\\w``
+    counts CJK characters as letters, so English's ``(?<![\\w-])`` bounds would never match "用RoPE的" or
+    any Chinese form inside a sentence: a phrase is bounded only where it begins or ends with a Latin
+    letter or digit, and there only by another Latin letter, digit, ``_`` or ``-``. A space next to a
+    CJK character matches any space or none ("KV 缓存", "KV缓存"). Longest phrases first (旋转位置编码
+    before 旋转). A phrase with a capital letter matches case-sensitively, the others in any case."""
+    latin = r"[A-Za-z0-9]"
+    parts = []
+    for phrase in sorted(dict.fromkeys(phrases), key=len, reverse=True):
+        body = ""
+        for i, char in enumerate(phrase):
+            if char == " ":
+                beside = phrase[i - 1] + phrase[i + 1:i + 2]
+                body += r"\s*" if CJK.search(beside) else r"\s+"
+            else:
+                body += re.escape(char)
+        if re.match(latin, phrase):
+            body = r"(?<![A-Za-z0-9_-])" + body
+        if re.match(latin, phrase[-1]):
+            body += r"(?![A-Za-z0-9_-])"
+        parts.append(f"(?i:{body})" if phrase == phrase.lower() else body)
+    return re.compile("|".join(parts))
+
+
+def term_pattern(term: dict[str, Any], language: str | None = None) -> re.Pattern:
+    """What counts as an occurrence of glossary ``term`` in a page of the build's language (or ``language``)."""
+    if (language or LANGUAGE) == "en":
+        return _pattern(term["match"])
+    return zh_pattern(term_phrases(term, language))
+
+
 def _in_skipped(node: nodes.Node) -> bool:
     parent = node.parent
     while parent is not None:
@@ -547,8 +767,9 @@ def _in_skipped(node: nodes.Node) -> bool:
 
 
 def term_tooltip(term: dict[str, Any]) -> str:
-    """What a glossary link shows on hover: the term in both languages and its one-line definition."""
-    return f"{term['en']} ({term['zh']}): {term['definition']}"
+    """What a glossary link shows on hover: the term in both languages and its one-line definition (in a
+    translated build, the glossary catalog's translation of it, where there is one)."""
+    return ui("term_tooltip", en=term["en"], zh=term["zh"], definition=translate(term["definition"], "glossary"))
 
 
 def _section_of(node: nodes.Node) -> nodes.section | None:
@@ -560,9 +781,9 @@ def _place(node: nodes.Node) -> tuple[str, str] | None:
     """Where ``node`` stands in a notebook, for a link back to it: (section anchor, section title,
     "introduction" before the first section), or None in "Further reading" (a pointer, not a use)."""
     section = _section_of(node)
-    if section is None or section[0].astext() == "Further reading":
+    if section is None or section[0].astext() in {"Further reading", translate("Further reading")}:
         return None
-    return section["ids"][0], "introduction" if isinstance(section.parent, nodes.document) else section[0].astext()
+    return section["ids"][0], ui("introduction") if isinstance(section.parent, nodes.document) else section[0].astext()
 
 
 def collect_term_sections(app: Sphinx, doctree: nodes.document) -> None:
@@ -572,7 +793,7 @@ def collect_term_sections(app: Sphinx, doctree: nodes.document) -> None:
     if not NOTEBOOK_DOC.match(docname):
         return
     store = app.env.posenc_terms = getattr(app.env, "posenc_terms", {})  # type: ignore[attr-defined]
-    remaining = {term["en"]: _pattern(term["match"]) for term in load_glossary()}
+    remaining = {term["en"]: term_pattern(term) for term in load_glossary()}
     found: dict[str, tuple[str, str]] = {}
     for text_node in doctree.findall(nodes.Text):
         if not remaining:
@@ -600,12 +821,12 @@ def add_term_sections(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         if not places:
             continue
         para = nodes.paragraph(classes=["posenc-term-uses"])
-        para += nodes.emphasis(text="Where the course uses it: ")
+        para += nodes.emphasis(text=ui("term_uses"))
         for i, (notebook, anchor, title) in enumerate(places):
             if i:
                 para += nodes.Text(" · ")
             number = labels.get(notebook, {}).get("label", notebook).split(" · ")[0]
-            para += nodes.reference("", f"{number} ({title})", internal=True,
+            para += nodes.reference("", ui("term_place", number=number, title=title), internal=True,
                                     refuri=app.builder.get_relative_uri(docname, notebook) + "#" + anchor)
         item[-1] += para
 
@@ -622,7 +843,7 @@ def link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> N
         if target is None:
             logger.warning(f"glossary term {term['en']!r} has no entry on the glossary page")
             continue
-        remaining.append((_pattern(term["match"]), f"{glossary_uri}#{target[1]}", term))
+        remaining.append((term_pattern(term), f"{glossary_uri}#{target[1]}", term))
     for text_node in list(doctree.findall(nodes.Text)):
         if not remaining or _in_skipped(text_node):
             continue
@@ -764,9 +985,9 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
             if (target := library_target(domain, text)) is not None:
                 full, page, anchor = target
                 uri, title, kind = app.builder.get_relative_uri(docname, page) + "#" + anchor, \
-                    f"{full} in the library reference", "posenc-api"
+                    ui("in_reference", name=full), "posenc-api"
             elif "/" in text and (files / text).is_file():
-                uri, title, kind = "../" * docname.count("/") + f"files/{text}", f"{text}, as in the repository", \
+                uri, title, kind = "../" * docname.count("/") + f"files/{text}", ui("in_repository", name=text), \
                     "posenc-file"
             else:
                 continue
@@ -785,7 +1006,7 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
     if not used:
         return
     section = nodes.section(ids=["where-the-notebooks-use-it"])
-    section += nodes.title(text="Where the notebooks use it")
+    section += nodes.title(text=ui("api_uses"))
     items = nodes.bullet_list()
     labels = app.env.posenc_site["pages"]  # type: ignore[attr-defined]
     for full in sorted(used, key=lambda f: (f.count("."), f)):
@@ -843,7 +1064,7 @@ def link_code_names(html_body: str, names: dict[str, str], target: Any) -> str:
     def link(text: str, url: str | None, kind: str) -> str:
         span = f'<span class="{kind}">{text}</span>'
         return span if url is None else (f'<a class="posenc-code-api" href="{html.escape(url)}" '
-                                         f'title="{html.escape(text)} in the library reference">{span}</a>')
+                                         f'title="{html.escape(ui("in_reference", name=text))}">{span}</a>')
 
     def replace(m: re.Match) -> str:
         name, kind = m["name"], m["kind"]
@@ -913,6 +1134,89 @@ def _in_code(node: nodes.Node) -> bool:
                for a in _ancestors(node))
 
 
+# Chinese search: Sphinx's Chinese index splits the text into words with jieba (requirements.txt); a
+# word of one character is not indexed. jieba's dictionary does not know the course's terms (外推, 位置编码
+# are cut into 外/推 and 位置/编码): they are added as words. The query is split against the index itself
+# (ZH_SPLITTER_JS): a run of Chinese characters becomes the longest words the index holds, so that
+# 旋转位置编码 finds the pages that hold that word, and 长度外推的例子 asks for 长度外推 and 例子.
+ZH_SPLITTER_JS = r"""
+// The Chinese site's query splitter (tools/site/posenc_site.py, ZH_SPLITTER_JS): Chinese has no spaces, so
+// a run of Chinese characters is cut into the longest words the search index holds; characters no word
+// of the index starts with are kept together (one alone is dropped: single characters are not indexed).
+var splitQuery = (query) => {
+  const index = (typeof Search !== "undefined" && Search._index) || {};
+  const known = (word) => Object.hasOwn(index.terms || {}, word) || Object.hasOwn(index.titleterms || {}, word);
+  const words = [];
+  for (const part of query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)) {
+    for (const run of part.match(/\p{Script=Han}+|[^\p{Script=Han}]+/gu) || []) {
+      if (!/\p{Script=Han}/u.test(run)) { words.push(run); continue; }
+      let unknown = "";
+      for (let i = 0; i < run.length;) {
+        let j = run.length;
+        while (j > i + 1 && !known(run.slice(i, j))) j -= 1;
+        if (known(run.slice(i, j))) {
+          if (unknown.length > 1) words.push(unknown);
+          unknown = "";
+          words.push(run.slice(i, j));
+        } else {
+          unknown += run.slice(i, j);
+        }
+        i = j;
+      }
+      if (unknown.length > 1) words.push(unknown);
+    }
+  }
+  return words;
+};
+"""
+_SEARCH_WORDS: list[str] = []  # the course's Chinese terms, as words for jieba (set with the catalogs)
+
+
+def search_words(terminology: Path, terms: list[dict[str, Any]] | None = None) -> list[str]:
+    """The Chinese words of the terminology table ``terminology`` and of the glossary's 中文 column that
+    are all CJK characters, two or more (jieba's words hold no spaces), longest first."""
+    forms = [f for rule in tomllib.loads(terminology.read_text(encoding="utf-8"))["rule"] for f in rule["zh"]]
+    forms += [f.strip() for t in (terms or load_glossary()) for f in re.split(r"[（）()、，,；;与]", t["zh"])]
+    return sorted({f for f in forms if len(f) >= 2 and all(CJK.match(c) for c in f)}, key=lambda f: (-len(f), f))
+
+
+try:
+    from sphinx.search.zh import SearchChinese
+except ImportError:  # pragma: no cover - Sphinx always ships it
+    SearchChinese = None  # type: ignore[assignment,misc]
+
+
+class CourseChinese(SearchChinese):  # type: ignore[misc,valid-type]
+    """Sphinx's Chinese search with the course's terms as words (``search_words``) and the query split
+    against the index (``ZH_SPLITTER_JS``). It does not load jieba's whole dictionary a second time as a
+    user dictionary, as Sphinx's does when no ``dict`` option is set (2 s of every build)."""
+
+    js_splitter_code = ZH_SPLITTER_JS
+    # Sphinx 9.0.4 names the JS stemmer after language_name ("window.Stemmer = ChineseStemmer;"), but the
+    # Chinese search loads the English stemmer (Latin words are stemmed as English): every page of a Chinese
+    # site then throws "ChineseStemmer is not defined" and search does not run (sphinx-doc/sphinx#14229,
+    # fixed by #14416 after 9.0.4). The name of the stemmer it loads is English.
+    language_name = "English"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        import logging as std_logging
+
+        import jieba
+
+        super().__init__({**options, "dict": options.get("dict", "")})  # no dict: jieba's own, loaded once
+        jieba.setLogLevel(std_logging.WARNING)  # not "Building prefix dict..." on every build
+        for word in _SEARCH_WORDS:
+            jieba.add_word(word)
+
+    def split(self, input: str) -> list[str]:
+        """jieba's words (its search mode adds the dictionary's words of 2 and 3 characters inside a longer
+        one), and the course's terms inside a longer word: 旋转位置编码 is also indexed as 位置编码, so
+        that a search for 位置编码 finds a page that only writes 旋转位置编码 or 正弦位置编码."""
+        words = super().split(input)
+        return words + [term for word in words if len(word) > 2 and CJK.match(word) for term in _SEARCH_WORDS
+                        if len(term) < len(word) and term in word]
+
+
 def search_page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     """The search page alone loads the page texts (written at the end of the build), before posenc.js."""
     if pagename == "search":
@@ -930,7 +1234,12 @@ def write_page_text(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    # tools/build_site.py: the other language's site root, relative to this one's ("zh_CN/" from the English
+    # site, "../" from the Chinese one); empty: a site in one language, with no switch
+    app.add_config_value("posenc_other_language", "", "html", str)
+    app.add_search_language(CourseChinese)
     app.connect("missing-reference", resolve_short_name)
+    app.connect("builder-inited", set_language, priority=100)
     app.connect("builder-inited", _collect_headings)
     app.connect("doctree-read", add_page_facts)
     app.connect("doctree-read", collect_mentions)
@@ -945,4 +1254,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", code_links)
     app.connect("build-finished", write_page_text)
     app.connect("build-finished", write_explorer_data)
+    app.connect("html-page-context", language_switch)
+    app.connect("build-finished", reset_language, priority=900)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": False}

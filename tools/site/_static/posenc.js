@@ -1,6 +1,35 @@
 // posenc course site: behaviours the theme does not have (loaded by tools/site/conf.py).
 "use strict";
 
+// The few words this script writes, in the page's language (the site is built in English and Chinese;
+// the rest of the site's own text comes from posenc_site.UI at build time).
+const POSENC_TEXT = {
+  en: {
+    enlarge: "Open the figure at full size",
+    // a solution fold's prompt ("Show the solution to exercise 2") -> its label on paper ("Solution to exercise 2")
+    printLabel: (prompt) => { const text = prompt.replace(/^Show (the )?/, ""); return text.charAt(0).toUpperCase() + text.slice(1); },
+  },
+  zh: {
+    enlarge: "点击查看原尺寸图片",
+    printLabel: (prompt) => prompt.replace(/^显示/, ""),  // 显示练习 2 的答案 -> 练习 2 的答案
+  },
+}[document.documentElement.lang.startsWith("zh") ? "zh" : "en"];
+
+// The language switch (a link to this page in the other language): it takes the reader's place on the
+// page with it (the #anchor, the same in both languages) and, on the search page, the query.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const link of document.querySelectorAll("a.posenc-language")) {
+    const base = link.getAttribute("href").split(/[?#]/)[0];
+    const follow = () => {
+      const search = /(^|\/)search\.html$/.test(location.pathname) ? location.search : "";
+      link.setAttribute("href", base + search + location.hash);
+    };
+    follow();
+    window.addEventListener("hashchange", follow);
+    link.addEventListener("click", follow);
+  }
+});
+
 // Print: every fold opens (solutions, deep dives), so that paper shows what a click would; the folds
 // a reader had closed close again afterwards. Both events are listened to: Chromium fires
 // "beforeprint", and the print media query changes when a page is printed or emulated as print.
@@ -26,7 +55,7 @@ document.addEventListener("DOMContentLoaded", () => {
     const link = document.createElement("a");
     link.href = img.getAttribute("src");
     link.className = "posenc-enlarge";
-    link.title = "Open the figure at full size";
+    link.title = POSENC_TEXT.enlarge;
     img.replaceWith(link);
     link.appendChild(img);
     link.addEventListener("click", (event) => {
@@ -120,14 +149,13 @@ document.addEventListener("DOMContentLoaded", () => {
 });
 
 // Solutions on paper: a fold's label says "Show/Hide the solution to exercise N", which means nothing
-// on paper; the print stylesheet shows this label instead ("Solution to exercise N").
+// on paper; the print stylesheet shows this label instead ("Solution to exercise N"; 练习 N 的答案).
 // A link to a solution (#solution-N, under each exercise) opens its fold.
 document.addEventListener("DOMContentLoaded", () => {
   for (const prompt of document.querySelectorAll("div.cell details.hide > summary > p.collapsed")) {
     const label = document.createElement("p");
     label.className = "posenc-print-label admonition-title";
-    const text = prompt.textContent.trim().replace(/^Show (the )?/, "");
-    label.textContent = text.charAt(0).toUpperCase() + text.slice(1);
+    label.textContent = POSENC_TEXT.printLabel(prompt.textContent.trim());
     prompt.parentElement.appendChild(label);
   }
   const openTarget = () => {
