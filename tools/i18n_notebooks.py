@@ -10,7 +10,7 @@ its outputs (so the figures, tables and printed numbers are the committed ones, 
 in the English notebooks), the cell ids, tags and metadata. Nobody edits these files by hand: they are
 git-ignored and rewritten from the sources.
 
-How a markdown cell is translated: it is parsed as MyST parses it (markdown-it: CommonMark, tables,
+How a markdown cell is translated: it is parsed by MyST's own parser (markdown-it: CommonMark, tables,
 dollar math), and each paragraph, heading, list item's paragraph and table cell is looked up by its
 text with line breaks turned into spaces, which is the msgid Sphinx's gettext builder extracts for
 it. The translation replaces the block's lines in the source, after the block's own marker (``## ``,
@@ -65,11 +65,13 @@ README = """# 中文版笔记本
 
 
 def _markdown():
-    from markdown_it import MarkdownIt
-    from mdit_py_plugins.amsmath import amsmath_plugin
-    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    """MyST's own markdown-it parser, configured as the site configures it (tools/site/conf.py)."""
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
 
-    return MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, double_inline=True).use(amsmath_plugin)
+    return create_md_parser(MdParserConfig(enable_extensions={"dollarmath", "amsmath"}, dmath_double_inline=True),
+                            RendererHTML)
 
 
 def msgid(content: str) -> str:
