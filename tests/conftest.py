@@ -24,6 +24,19 @@ settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=
 settings.load_profile("posenc")
 
 
+# The files that take a minute or more (a site render and browser check, a JupyterLab session, benchmarks):
+# first in the collection, so that xdist (`make unit`: --dist loadfile, which hands out whole files in
+# collection order) starts them at once and the two workers finish together, instead of one worker
+# starting the longest file when the other is nearly done.
+LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_lab.py", "tests/tools/test_check_site.py",
+                 "tests/tools/test_bench.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def _english_messages(monkeypatch):
     """The tests read the course's English lines: a ``POSENC_LANG`` in the caller's environment (the
