@@ -24,12 +24,14 @@ settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=
 settings.load_profile("posenc")
 
 
-# The files that take a minute or more (a site render and browser check, a JupyterLab session, benchmarks):
-# first in the collection, so that xdist (`make unit`: --dist loadfile, which hands out whole files in
-# collection order) starts them at once and the two workers finish together, instead of one worker
-# starting the longest file when the other is nearly done.
-LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_lab.py", "tests/tools/test_check_site.py",
-                 "tests/tools/test_bench.py")
+# The files that take a minute or more (a site render and browser check, a JupyterLab session, the catalogs'
+# extraction, benchmarks): first in the collection, so that xdist (`make unit`: --dist loadfile, which hands
+# out whole files in collection order) starts them at once and the two workers finish together, instead of
+# one worker starting the longest file when the other is nearly done. test_i18n.py extracts the catalogs'
+# English once (tools/i18n.templates, about 40 s on a fresh clone, under a lock): early and on one worker,
+# so that the other files that need it find it cached instead of waiting for it side by side.
+LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_lab.py", "tests/tools/test_i18n.py",
+                 "tests/tools/test_check_site.py", "tests/tools/test_bench.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
