@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import hashlib
 import json
 import sys
@@ -64,6 +65,7 @@ README = """# 中文版笔记本
 """
 
 
+@functools.cache
 def _markdown():
     """MyST's own markdown-it parser, configured as the site configures it (tools/site/conf.py)."""
     from markdown_it.renderer import RendererHTML
