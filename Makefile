@@ -30,11 +30,11 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # Tests run in parallel, one whole file (or notebook) per worker, one thread each.
 JOBS ?= 2
 
-.PHONY: help setup chromium test unit nbval numerics-matrix execute sync html student check-site lab bench clean \
+.PHONY: help setup chromium test unit nbval nbval-flags check-lab numerics-matrix execute sync html student check-site lab bench clean \
 	i18n-update i18n-status i18n-check checkpoints-06
 
 help:
-	@echo "make test    - unit tests (the site and JupyterLab checked in headless Chromium among them) + nbval"
+	@echo "make test    - unit tests (a few pages of the site checked in headless Chromium among them) + nbval, one session"
 	@echo "               (strict where this machine reproduces the reference numerics, lax elsewhere)"
 	@echo "make numerics-matrix - execute every notebook under other CPU kernel settings and thread counts"
 	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html,"
@@ -43,6 +43,7 @@ help:
 	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
 	@echo "make student - the student edition (solutions removed) in build/student/ (中文: build/student/zh/)"
 	@echo "make check-site - render the committed notebooks and check every page of both sites in headless Chromium"
+	@echo "make check-lab  - the JupyterLab session in headless Chromium (tests/tools/test_lab.py; CI runs it)"
 	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up);"
 	@echo "               the Chinese notebooks (中文版) are generated into notebooks/zh/ first"
 	@echo "make sync    - pair notebooks/*.py and *.ipynb with jupytext"
@@ -79,17 +80,26 @@ $(KERNEL): $(STAMP) posenc_course/reference_numerics.json tools/numerics_env.py
 	$(PY) tools/numerics_env.py --install-kernel >/dev/null
 	@touch $@
 
-# Both parts run even if the first fails; the total time is printed either way, the status kept.
+# The unit tests and the notebooks (nbval, as `make nbval` runs it) in one pytest session on $(JOBS) workers, so
+# that neither part's last file leaves a core idle while the other waits (tests/conftest.py orders the work: the
+# notebooks longest first, then the longest test files, then the rest). `make unit` and `make nbval` run one part.
 test: $(STAMP) $(KERNEL) chromium
 	@start=$$(date +%s); status=0; \
-	$(MAKE) --no-print-directory unit || status=1; \
-	$(MAKE) --no-print-directory nbval || status=1; \
+	flags=$$($(MAKE) --no-print-directory -s nbval-flags) || exit 1; \
+	POSENC_WORKERS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -p no:cacheprovider -m "not jupyterlab" tests \
+		--nbval $$flags --nbval-sanitize-with tools/nbval_sanitize.cfg \
+		$$($(PY) -m tools.catalog --longest-first $(NOTEBOOKS)) || status=1; \
 	echo "make test: $$(( $$(date +%s) - start )) s in total, $$([ $$status = 0 ] && echo passed || echo FAILED)"; \
 	exit $$status
 
 # pytest exits with status 5 when it collects no test, which fails the target.
 unit: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadfile tests
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not jupyterlab" tests
+
+# The JupyterLab session in headless Chromium (tests/tools/test_lab.py, marked jupyterlab: about 75 s): CI runs it
+# beside `make test`, which it would push past 10 minutes.
+check-lab: $(STAMP) $(KERNEL) chromium
+	$(PY) -m pytest -m jupyterlab tests/tools/test_lab.py
 
 # Without notebooks, a bare `pytest --nbval` would fall back to testpaths and rerun the unit tests.
 # Strict (every output compared) where the probe digest equals the one recorded with the committed
@@ -98,16 +108,20 @@ unit: $(STAMP)
 # xdist runs two notebooks at once, the longest first (catalog run times), so each notebook trains its
 # runs one after the other (POSENC_WORKERS=1; run_each's results do not depend on it).
 nbval: $(STAMP) $(KERNEL)
-	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
-	@if $(PY) -m posenc_course.numerics --check; then \
-		echo "make nbval: strict comparison: this machine reproduces the reference numerics (probe digest)"; flags=""; \
-	else \
-		echo "make nbval: lax comparison: the probe digest differs from the reference, so every cell runs with its" \
-		     "assertions but only outputs tagged nbval-check-output (identical under every numerics) are compared"; \
-		flags="--nbval-lax"; \
-	fi; \
+	@flags=$$($(MAKE) --no-print-directory -s nbval-flags) || exit 1; \
 	POSENC_WORKERS=1 $(PY) -m pytest --nbval $$flags --nbval-sanitize-with tools/nbval_sanitize.cfg -p no:cacheprovider \
 		-n $(JOBS) --dist loadfile $$($(PY) -m tools.catalog --longest-first $(NOTEBOOKS))
+
+# nbval's flags for this machine (none: strict; --nbval-lax), on stdout; what was chosen and why, on stderr.
+nbval-flags: $(STAMP)
+	@test -n "$(NOTEBOOKS)" || { echo "make nbval: no notebooks/[0-9][0-9]_*.ipynb to validate" >&2; exit 1; }
+	@if $(PY) -m posenc_course.numerics --check >&2; then \
+		echo "make nbval: strict comparison: this machine reproduces the reference numerics (probe digest)" >&2; \
+	else \
+		echo "make nbval: lax comparison: the probe digest differs from the reference, so every cell runs with its" \
+		     "assertions but only outputs tagged nbval-check-output (identical under every numerics) are compared" >&2; \
+		echo "--nbval-lax"; \
+	fi
 
 # Every notebook executed (into build/numerics-matrix/) under PyTorch kernel levels default/avx2/native,
 # oneDNN and MKL modes and 1 or 2 threads; fails on any error, failed assertion, or a change in an
@@ -154,7 +168,7 @@ student: $(STAMP)
 	$(PY) tools/student.py
 
 # What tests/tools/test_site.py does in `make test`, with the full report and every page of both sites (the test
-# opens a few pages of the Chinese site): screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
+# opens a few pages of each; CI runs this too): screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
 check-site: $(STAMP) chromium
 	$(PY) tools/build_site.py --no-execute --out build/test-site
 	$(PY) tools/check_site.py build/test-site --shots build/site-check

@@ -130,9 +130,10 @@ def _data(model: Model, gen: torch.Generator) -> Callable[[int], tuple[Tensor, T
     return batch
 
 
-def _measure(model: Model, steps: int = 40) -> dict:
-    """Seconds per step (median of 5 calls of ``train``), the profile's shares, and the parameters' hash after
-    HASH_STEPS steps from a fresh model."""
+def _measure(model: Model, steps: int = 40, profiled_steps: int = PROFILED_STEPS,
+             hash_steps: int = HASH_STEPS) -> dict:
+    """Seconds per step (median of 5 calls of ``train``), the profile's shares over ``profiled_steps`` steps, and
+    the parameters' hash after ``hash_steps`` steps from a fresh model (the test takes fewer steps of each)."""
     net, gen = _build(model)
     data = _data(model, gen)
     train(net, data, 5, desc=None)  # warm-up
@@ -143,7 +144,7 @@ def _measure(model: Model, steps: int = 40) -> dict:
         blocks.append((time.perf_counter() - t0) / (steps // 5))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         t0 = time.perf_counter()
-        train(net, data, PROFILED_STEPS, desc=None)
+        train(net, data, profiled_steps, desc=None)
         wall = time.perf_counter() - t0
     shares = dict.fromkeys(CATEGORIES, 0.0)
     for event in prof.events():
@@ -156,7 +157,7 @@ def _measure(model: Model, steps: int = 40) -> dict:
     total = sum(shares.values())
 
     net, gen = _build(model, seed=1)  # the bits: a fresh model trained HASH_STEPS steps
-    train(net, _data(model, gen), HASH_STEPS, desc=None)
+    train(net, _data(model, gen), hash_steps, desc=None)
     digest = hashlib.sha256()
     for tensor in net.state_dict().values():
         digest.update(tensor.detach().numpy().tobytes())

@@ -24,19 +24,26 @@ settings.register_profile("posenc", derandomize=True, deadline=None, print_blob=
 settings.load_profile("posenc")
 
 
-# The files that take a minute or more (a site render and browser check, a JupyterLab session, the catalogs'
-# extraction, benchmarks): first in the collection, so that xdist (`make unit`: --dist loadfile, which hands
-# out whole files in collection order) starts them at once and the two workers finish together, instead of
-# one worker starting the longest file when the other is nearly done. test_i18n.py extracts the catalogs'
-# English once (tools/i18n.templates, about 40 s on a fresh clone, under a lock): early and on one worker,
-# so that the other files that need it find it cached instead of waiting for it side by side.
-LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_lab.py", "tests/tools/test_i18n.py",
-                 "tests/tools/test_check_site.py", "tests/tools/test_bench.py")
+# The order in which xdist (--dist loadfile: whole files, handed out in collection order to whichever worker is free)
+# starts the work, longest first, so that the two workers finish together instead of one starting a long file
+# when the other is nearly done. `make test` runs the notebooks (nbval) in the same session: they come first, in
+# the order given on the command line (the catalog's run times, longest first); then the test files that take a
+# minute or more (a site render and browser check, the catalogs' extraction, the site checker's own pages,
+# benchmarks; the JupyterLab session, marked jupyterlab, runs in `make check-lab`, not in `make test`);
+# then the rest. test_i18n.py extracts the catalogs' English once (tools/i18n.templates, under a lock): early and
+# on one worker, so that the other files that need it find it cached instead of waiting for it side by side.
+LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_i18n.py", "tests/tools/test_check_site.py",
+                 "tests/tools/test_bench.py", "tests/tools/test_lab.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
+
+    def key(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return -1 if path.endswith(".ipynb") else rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: the notebooks keep the command line's order, the rest their own
 
 
 @pytest.fixture(autouse=True)

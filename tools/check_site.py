@@ -3,6 +3,7 @@
     python tools/check_site.py                       # check build/html, screenshots in build/site-check/
     python tools/check_site.py SITE --shots DIR      # another site / screenshot folder
     python tools/check_site.py --zh-pages index.html 03_rope.html   # only these pages of the Chinese site
+    python tools/check_site.py --en-pages index.html 03_rope.html   # only these pages of the English site
 
 A build holds two sites (tools/build_site.py): the English one at its root and the Chinese one in
 ``zh_CN/``. Both get every check below, each in its own words (``TEXTS``: the Chinese site's solution
@@ -1156,15 +1157,15 @@ def check_cjk_font(page, name: str, report: Report) -> dict:
 
 def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, str]] | None = None,
                check_search: bool = True, languages: tuple[str, ...] = ("en", "zh"),
-               zh_pages: list[str] | None = None) -> Report:
+               zh_pages: list[str] | None = None, en_pages: list[str] | None = None) -> Report:
     """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring.
 
     ``site`` is a build's output folder: the English site at its root and the Chinese one in ``zh_CN/``
     (tools/build_site.py), each checked with every check, in its own words (``TEXTS``), plus the
     language checks (``check_languages``, the switch on screen and followed, the CJK font). A folder of
     pages in one language is checked as that language. ``languages``: the sites to open in the browser
-    (the file checks of ``check_languages`` cover both always). ``zh_pages``: open only these pages of
-    the Chinese site (``make test`` opens a few; ``make check-site`` all).
+    (the file checks of ``check_languages`` cover both always). ``zh_pages``, ``en_pages``: open only these
+    pages of the Chinese or English site in the browser (``make test`` opens a few; ``make check-site`` all).
 
     ``searches``: (term, page) pairs that search must find in the English site; by default see
     ``default_searches`` (and ``default_searches_zh`` for the Chinese site).
@@ -1217,8 +1218,9 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 current["site"] = folder
                 prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
                 pages = sorted(folder.glob("*.html"))
-                if lang == "zh" and zh_pages is not None:
-                    pages = [p for p in pages if p.name in zh_pages]
+                only = {"zh": zh_pages, "en": en_pages}.get(lang)
+                if only is not None:
+                    pages = [p for p in pages if p.name in only]
                 lang_shots = (shots / prefix) if shots and prefix else shots
                 if lang_shots:
                     lang_shots.mkdir(parents=True, exist_ok=True)
@@ -1361,10 +1363,12 @@ def main(argv: list[str]) -> int:
                              "files in both always)")
     parser.add_argument("--zh-pages", nargs="+", metavar="PAGE",
                         help="open only these top-level pages of the Chinese site (default: all)")
+    parser.add_argument("--en-pages", nargs="+", metavar="PAGE",
+                        help="open only these top-level pages of the English site (default: all)")
     args = parser.parse_args(argv)
     languages = ("en", "zh") if args.language == "all" else (args.language,)
     report = check_site(args.site, args.shots, [tuple(s) for s in args.search] if args.search else None,
-                        languages=languages, zh_pages=args.zh_pages)
+                        languages=languages, zh_pages=args.zh_pages, en_pages=args.en_pages)
     for name, facts in report.pages.items():
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     for problem in report.problems:

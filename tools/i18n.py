@@ -96,7 +96,7 @@ def extract(target: Path) -> None:
 
     from docutils import nodes
 
-    from tools.build_site import NOTEBOOKS, stage
+    from tools.build_site import NOTEBOOKS, forget_translations, stage
 
     work = target.parent / (target.name + ".work")
     if work.exists():
@@ -121,6 +121,9 @@ def extract(target: Path) -> None:
 
     warnings = io.StringIO()
     posenc_site.FOLD_DEEP_DIVES = False  # a deep dive's heading is a heading here, not a fold's raw HTML
+    # A Chinese render earlier in this process (a test) leaves its catalogs loaded, keyed by domain and not by
+    # language: Sphinx would translate the English it extracts here. `make test` found it (docs/i18n.md).
+    forget_translations()
     with patch_docutils(CONF), docutils_namespace():
         app = Sphinx(src, CONF, work / "gettext", work / "doctrees", "gettext",
                      confoverrides={"html_extra_path": [str(src / "_extra")],

@@ -213,7 +213,7 @@ def test_series_measure_profiles_a_step_and_hashes_the_bits():
     try:
         for rope in (True, False):  # 06's kind of batches and 02's
             small = series_bench.Model("tiny", 8, 16, 2, 4, 6, rope=rope)
-            a, b = (series_bench._measure(small, steps=5) for _ in range(2))
+            a, b = (series_bench._measure(small, steps=5, profiled_steps=3, hash_steps=3) for _ in range(2))
             assert a["hash"] == b["hash"]  # one setting, one process: the same bits
             assert set(a["shares"]) == set(series_bench.CATEGORIES) and abs(sum(a["shares"].values()) - 1) < 1e-9
             assert all(a["shares"][c] > 0 for c in ("matrix products (MKL)", "AdamW", "drawing the batch"))

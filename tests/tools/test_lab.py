@@ -9,6 +9,10 @@ on a temporary copy of the notebook and its pairing configuration, with its own 
 settings, workspace and runtime folders; the committed files are not touched. One session (about a
 minute) records what the student sees; each test below checks one part of it. The pre-save hook is
 also tested on its own, without a browser.
+
+The session's tests are marked ``jupyterlab``: `make check-lab` runs them, and so does CI (`.ci/run`, beside
+`make test`, as issue #24 allows: the session, about 75 s on one of the two cores, would push `make test` past
+its 10 minutes). `make test` runs the pre-save hook's tests.
 """
 
 from __future__ import annotations
@@ -353,10 +357,12 @@ def _text(outputs: list[dict]) -> str:
     return "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"]) for o in outputs)
 
 
+@pytest.mark.jupyterlab
 def test_the_notebook_picks_the_project_kernel(session):
     assert session.kernel == "python3", session.server_log[-2000:]
 
 
+@pytest.mark.jupyterlab
 def test_run_all_runs_every_cell_without_an_error(session):
     code = [c for c in session.cells if c["type"] == "code"]
     assert all(c["executionCount"] is not None for c in code)
@@ -365,12 +371,14 @@ def test_run_all_runs_every_cell_without_an_error(session):
     assert not errors, errors
 
 
+@pytest.mark.jupyterlab
 def test_nothing_but_warnings_on_stderr(session):
     stderr = [(i, o["text"]) for i, c in enumerate(session.cells) for o in c["outputs"]
               if o["output_type"] == "stream" and o["name"] == "stderr" and "Warning" not in o["text"]]
     assert not stderr, stderr
 
 
+@pytest.mark.jupyterlab
 def test_training_shows_a_live_widget_bar_that_ends_as_its_final_line(session):
     # while Run All ran, the training cell drew its bar as a widget (one at a time: it closes before the next)
     assert session.bars_seen >= 1, session.bars_seen
@@ -380,6 +388,7 @@ def test_training_shows_a_live_widget_bar_that_ends_as_its_final_line(session):
     assert len(finals) == 1 and re.match(r"training 2 schemes x 3 seeds: 100%\|.*\| 6/6 \[", finals[0]), finals
 
 
+@pytest.mark.jupyterlab
 def test_no_solution_output_is_visible_before_the_solution_is_opened(session):
     solutions = [c for c in session.cells if "solution" in c["tags"]]
     assert solutions and all(c["outputs"] for c in solutions)  # they ran, and printed [passed]
@@ -391,6 +400,7 @@ def test_no_solution_output_is_visible_before_the_solution_is_opened(session):
     assert session.visible_passed == 0
 
 
+@pytest.mark.jupyterlab
 def test_a_wrong_answer_shows_the_hint_alone(session):
     outputs = session.wrong_cell["outputs"]
     assert [o["output_type"] for o in outputs] == ["stream"], outputs  # no error output: Run All would go on
@@ -399,6 +409,7 @@ def test_a_wrong_answer_shows_the_hint_alone(session):
     assert "Traceback" not in text and "File " not in text and "exercises" not in text, text
 
 
+@pytest.mark.jupyterlab
 def test_saving_writes_the_paired_script(session):
     assert WRONG_ANSWER in session.saved_py and WRONG_ANSWER not in session.committed_py
     paired = jupytext.reads(session.saved_py, "py:percent")
@@ -412,6 +423,7 @@ def test_saving_writes_the_paired_script(session):
         session.committed_py.splitlines(True), session.saved_py.replace(WRONG_ANSWER, STUB).splitlines(True), n=1))
 
 
+@pytest.mark.jupyterlab
 def test_running_and_saving_leave_the_metadata_as_committed(session):
     assert session.saved_ipynb["metadata"] == session.committed_ipynb["metadata"]
     saved_cells = [c["metadata"] for c in session.saved_ipynb["cells"]]
@@ -419,22 +431,26 @@ def test_running_and_saving_leave_the_metadata_as_committed(session):
     assert saved_cells == committed_cells
 
 
+@pytest.mark.jupyterlab
 def test_no_news_pop_up(session):
     assert session.visible_news_prompt == 0
 
 
+@pytest.mark.jupyterlab
 def test_peeking_at_the_solutions_leaves_them_folded_in_the_saved_notebook(session):
     assert session.peeked == {"heading": None, "hiddenSolutions": 0}  # the reader's document was unfolded
     # ... and the saved files are as committed: test_saving_writes_the_paired_script and
     # test_running_and_saving_leave_the_metadata_as_committed compare them
 
 
+@pytest.mark.jupyterlab
 def test_the_file_browser_hides_the_notebooks_twins_only(session):
     assert f"{STEM}.ipynb" in session.listing and f"{STEM}.py" not in session.listing
     assert OTHER_SCRIPT in session.listing and "jupytext.toml" in session.listing
     assert session.py_viewer == "Jupytext Notebook"  # a .py opened anyway opens as a notebook
 
 
+@pytest.mark.jupyterlab
 def test_the_explorers_show_sliders_that_redraw_their_figure(session):
     for name in EXPLORER_NAMES:
         before, after = session.explorer["before"][name], session.explorer["after"][name]
@@ -448,11 +464,13 @@ def test_the_explorers_show_sliders_that_redraw_their_figure(session):
         assert output["data"]["text/plain"].startswith("<Figure size")  # what nbval compares, as executed
 
 
+@pytest.mark.jupyterlab
 def test_an_explorer_follows_a_drag_before_the_release(session):
     assert session.explorer["drag_ms"] > 0
     assert session.explorer["dragging"]["readouts"][0] != session.explorer["before"]["sinusoidal"]["readouts"][0]
 
 
+@pytest.mark.jupyterlab
 def test_the_01_explorer_fits_one_screen(session):
     """Sliders and figure within the ~660 px a 1280x800 screen shows of a notebook under JupyterLab's bars."""
     view = session.explorer["before"]["sinusoidal"]
@@ -462,6 +480,7 @@ def test_the_01_explorer_fits_one_screen(session):
     assert height <= 600, height  # 780 px at first (150 dpi figure scaled to the column), 684 at 96 dpi
 
 
+@pytest.mark.jupyterlab
 def test_explorers_redraw_quickly(session):
     """From a key press on the slider to the new figure decoded in the page. The goal is about 150 ms; the
     bound leaves room for a loaded 2-core machine (before redrawing in place: 375-820 ms here, unloaded)."""
@@ -471,6 +490,7 @@ def test_explorers_redraw_quickly(session):
     assert all(ms <= 600 for ms in medians.values()), medians
 
 
+@pytest.mark.jupyterlab
 def test_a_saved_notebook_reopens_with_its_widgets_drawn(session):
     """Saved, kernel shut down, closed and reopened: every explorer's figure is there, no "model not found"."""
     assert "model not found" not in session.explorer["reopened_text"]
@@ -489,6 +509,7 @@ def test_a_saved_notebook_reopens_with_its_widgets_drawn(session):
     assert final.startswith("scheme x seed: 100%|") and "21/21" in final, final
 
 
+@pytest.mark.jupyterlab
 def test_the_session_fits_in_make_test(session):
     print(f"JupyterLab session: {session.seconds:.0f} s")
     assert session.seconds < 180, f"the JupyterLab session took {session.seconds:.0f} s"

@@ -785,17 +785,22 @@ def test_explorer_pages_load_the_library_values_and_the_script_that_draws_them(r
     assert "posenc_explorer" not in (site / "00_permutation_blindness.html").read_text(encoding="utf-8")
 
 
-# The pages of the Chinese site that `make test` opens in the browser (the front page, a notebook with every
-# kind of content: formulas, solutions, a deep dive, an explorer; the glossary; search): the whole Chinese
-# site in the browser would add about 2 minutes to `make test`. `make check-site` opens every page of both.
+# The pages `make test` opens in the browser; `make check-site` (and CI, .ci/run) opens every page of both sites.
+# English: the front page; the four notebooks with an explorer (01, 03, 05, 06: every explorer, and between them
+# every kind of content a lesson has: formulas inline and displayed, tables of results, figures, solutions that
+# print, deep dives); the glossary; search. Chinese: the front page, 03, the glossary, search. The rest (the other
+# five notebooks, the guide, the errata, the reference pages) are the same templates and content kinds again:
+# opening them here would add about 70 s to `make test` (of its 10 minutes; docs/performance.md).
 # The language switch and the anchors of every page of both sites are checked as files either way.
+EN_TEST_PAGES = ["index.html", *(f"{stem}.html" for stem in EXPLORER_PAGES), "glossary.html", "search.html"]
 ZH_TEST_PAGES = ["index.html", "03_rope.html", "glossary.html", "search.html"]
 
 
 def test_real_site_passes_the_browser_check(real_site):
     site, _ = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
-    report = check_site.check_site(site, ROOT / "build" / "site-check", zh_pages=ZH_TEST_PAGES)
+    report = check_site.check_site(site, ROOT / "build" / "site-check", zh_pages=ZH_TEST_PAGES,
+                                   en_pages=EN_TEST_PAGES)
     assert report.problems == [], "\n".join(report.problems)
     assert {name: facts["explorers"] for name, facts in report.pages.items() if facts.get("explorers")} == {
         **{f"{stem}.html": 1 for stem in EXPLORER_PAGES}, "zh_CN/03_rope.html": 1}  # each explorer exercised
@@ -804,6 +809,8 @@ def test_real_site_passes_the_browser_check(real_site):
                                   if (site / n).read_text(encoding="utf-8").count("math notranslate"))
     assert sorted(n for n in report.pages if n.startswith("zh_CN/") and n.endswith(".html")) == \
         [f"zh_CN/{n}" for n in sorted(ZH_TEST_PAGES)]
+    assert sorted(n for n in report.pages if n.endswith(".html") and "/" not in n) == sorted(EN_TEST_PAGES)
+    assert all(report.pages[n]["solutions"] for n in EN_TEST_PAGES if n[:2].isdigit())  # printed and opened
     # every page of both sites read as files: one switch, to the same page, which exists; the same anchors
     assert report.languages["en"] == report.languages["zh"] > 50
     assert "WenQuanYi" in report.pages["zh_CN/(CJK font)"]["CJK font"]  # the font `make chromium` installs
