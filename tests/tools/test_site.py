@@ -667,12 +667,18 @@ def real_site() -> tuple[Path, dict[str, float]]:
     return out, cpu
 
 
-def test_real_site_renders_in_under_30_s(real_site):
-    """English in under 30 s of CPU time; Chinese in under 40 s (Sphinx parses every translation as
-    Markdown again, and jieba splits the text for the search index: about 1.4 times the English)."""
+def test_real_site_renders_within_its_cpu_budget(real_site):
+    """English in under 30 s of CPU time on the reference machine (about 20 s there, docs/site.md); the
+    Chinese site in at most twice the English one's time (Sphinx parses every translation as Markdown
+    again, and jieba splits the text for the search index).
+
+    The machines the tests run on differ in speed by a factor of two and more (docs/performance.md: on
+    2026-12-04 the same notebook took 1.7 times its recorded time), so the English limit is doubled to 60 s,
+    which still fails a render that grew several times over, and the Chinese one is a ratio."""
     site, seconds = real_site
-    assert seconds["en"] < 30, f"rendering the English site took {seconds['en']:.1f} s of CPU time"
-    assert seconds["zh_CN"] < 40, f"rendering the Chinese site took {seconds['zh_CN']:.1f} s of CPU time"
+    assert seconds["en"] < 60, f"rendering the English site took {seconds['en']:.1f} s of CPU time"
+    assert seconds["zh_CN"] < 2 * seconds["en"], \
+        f"rendering the Chinese site took {seconds['zh_CN']:.1f} s of CPU time, the English {seconds['en']:.1f} s"
     stems = [e.stem for e in catalog.existing(catalog.load_catalog())]
     assert all((site / f"{stem}.html").is_file() and (site / "zh_CN" / f"{stem}.html").is_file() for stem in stems)
     assert not (site / "jupyter_execute").exists()  # MyST-NB's files of the Chinese render stay out of the site
