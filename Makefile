@@ -42,7 +42,7 @@ help:
 	@echo "make i18n-update - extract the English and update the Chinese catalogs (locale/zh_CN/, docs/i18n.md)"
 	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
 	@echo "make student - the student edition (solutions removed) in build/student/ (中文: build/student/zh/)"
-	@echo "make check-site - render the committed notebooks and check every page of both sites in headless Chromium"
+	@echo "make check-site - the browser check's own tests, then every page of both sites in headless Chromium (CI runs it)"
 	@echo "make check-lab  - the JupyterLab session in headless Chromium (tests/tools/test_lab.py; CI runs it)"
 	@echo "make lab     - open the series in JupyterLab (tools/lab.py: live progress, no news pop-up);"
 	@echo "               the Chinese notebooks (中文版) are generated into notebooks/zh/ first"
@@ -86,15 +86,17 @@ $(KERNEL): $(STAMP) posenc_course/reference_numerics.json tools/numerics_env.py
 test: $(STAMP) $(KERNEL) chromium
 	@start=$$(date +%s); status=0; \
 	flags=$$($(MAKE) --no-print-directory -s nbval-flags) || exit 1; \
-	POSENC_WORKERS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -p no:cacheprovider -m "not jupyterlab" tests \
+	POSENC_WORKERS=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -p no:cacheprovider -m "$(UNIT_MARKS)" tests \
 		--nbval $$flags --nbval-sanitize-with tools/nbval_sanitize.cfg \
 		$$($(PY) -m tools.catalog --longest-first $(NOTEBOOKS)) || status=1; \
 	echo "make test: $$(( $$(date +%s) - start )) s in total, $$([ $$status = 0 ] && echo passed || echo FAILED)"; \
 	exit $$status
 
-# pytest exits with status 5 when it collects no test, which fails the target.
+# pytest exits with status 5 when it collects no test, which fails the target. The JupyterLab session and the
+# browser check's own tests (markers in pyproject.toml) run in `make check-lab` and `make check-site`, which CI runs.
+UNIT_MARKS := not jupyterlab and not checksite
 unit: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "not jupyterlab" tests
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m "$(UNIT_MARKS)" tests
 
 # The JupyterLab session in headless Chromium (tests/tools/test_lab.py, marked jupyterlab: about 75 s): CI runs it
 # beside `make test`, which it would push past 10 minutes.
@@ -167,9 +169,11 @@ i18n-check: $(STAMP)
 student: $(STAMP)
 	$(PY) tools/student.py
 
-# What tests/tools/test_site.py does in `make test`, with the full report and every page of both sites (the test
-# opens a few pages of each; CI runs this too): screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
+# The browser check's own tests (tests/tools/test_check_site.py, hand-written pages), then what
+# tests/tools/test_site.py does in `make test` with every page of both sites instead of a few, and the full report;
+# CI runs it. Screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
 check-site: $(STAMP) chromium
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -m checksite tests/tools/test_check_site.py
 	$(PY) tools/build_site.py --no-execute --out build/test-site
 	$(PY) tools/check_site.py build/test-site --shots build/site-check
 

@@ -28,10 +28,11 @@ settings.load_profile("posenc")
 # starts the work, longest first, so that the two workers finish together instead of one starting a long file
 # when the other is nearly done. `make test` runs the notebooks (nbval) in the same session: they come first, in
 # the order given on the command line (the catalog's run times, longest first); then the test files that take a
-# minute or more (a site render and browser check, the catalogs' extraction, the site checker's own pages,
-# benchmarks; the JupyterLab session, marked jupyterlab, runs in `make check-lab`, not in `make test`);
-# then the rest. test_i18n.py extracts the catalogs' English once (tools/i18n.templates, under a lock): early and
-# on one worker, so that the other files that need it find it cached instead of waiting for it side by side.
+# minute or more (a site render and browser check, the catalogs' extraction, benchmarks); then the rest. Two
+# long files are marked out of `make test` and run where CI runs them: the JupyterLab session (jupyterlab,
+# `make check-lab`) and the browser check's own tests (checksite, `make check-site`). test_i18n.py extracts the
+# catalogs' English once (tools/i18n.templates, under a lock): early and on one worker, so that the other files
+# that need it find it cached instead of waiting for it side by side.
 LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_i18n.py", "tests/tools/test_check_site.py",
                  "tests/tools/test_bench.py", "tests/tools/test_lab.py")
 

@@ -1,6 +1,9 @@
 """The browser check (tools/check_site.py) itself: it passes a clean page and catches each fault.
 
-Each test opens small hand-written pages in headless Chromium (about 2 s per browser start).
+Each test opens small hand-written pages in headless Chromium (about 2 s per browser start; the file
+takes about 2 minutes on a slow day). Marked ``checksite``: `make check-site` runs these tests before it checks
+every page of both sites, and so does CI (`.ci/run`); `make test` leaves them out (its 10 minutes: see
+docs/performance.md) but opens pages of the real site with the same checker (tests/tools/test_site.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from tools import check_site as check
 from tools.site import posenc_site as glue
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.checksite
 
 
 PNG_1PX = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q"
