@@ -806,7 +806,14 @@ def check_printed_pdf(page, name: str, report: Report) -> dict:
     # paper at once, before any animation started by it has run; page.pdf() fires no "beforeprint".
     # So "beforeprint" is sent as the browser sends it, and every animation it started is held at its
     # first frame (a print stylesheet that removes an animation still cancels it) while the PDF is taken.
-    page.evaluate("""() => { window.dispatchEvent(new Event('beforeprint'));
+    # The folds were opened and closed before (the solutions check, the emulated print media), and Chromium
+    # skips the style of a closed fold's content: reopened, it would keep the animation that ended then,
+    # and the PDF would show what a reader's first Print does not (on a loaded machine, where more than the
+    # animation's length had passed). Reading the closed content's style first lets the reopening start
+    # the animation afresh, as it does on a page just loaded.
+    page.evaluate("""() => {
+        for (const el of document.querySelectorAll('details:not([open]) *')) getComputedStyle(el).animationName;
+        window.dispatchEvent(new Event('beforeprint'));
         window.posencHeld = document.getAnimations().filter(a => a.playState === 'running');
         for (const a of window.posencHeld) { a.pause(); a.currentTime = 0; } }""")
     pdf = page.pdf(format="A4", print_background=True)
