@@ -510,9 +510,13 @@ def test_a_saved_notebook_reopens_with_its_widgets_drawn(session):
 
 
 @pytest.mark.jupyterlab
-def test_the_session_fits_in_make_test(session):
+def test_the_session_ends_in_minutes(session):
+    """About 75 s on the reference machine. `make check-lab` runs it outside `make test` (CI, `.ci/run`), so the
+    limit only catches a session that hangs or grew many times over: on 2026-12-04, a machine running two to
+    three times slower than usual, beside another browser check, the file took 247 s and the 180 s this
+    limit was when the session ran inside `make test` failed."""
     print(f"JupyterLab session: {session.seconds:.0f} s")
-    assert session.seconds < 180, f"the JupyterLab session took {session.seconds:.0f} s"
+    assert session.seconds < 600, f"the JupyterLab session took {session.seconds:.0f} s"
 
 
 # --- the pre-save hook alone (tools/lab.py before_save) -----------------------------------------------------
