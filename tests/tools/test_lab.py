@@ -278,9 +278,13 @@ def _explore(page: Page, url: str) -> dict:
     assert page.evaluate(SAVE) is False, "the scratch notebook is still marked changed after saving"
     page.evaluate(CLOSE)
     page.evaluate(REOPEN, EXPLORER_NOTEBOOK)
-    page.wait_for_function(f"() => window.jupyterapp.shell.currentWidget.node.querySelectorAll("
-                           f"'.jp-OutputArea img.widget-image').length === {len(EXPLORER_NAMES)}"
-                           " || document.body.textContent.includes('model not found')", timeout=60_000)
+    # every explorer's image there and decoded (on a slow machine decoding came later than its element), or
+    # the failure this checks for
+    page.wait_for_function(f"() => {{ const images = [...window.jupyterapp.shell.currentWidget.node"
+                           f".querySelectorAll('.jp-OutputArea img.widget-image')];"
+                           f" return (images.length === {len(EXPLORER_NAMES)}"
+                           f" && images.every(i => i.complete && i.naturalWidth > 0))"
+                           f" || document.body.textContent.includes('model not found'); }}", timeout=60_000)
     time.sleep(1)  # any late "model not found" has time to show
     result["reopened"] = {name: page.evaluate(EXPLORER_VIEW, index) for index, name in enumerate(EXPLORER_NAMES, start=2)}
     result["reopened_text"] = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.textContent")
