@@ -30,7 +30,8 @@ settings.load_profile("posenc")
 # the order given on the command line (the catalog's run times, longest first); then the test files that take a
 # minute or more (a site render and browser check, the catalogs' extraction, benchmarks); then the rest. Two
 # long files are marked out of `make test` and run where CI runs them: the JupyterLab session (jupyterlab,
-# `make check-lab`) and the browser check's own tests (checksite, `make check-site`). test_i18n.py extracts the
+# `make check-lab`) and the browser check's own tests (checksite, `make check-site`); they stay listed for a
+# plain `pytest tests`, which runs every file. test_i18n.py extracts the
 # catalogs' English once (tools/i18n.templates, under a lock): early and on one worker, so that the other files
 # that need it find it cached instead of waiting for it side by side.
 LONGEST_FIRST = ("tests/tools/test_site.py", "tests/tools/test_i18n.py", "tests/tools/test_check_site.py",
