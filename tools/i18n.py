@@ -157,6 +157,7 @@ def extract(target: Path) -> None:
 
 
 def _parents(node: nodes.Node | None) -> Iterator[nodes.Node]:
+    """``node`` and its ancestors, innermost first."""
     while node is not None:
         yield node
         node = node.parent
@@ -182,30 +183,37 @@ def templates(root: Path = ROOT, cache: Path = CACHE) -> Path:
     return folder
 
 
-def update(catalogs: Path = CATALOGS) -> dict[str, int]:
+def update(catalogs: Path = CATALOGS, pots: Path | None = None, course: bool = True) -> dict[str, int]:
     """Merge the current templates into the catalogs (sphinx-intl): new entries empty, changed ones
-    fuzzy, removed ones dropped (``ignore_obsolete``: no ``#~`` entry is kept). Then the entries with
-    nothing to translate are filled, and the course package's catalog is updated too."""
-    pots = templates()
+    fuzzy, removed ones dropped (``ignore_obsolete``). Then every obsolete (``#~``) entry is dropped
+    (sphinx-intl leaves a catalog it finds current untouched, old obsolete entries included), the
+    entries with nothing to translate are filled, and (``course``) the course package's catalog is
+    updated too. ``pots``: the templates (default: :func:`templates`, the current English)."""
+    pots = pots or templates()
     status = intl_update(str(catalogs.parent.parent), str(pots), (catalogs.parent.name,), jobs=1,
                          ignore_obsolete=True)
-    copied = fill_untranslatable(catalogs, pots)
-    if copied:
-        print(f"filled {copied} entries that hold nothing to translate (a display formula, a number) with their English")
-    course = i18n_course.update()  # the checkers' messages: extracted from posenc_course/, not a page
-    print(f"{COURSE_DOMAIN}.po (the course package's messages): {course}")
+    filled, dropped = tidy(catalogs, pots)
+    if filled:
+        print(f"filled {filled} entries that hold nothing to translate (a display formula, a number) with their English")
+    if dropped:
+        print(f"dropped {dropped} obsolete (#~) entries")
+    if course:  # the checkers' messages: extracted from posenc_course/, not a page
+        print(f"{COURSE_DOMAIN}.po (the course package's messages): {i18n_course.update()}")
     return status
 
 
-def fill_untranslatable(catalogs: Path = CATALOGS, pots: Path | None = None) -> int:
+def tidy(catalogs: Path = CATALOGS, pots: Path | None = None) -> tuple[int, int]:
     """Entries with nothing to translate (a display formula, a number) get their English as the
-    translation, not fuzzy: a formula is the same in both languages. Returns how many were filled."""
+    translation, not fuzzy (a formula is the same in both languages), and obsolete (``#~``) entries are
+    dropped. Returns how many entries were filled and how many dropped."""
     pots = pots or templates()
-    total = 0
+    filled = dropped = 0
     for name, path in pages(catalogs).items():
         catalog = load(path)
         display = formulas(pots, name)
-        changed = 0
+        changed = len(catalog.obsolete)
+        dropped += changed
+        catalog.obsolete.clear()
         for message in catalog:
             if message.id and (message.id in display or nothing_to_translate(message.id)) and (
                     not message.string or message.fuzzy):
@@ -213,11 +221,11 @@ def fill_untranslatable(catalogs: Path = CATALOGS, pots: Path | None = None) -> 
                     message.string = message.id
                     message.flags.discard("fuzzy")
                     changed += 1
+                    filled += 1
         if changed:
             with open(path, "wb") as f:
                 write_po(f, catalog, width=76)
-            total += changed
-    return total
+    return filled, dropped
 
 
 # --- reading the catalogs --------------------------------------------------------------------------

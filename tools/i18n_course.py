@@ -12,8 +12,8 @@ translated when printed); a message with values is a ``str.format`` template (``
 ``python-brace-format``. The extraction is babel's (``extract_from_dir`` with the Python extractor over
 ``posenc_course/``), the merge babel's ``Catalog.update`` (msgmerge's rules): a new message gets an
 empty entry, a changed one keeps the old translation marked fuzzy for review, a removed one is
-dropped (no obsolete ``#~`` entry is kept). A comment ``# Translators: ...`` just above a marked message goes into the catalog
-as a note for the translator.
+dropped (no obsolete ``#~`` entry is kept). A comment ``# Translators: ...`` just above a marked
+message goes into the catalog as a note for the translator.
 
 A translation must keep its English's placeholders (``{name}``, with their conversions and format
 specs), numbers, inline code spans (backticks) and the marks ``[passed]``, ``[to do]``, ``[not yet]``
