@@ -674,7 +674,8 @@ def test_a_real_page_edited_in_english_shows_the_english_marked_in_chinese(edite
     paragraphs = {" ".join(p.get_text().split()): p for p in soup.select("article p")}
     edited, fuzzy = paragraphs.get(texts["edited"]), paragraphs.get(texts["fuzzy"])
     assert edited is not None and fuzzy is not None, "the edited and the fuzzy paragraph show their English"
-    assert glue.ENGLISH_CLASS in edited["class"] and glue.ENGLISH_CLASS in fuzzy["class"]
+    assert glue.ENGLISH_CLASS in edited.get("class", []), "the edited paragraph is not marked"
+    assert glue.ENGLISH_CLASS in fuzzy.get("class", []), "the fuzzy paragraph is not marked"
     assert texts["fuzzy_zh"] not in soup.get_text()  # a fuzzy translation is not shown
     kept = paragraphs[texts["kept_zh"]]
     assert glue.ENGLISH_CLASS not in kept.get("class", [])  # a current translation: Chinese, unmarked
