@@ -6,8 +6,8 @@
     python -m tools.i18n check    # every problem, errors first, then what is out of date (exit status 1 on any)
 
 The English notebooks and pages stay the source. ``update`` stages the site's sources exactly as
-``make html`` does (``tools/build_site.stage``, without the library reference, whose docstrings stay
-English), runs Sphinx's **gettext** builder over them with the site's configuration
+``make html`` does (``tools/build_site.stage``; the library reference's pages are left out of the
+templates, their docstrings staying English), runs Sphinx's **gettext** builder over them with the site's configuration
 (``tools/site/conf.py``), and merges the templates (``.pot``, one per page) into the catalogs with
 **sphinx-intl** (babel's ``Catalog.update``, msgmerge's rules): a new paragraph gets an empty entry,
 an English change keeps the old translation marked **fuzzy** for review, and a paragraph that is gone
@@ -74,6 +74,8 @@ CONF = ROOT / "tools" / "site"
 CACHE = ROOT / "build" / "i18n" / "cache"
 # Beside the .pot files: per page, each msgid's section headings, and the msgids that are display formulas.
 SECTIONS = "messages.json"
+# The library reference's folder of pages: staged for the extraction, not extracted (English in both sites).
+API = "api"
 
 # What the extraction reads: a change to any of these may change the messages.
 INPUTS = ("notebooks/[0-9][0-9]_*.ipynb", "notebooks/catalog.toml", "docs/*.md", "tools/site/*.py",
@@ -116,7 +118,9 @@ def extract(target: Path) -> None:
     if work.exists():
         shutil.rmtree(work)
     src = work / "src"
-    stage(src, NOTEBOOKS, api=False)
+    # The library reference is staged, so that the pages link to it as the site's do (the front page's
+    # paragraph about it among them), but its own pages are not extracted: their docstrings stay English.
+    stage(src, NOTEBOOKS, api=True)
     sections: dict[str, dict[str, list[str]]] = {}
     formulas: dict[str, list[str]] = {}
 
@@ -148,6 +152,9 @@ def extract(target: Path) -> None:
             posenc_site.FOLD_DEEP_DIVES = True
     if app.statuscode != 0 or warnings.getvalue().strip():
         raise RuntimeError(f"the gettext extraction failed or warned:\n{warnings.getvalue()}")
+    shutil.rmtree(work / "gettext" / API, ignore_errors=True)
+    sections = {name: found for name, found in sections.items() if not name.startswith(f"{API}/")}
+    formulas = {name: found for name, found in formulas.items() if not name.startswith(f"{API}/")}
     (work / "gettext" / SECTIONS).write_text(json.dumps({"sections": sections, "formulas": formulas},
                                                         ensure_ascii=False, indent=0), encoding="utf-8")
     if target.exists():

@@ -215,10 +215,12 @@ def mark_english(app: Sphinx, doctree: nodes.document) -> None:
     Sphinx extracts for translation (paragraph, heading, a list item's or table cell's paragraph) whose
     message has no current translation in the page's catalog, and so is shown in English, gets
     ``ENGLISH_CLASS``. A message with no words to translate (a number, a formula, a code name) is not
-    marked, nor is one whose translation is the English itself on purpose (a display formula)."""
-    if LANGUAGE == "en":
+    marked, nor is one whose translation is the English itself on purpose (a display formula), nor a
+    page with no catalog (the library reference, English by design)."""
+    docname = app.env.current_document.docname
+    if LANGUAGE == "en" or docname not in _CATALOGS:
         return
-    table = _CATALOGS.get(app.env.current_document.docname, {})
+    table = _CATALOGS[docname]
     for node, message in extract_messages(doctree):
         if (isinstance(node, nodes.TextElement) and not isinstance(node, _NOT_PROSE)
                 and _normal(message) not in table and not nothing_to_translate(message)):
