@@ -667,9 +667,9 @@ checked("the factor matches Vaswani's tokens and overshoots PyTorch's default; t
 #
 # Our copy of the source article, the Chinese tutorial
 # 《Transformer位置编码原理与实现：从正弦编码到RoPE》, has nothing under its heading
-# 「优点与缺点分析：」 ("analysis of advantages and disadvantages", §3.2): a table was most likely
-# lost in copying (erratum E2). Here is one, filled with this notebook's numbers (section 6's
-# models, three seeds each), with the model without position beside them.
+# 「优点与缺点分析：」 ("pros and cons", §3.2), probably a table lost in copying (erratum E2).
+# Here is one, filled with this notebook's numbers (section 6's models, three seeds each), with
+# the model without position beside them.
 
 # %% tags=["nbval-check-output"]
 def unseen_acc(name: str) -> list[float]:

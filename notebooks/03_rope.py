@@ -858,14 +858,10 @@ checked(
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
-# The source article (§4.1) writes
-# 「由于其数学形式，RoPE在处理远长于训练序列的文本时，性能下降相对平滑，外推能力显著优于绝对位置编码。」
-# ("because of its mathematical form, RoPE's performance degrades relatively smoothly on texts far
-# longer than the training sequences, and it extrapolates markedly better than absolute
-# encodings"). Notebook 06 makes the comparison with absolute encodings; here the question is how
-# RoPE itself degrades past its training length $L$ (erratum E3). Not smoothly: the slow pairs
-# never complete a turn within $L$, so beyond $L$ they take angles never seen. How many pairs
-# complete a turn ($2\pi/\theta_i \le L$)?
+# The source article (§4.1) says RoPE degrades 「相对平滑」 ("relatively smoothly") far past the
+# training length. Plain RoPE does not (erratum E3): the slow pairs never complete a turn within
+# the training length $L$, so beyond $L$ they take angles never seen. How many pairs complete a
+# turn ($2\pi/\theta_i \le L$)?
 
 
 # %% tags=["nbval-check-output"]

@@ -23,9 +23,9 @@
 # - which RoPE pairs turn fully within the training context, and how interpolation, NTK-aware
 #   scaling and YaRN move each pair;
 # - two corrections to the source article, the Chinese tutorial
-#   《Transformer位置编码原理与实现：从正弦编码到RoPE》 (errata E4 and E5): NTK-aware scaling, as
-#   published, changes the base at inference and keeps the fast pairs, and position
-#   interpolation costs perplexity until a short fine-tune.
+#   《Transformer位置编码原理与实现：从正弦编码到RoPE》 (errata E4 and E5): NTK-aware scaling changes
+#   the base at inference and keeps the fast pairs, and position interpolation needs its short
+#   fine-tune.
 #
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (frequencies and wavelengths),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) (the table and its `max_len`),
@@ -742,10 +742,8 @@ print(
 # **Takeaway:**
 # - ALiBi and Transformer-XL stay flat, T5 bias rises slowly and NoPE more; the sinusoid, the
 #   clamped table and plain RoPE fail (RoPE × 5.719 from $L$ to $8L$).
-# - **The source article's comparison** (erratum E3: RoPE degrades smoothly, far better than
-#   absolute encodings): at $2L$ RoPE is well below the sinusoid and the clamped table (13.29
-#   against 19.06 and 23.07); at $8L$ it is not separated from the sinusoid (44.53 against 42.76),
-#   and behind NoPE and every bias, although at $L$ it is among the best.
+# - **Erratum E3:** RoPE is well below the sinusoid at $2L$, not separated from it at $8L$
+#   (44.53), and behind NoPE and every bias.
 # - Past $L$ only ALiBi and Transformer-XL stay below the character 4-gram (8.91 at $8L$).
 #
 # ## 5 · Where inside a long sequence each scheme fails
@@ -1210,15 +1208,12 @@ print(f"pairs with a wavelength above L0 = 4096: {int(slow.sum())} of 64")
 # %% [markdown]
 # ## 8 · The two errata, corrected with this evidence
 #
-# **Erratum E4: NTK-aware scaling.** The source article (§6.1) writes
-# 「高频维度（对应i大的维度）缩放得多一些，低频维度缩放得少一些。」 ("the high-frequency dimensions,
-# those with large i, are scaled more, the low-frequency ones less"), and places the method "in
-# training" (「在训练时」). As published (bloc97), it is an inference-time change of one number,
-# the base: $b' = b \cdot s^{d/(d-2)}$, applied to a trained model without any fine-tuning.
-# (Raising the base and then training longer is a related recipe, Code Llama's long-context
-# fine-tuning; it is not measured here.) Because pair $i$'s frequency is $b^{-2i/d}$, the ratio
-# new/old is $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest), exactly $1/s$ for the last (the
-# slowest).
+# **Erratum E4: NTK-aware scaling.** The source article (§6.1) applies it 「在训练时」 ("in
+# training") and scales most the 「高频维度（对应i大的维度）」 ("high-frequency dimensions, large i").
+# As published it is an inference-time change of one number, the base: $b' = b \cdot
+# s^{d/(d-2)}$, applied to a trained model without any fine-tuning. Because pair $i$'s frequency
+# is $b^{-2i/d}$, the ratio new/old is $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest),
+# exactly $1/s$ for the last (the slowest).
 # With a production head width ($d = 128$, factor 8) most fast pairs barely move:
 
 # %% tags=["nbval-check-output"]
@@ -1277,16 +1272,13 @@ for n, verdict in ntk_verdicts.items():
 # %% [markdown]
 # NTK-aware scaling is a change of the base and nothing else (first assertion), applied to the
 # trained models without a training step. The source article is right by index: the
-# large-index pairs are scaled most. They are the low frequencies, not the high ones (erratum
-# E1), and the method needs no training. Applied to the same three models (a
+# large-index pairs are scaled most. They are the low frequencies (erratum E1), and the method
+# needs no training. Applied to the same three models (a
 # **paired** comparison), it lowers RoPE's perplexity by 11.31 at $8L$, ahead by the rule, but
 # does not make RoPE flat (§4).
 #
 # **Erratum E5: position interpolation needs its short fine-tune.** The source article (§6.1)
-# divides the position by $s$ at inference,
-# 「我们可以将推理时的位置索引pos除以一个缩放因子s（如s=2），即使用pos/s来查询位置编码。」
-# ("we can divide the position index pos at inference by a scaling factor s, e.g. s = 2, and look
-# up the encoding at pos/s"), and says nothing of what that costs.
+# divides positions by $s$ 「推理时」 ("at inference") and says no more.
 
 # %% tags=["nbval-check-output"]
 pi = pd.DataFrame(
@@ -1320,9 +1312,8 @@ assert all(
 # Where the tiny scale departs from Chen et al.: plain RoPE fine-tuned the same 40 steps on
 # 256-character windows does better at $8L$, ahead of PI ×8 + fine-tune by the rule (12.39
 # against 14.00), whereas they found direct fine-tuning of LLaMA slow. A small model has little
-# to relearn; we do not claim that PI beats direct fine-tuning here. Chen et al. also found
-# zero-shot PI far better than plain RoPE past $L$; here it is worse at each target length
-# (`docs/replication.md` sets the two side by side).
+# to relearn; we do not claim that PI beats direct fine-tuning here. Their zero-shot PI beat
+# plain RoPE past $L$; ours does not.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
@@ -1337,10 +1328,9 @@ checked(
 #   a character 4-gram at $L$ behave as in Press et al.'s Figure 1: ALiBi and Transformer-XL stay
 #   flat, T5 bias rises slowly and NoPE more, the sinusoid and plain RoPE fail soon after $L$.
 #   The learnable table cannot run past position 31.
-# - On the source article's "degrades smoothly, far better than absolute encodings" (E3): at
-#   $8L$ plain RoPE (§4: 44.53) is not separated from the sinusoid and is behind NoPE and every
-#   bias, by the rule; unseen distances alone raise its perplexity many times more than the
-#   biases'.
+# - Against "far better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
+#   separated from the sinusoid, and behind NoPE and every bias, by the rule; unseen distances
+#   alone raise its perplexity many times more than the biases'.
 # - Only 2 of RoPE's 8 pairs turn fully within $L$. PI divides every frequency by $s$; NTK-aware
 #   changes only the base (E4); YaRN ramps between the two.
 # - Without training, YaRN is the best rescaling at $8L$ (§4: 18.37) but none is flat; zero-shot PI

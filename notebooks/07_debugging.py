@@ -119,11 +119,10 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # that vector whatever its weights: a scheme that only *reweights* attention (RoPE, T5, ALiBi)
 # gives every token the same output, and the probe stays at chance, $1/16$, **exactly**, for any
 # weights. Only a vector *added* to the embeddings (sinusoidal, learnable) makes the tokens
-# differ. So the source article's test (§6.3: word embeddings set to zero, a small Transformer
-# asked for each token's index), with its verdict
-# 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」 ("if the model cannot learn it
-# quickly, the injection of position information may be faulty"), is right for added encodings
-# and declares every correct RoPE, T5 and ALiBi model broken: erratum E7. A second variant puts one distinct token at index 0, like a BOS token: the weight a
+# differ. So the source article's test (§6.3: zero the word embeddings, predict each index;
+# 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」, "if the model cannot learn it quickly,
+# position injection may be faulty") declares every RoPE, T5 and ALiBi model broken: erratum E7.
+# A second variant puts one distinct token at index 0, like a BOS token: the weight a
 # token gives it can depend on the distance.
 #
 # Two checks on untrained models complete the picture: does the output change when all
@@ -668,16 +667,13 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 # use a scaling that does not depend on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
-# The source article (§6.3), on batches padded for training, writes
-# 「位置编码的加法操作本身不需要特殊处理，因为后续的注意力掩码会阻止模型关注这些加了位置编码的 padding 位置。」
-# ("adding the position encoding needs no special handling, because the attention mask stops the
-# model from attending to the padding positions"). For the right padding of training batches it
-# is right, as the first table showed. It leaves out left padding (erratum E6): the mask protects
-# the attention, not the positions; the real tokens sit at shifted positions, and an absolute
-# encoding can then be wrong silently, depending on the task.
-# Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on the lag-3
-# task of section 3 (a *relative* task), and on "repeat the first token at every step" (an
-# *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
+# The source article (§6.3) says of padded training batches that adding the position code
+# 「不需要特殊处理」 ("needs no special handling"), because the mask stops attention to the pads.
+# Right for right padding (first table), not for left (erratum E6): the mask protects the
+# attention, not the positions; an absolute encoding can be wrong silently, depending on the
+# task. Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on
+# the lag-3 task of section 3 (a *relative* task), and on "repeat the first token at every step"
+# (an *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
 
 
 # %% tags=["nbval-check-output"]
@@ -889,13 +885,10 @@ print("after convert_qk_weight: golden-output test passes")
 # A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. The trained
 # RoPE models in bfloat16, with all positions shifted by 0, 1000 and 4000 (a RoPE model should not
 # care), once with float32 angles (the library) and once with bfloat16 angles. (The source
-# article, §4.2, warns of another precision problem:
-# 「在计算freqs时，theta ** (2i/dim)可能导致数值上溢（当theta很大时）或下溢（当i/dim很大时）。」
-# ("when computing freqs, theta ** (2i/dim) may overflow when theta is large, or underflow when
-# i/dim is large"). Under its condition that holds in float16 only, for a base above 65504, the
-# largest float16; with base 10000, or in float32 as the article's own code computes, the powers
-# stay finite. The problem that breaks a trained model is $m\theta_i$ in low precision, measured
-# here and in [01](01_sinusoidal.ipynb) and [03](03_rope.ipynb): erratum E8.)
+# article, §4.2, warns instead that `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta
+# is large"): true only in float16, for a base above 65504. The problem is $m\theta_i$
+# in low precision, measured here and in [01](01_sinusoidal.ipynb) and [03](03_rope.ipynb):
+# erratum E8.)
 
 
 # %%
