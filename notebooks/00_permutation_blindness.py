@@ -801,6 +801,8 @@ check_exercise_3(inverse_permutation)
 # - Reference code: Hugging Face transformers, [`modeling_bert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/modeling_bert.py) (learned position embeddings
 #   added to the token embeddings) and [`modeling_llama.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py) (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/scheme.py` in this repository (the four hooks and the score scale).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -665,10 +665,11 @@ checked("the factor matches Vaswani's tokens and overshoots PyTorch's default; t
 # %% [markdown]
 # ## 8 · Pros and cons, measured
 #
-# The source article, the Chinese-language tutorial *Transformer positional encoding: from
-# sinusoidal to RoPE*, left this table empty (erratum E2). Here it is, filled with this
-# notebook's numbers (section 6's models, three seeds each), with the model without position
-# beside them.
+# Our copy of the source article, the Chinese tutorial
+# 《Transformer位置编码原理与实现：从正弦编码到RoPE》, has nothing under its heading
+# 「优点与缺点分析：」 ("pros and cons", §3.2), probably a table lost in copying (erratum E2).
+# Here is one, filled with this notebook's numbers (section 6's models, three seeds each), with
+# the model without position beside them.
 
 # %% tags=["nbval-check-output"]
 def unseen_acc(name: str) -> list[float]:
@@ -863,6 +864,8 @@ check_exercise_4(matched_token_std)
 #   (`SymbolModality`): the embedding drawn from $\mathcal N(0, d^{-1})$; Press & Wolf,
 #   *[Using the Output Embedding to Improve Language Models](https://arxiv.org/abs/1608.05859)*
 #   (2017): weight tying.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

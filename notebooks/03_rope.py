@@ -858,9 +858,10 @@ checked(
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
-# The source article says RoPE extrapolates well beyond the training length. Plain RoPE does not
-# (erratum E3): the slow pairs never complete a turn within the training length $L$, so beyond
-# $L$ they take angles never seen. How many pairs complete a turn ($2\pi/\theta_i \le L$)?
+# The source article (§4.1) says RoPE degrades 「相对平滑」 ("relatively smoothly") far past the
+# training length. Plain RoPE does not (erratum E3): the slow pairs never complete a turn within
+# the training length $L$, so beyond $L$ they take angles never seen. How many pairs complete a
+# turn ($2\pi/\theta_i \le L$)?
 
 
 # %% tags=["nbval-check-output"]
@@ -1276,6 +1277,8 @@ check_exercise_4(decode_positions)
 # - This library: `posenc_lib/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
 #   `convert_qk_weight`) and `posenc_lib/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -1616,6 +1616,8 @@ check_exercise_6(predicted_turn, turn_40)
 #   (arXiv 2021): PEG, a convolution that generates position from the tokens and works at any grid size.
 # - L. Beyer et al., *[FlexiViT: One Model for All Patch Sizes](https://arxiv.org/abs/2212.08013)*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

@@ -1284,8 +1284,8 @@ plt.show()
 # %% [markdown]
 # ## 9 · Which encoding when: the selection advice, with this series' evidence
 #
-# The source article, the Chinese-language tutorial *Transformer positional encoding: from
-# sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations,
+# The source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》,
+# ends its §5.2 with advice on which encoding to choose. Here it is as situations,
 # each with a number this series printed (05 by section; [03](03_rope.ipynb), [04](04_vision.ipynb),
 # [06](06_length_extrapolation.ipynb)). All of it is at toy scale.
 #
@@ -1423,6 +1423,8 @@ check_exercise_5(predicted_weight, weight_8)
 # - Kazemnejad et al. (2023), *[The Impact of Positional Encoding on Length Generalization in
 #   Transformers](https://arxiv.org/abs/2305.19466)* (NoPE, and how the causal mask yields absolute position).
 # - PyTorch: [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html) (`is_causal`, `attn_mask`, `scale`).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

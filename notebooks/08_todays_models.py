@@ -1033,6 +1033,8 @@ check_exercise_3(no_rope_layers)
 #   layers, NoPE on global ones, as in Cohere's Command models.
 # - This library: `posenc_lib/rotary/mrope.py`, `posenc_lib/rotary/scaling.py`,
 #   `posenc_course/nb08_families.py`, `posenc_lib/analysis/pair_usage.py`.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -530,7 +530,7 @@ def test_index_says_where_to_start_and_names_the_source_article(synthetic_site):
     soup = page(synthetic_site, "index.html")
     start = next(p for p in soup.select("article p") if p.get_text().startswith("Start here"))
     assert start.find("a")["href"] == "00_demo.html" and "00 · Demo" in start.get_text()
-    assert "Transformer positional encoding: from sinusoidal to RoPE" in " ".join(soup.get_text().split())
+    assert "《Transformer位置编码原理与实现：从正弦编码到RoPE》" in soup.get_text()
 
 
 @pytest.mark.parametrize("link, message", [
@@ -787,6 +787,9 @@ def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_si
     assert "head_dim" not in links  # a variable in prose, not the attribute Sizes.head_dim
     readme = page(site, "06_length_extrapolation.html").find("a", class_="posenc-file", string="data/README.md")
     assert readme is not None and (site / readme["href"]).read_bytes() == (ROOT / "data" / "README.md").read_bytes()
+    # a mention of a page of docs/ that the site renders links to that page, not to the raw file
+    table = page(site, "06_length_extrapolation.html").find("a", class_="posenc-page", string="docs/replication.md")
+    assert table is not None and table["href"] == "replication.html"
     back = page(site, "api/posenc_lib.rotary.rope.html").find(id="where-the-notebooks-use-it")
     assert back is not None
     hrefs = [a["href"] for a in back.find_all("a") if not a["href"].startswith("#")]  # not the permalink

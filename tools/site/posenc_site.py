@@ -24,7 +24,8 @@ notebook:
 - Library links: inline code in a notebook's prose that names a documented module or object of
   ``posenc_lib`` (``apply_rope``, ``posenc_lib/rotary/rope.py``) links to the library
   reference, and each reference page ends with the notebook sections that mention its objects;
-  a mention of another file of the repository (``data/README.md``) links to the copy the build
+  a mention of a page of ``docs/`` that the site renders (``docs/replication.md``) links to that page,
+  and a mention of another file of the repository (``data/README.md``) to the copy the build
   publishes under ``files/``.
 - Search: every page's prose, by section, in one script the search page loads, so that results
   show the text around the word and a glossary or section hit is labelled with its term or title.
@@ -97,6 +98,7 @@ UI: dict[str, dict[str, str]] = {
         "introduction": "introduction",
         "in_reference": "{name} in the library reference",
         "in_repository": "{name}, as in the repository",
+        "on_site": "{name}: a page of this site",
         "term_tooltip": "{en} ({zh}): {definition}",
         # the language switch: on this language's pages, the link to the other language
         "switch": "中文",
@@ -944,6 +946,8 @@ def resolve_short_name(app: Sphinx, env: Any, node: nodes.Element, contnode: nod
 # `posenc_course.report` or the file `posenc_lib/rotary/rope.py`.
 LIBRARY_MENTION = re.compile(r"(?P<name>posenc_lib(?:[./]\w+)*|[A-Za-z_]\w*(?:\.\w+)*)(?:\(.*\))?")
 NOTEBOOK_DOC = re.compile(r"\A\d\d_")
+#: A notebook's mention of a page of docs/ that the site renders (`docs/replication.md`) links to that page.
+DOC_PAGE_FILE = re.compile(r"docs/([\w-]+)\.md")
 
 
 def library_target(domain: Any, text: str) -> tuple[str, str, str] | None:
@@ -1020,6 +1024,9 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
                 full, page, anchor = target
                 uri, title, kind = app.builder.get_relative_uri(docname, page) + "#" + anchor, \
                     ui("in_reference", name=full), "posenc-api"
+            elif (doc := DOC_PAGE_FILE.fullmatch(text)) and doc[1] in app.env.all_docs:
+                uri, title, kind = app.builder.get_relative_uri(docname, doc[1]), ui("on_site", name=text), \
+                    "posenc-page"
             elif "/" in text and (files / text).is_file():
                 uri, title, kind = "../" * docname.count("/") + f"files/{text}", ui("in_repository", name=text), \
                     "posenc-file"
