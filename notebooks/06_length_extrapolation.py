@@ -150,7 +150,7 @@ print(
 # 32 buckets, `max_distance` $= L$: every distance from $L$ on shares the last bucket, which
 # training reaches), NoPE (the causal mask alone) and Transformer-XL (sinusoidal $r_{i-j}$ of any
 # distance), from [05](05_relative_biases.ipynb).
-
+#
 # **The training.** `train_base_model` seeds, builds the model and runs the library's loop
 # (`posenc_lib.training.train`): AdamW, each step 32 random windows of $L$ characters from the
 # training plays, the learning rate decaying linearly to a tenth. Its source:
@@ -1435,11 +1435,14 @@ check_exercise_4(predicted_kept, kept)
 # Zero-shot PI ×8 has a higher perplexity than plain RoPE at $L$ itself (section 4), where
 # nothing is longer than in training. Why?
 #
-# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner.
+# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner
+#   and loses the nearby characters.
 # - **(b)** PI divides every frequency by $s$, pair 0 included: neighbouring characters now
-#   differ by angles $s$ times smaller than any the model was trained on.
-# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw.
-# - **(d)** PI changes the model's weights, which then have to be trained again.
+#   differ by angles never seen.
+# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw, which
+#   sharpens every score.
+# - **(d)** PI changes the model's weights, which then have to be trained again before they
+#   work together.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_5 = ...  # "a", "b", "c" or "d"

@@ -75,13 +75,9 @@ class Floor:
         object.__setattr__(self, "values", values)
 
     @property
-    def fixed(self) -> bool:
+    def is_fixed(self) -> bool:
         """True for a rule computed deterministically (one value, no seed spread)."""
         return len(self.values) == 1
-
-    @property
-    def mean(self) -> float:
-        return sum(self.values) / len(self.values)
 
 
 def fixed(name: str, value: float, note: str = "") -> Floor:
@@ -240,7 +236,7 @@ class FloorTable:
         if floor not in floors:
             raise ValueError(f"floor must be one of {list(floors)}, got {floor!r}")
         a, b = self.results[model], floors[floor]
-        b_values = b.values * len(a) if b.fixed else b.values
+        b_values = b.values * len(a) if b.is_fixed else b.values
         return compare(a, b_values, higher_is_better=self.higher_is_better, relative=self.relative,
                        floor=self.floor, names=(model, floor))
 
@@ -307,9 +303,10 @@ def with_floors(results: Mapping[str, Sequence[float]], floors: Sequence[Floor],
     digits: decimals shown in the table.
 
     Displays the table (a DataFrame: an HTML table in a notebook; a model's rows labelled ``model``,
-    the floors' rows ``floor``), then prints one line per model: "RoPE ahead of chance by 0.84 (needed 0.02); behind no position by 0.03 (needed
-    0.02)." Returns the :class:`FloorTable`, for assertions (``table.verdict("RoPE",
-    "chance").a_ahead``); assign it, so the cell shows only what was printed.
+    the floors' rows ``floor``), then prints one line per model: "RoPE ahead of chance by 0.84
+    (needed 0.02); behind no position by 0.03 (needed 0.02)." Returns the :class:`FloorTable`, for
+    assertions (``table.verdict("RoPE", "chance").a_ahead``); assign it, so the cell shows only the
+    table and the lines.
     """
     if not isinstance(results, Mapping) or not results:
         raise ValueError(f"results must be a non-empty mapping of model name -> one result per seed, got {results!r}")

@@ -59,12 +59,12 @@ def test_the_kneser_ney_floor_is_a_perplexity_of_the_same_windows():
     inputs, targets = lm_eval_windows(corpus.valid, 256, 32)  # 06's windows
     floor = floors.kneser_ney(corpus.train, inputs, targets, order=3, vocab_size=len(corpus.vocab), length=32)
     model = KneserNey(corpus.train, 3, len(corpus.vocab))
-    assert floor.name == "Kneser-Ney 3-gram" and floor.fixed
+    assert floor.name == "Kneser-Ney 3-gram" and floor.is_fixed
     assert floor.values[0] == model.perplexity(inputs, targets, 32) and 8 < floor.values[0] < 15
 
 
 def test_a_floor_is_one_number_or_one_per_seed():
-    assert fixed("bag of words", 0.5).fixed and not no_position([0.1, 0.2, 0.3]).fixed
+    assert fixed("bag of words", 0.5).is_fixed and not no_position([0.1, 0.2, 0.3]).is_fixed
     with pytest.raises(ValueError, match="one finite number .* or at least 3"):
         Floor("x", (0.1, 0.2))
     with pytest.raises(ValueError, match="name must be"):

@@ -138,7 +138,8 @@ def test_verdict_str_names_the_outcome_and_its_numbers():
 @pytest.mark.parametrize(("a", "b", "kwargs", "sentence"), [
     ([1.5, 1.6, 1.55], [0.6, 0.7, 0.65], {}, "sinusoid ahead of the drowning table by 0.90 (needed 0.10)"),
     ([0.6, 0.7, 0.65], [1.5, 1.6, 1.55], {}, "sinusoid behind the drowning table by 0.90 (needed 0.10)"),
-    ([0.61, 0.7, 0.65], [0.6, 0.7, 0.65], {}, "sinusoid and the drowning table not separated (gap 0.0033, needed 0.10)"),
+    ([0.61, 0.7, 0.65], [0.6, 0.7, 0.65], {},
+     "sinusoid and the drowning table not separated (gap 0.0033, needed 0.10)"),
     ([0.61, 0.71, 0.66], [0.6, 0.7, 0.65], {"paired": True},
      "sinusoid and the drowning table not separated (gap 0.01, paired, needed 0.02)"),
     ([1.0, 1.1, 1.05], [1.5, 1.6, 1.55], {"higher_is_better": False, "relative": True},
