@@ -125,34 +125,6 @@ def test_a_longer_history_helps_exactly_where_the_text_needs_it():
     assert ppl[2] < 1.1 < 1.3 < ppl[1] < 1.5 < ppl[0], ppl
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"order": 0}, "order must be"),
-        ({"vocab_size": 1}, "vocab_size must be"),
-        ({"discount": 1.5}, "discount must be a number in"),
-        ({"discount": 0}, "discount must be a number in"),
-        ({"ids": [0, 1, 5]}, r"ids must lie in \[0, vocab_size=3\)"),
-        ({"ids": [0]}, "at least order=2"),
-        ({"vocab_size": 2**32}, "must fit in an int64"),
-    ],
-)
-def test_bad_arguments_are_named(kwargs, message):
-    args = {"ids": CORPUS, "order": 2, "vocab_size": 3} | kwargs
-    with pytest.raises((ValueError, TypeError), match=message):
-        KneserNey(**args)
-
-
-def test_bad_windows_are_named():
-    model = KneserNey(CORPUS, 2, 3)
-    with pytest.raises(ValueError, match="inputs and targets must both have shape"):
-        model.window_losses(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
-    with pytest.raises(TypeError, match="inputs must be an int64 tensor"):
-        model.window_losses(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="history must lie in"):
-        model.distribution([7])
-
-
 def test_notebook_06_data_in_seconds():
     """06's corpus and windows: the 6-gram is counted and scored within a few seconds, and ahead of the 4-gram."""
     corpus = char_corpus()
