@@ -824,12 +824,14 @@ check_exercise_1(predicted_turns, turns_512)
 # Each frequency $\theta_i$ gets two columns, $\sin p\theta_i$ and $\cos p\theta_i$. Why not a
 # sine alone, with twice as many frequencies?
 #
-# - **(a)** Without the cosine the values would not stay between -1 and 1.
-# - **(b)** With both, moving $k$ positions turns every pair by the same angle $k\theta_i$
-#   whatever $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$; from the sine alone,
-#   $\sin((p+k)\theta)$ also needs $\cos(p\theta)$, which the vector would not hold.
-# - **(c)** The cosines make the table trainable.
-# - **(d)** The cosines carry the low frequencies and the sines the high ones.
+# - **(a)** With both, a shift by $k$ turns every pair by the same angle $k\theta_i$ whatever
+#   $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$.
+# - **(b)** Without the cosine the values would not stay between -1 and 1, and a code that
+#   grows with $p$ would swamp the token embeddings.
+# - **(c)** The cosines make the table trainable, so the model can adapt half of the code to
+#   its task while the sines stay fixed.
+# - **(d)** The cosines carry the low frequencies and the sines the high ones, so together they
+#   cover every wavelength from $2\pi$ to $10000 \cdot 2\pi$.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -881,9 +883,9 @@ predicted_turns = 16
 check_exercise_1(predicted_turns, turns_512)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2. (a) a sine is bounded too; (c) the table is a buffer (section 8);
+# Exercise 2. (b) a sine is bounded too; (c) the table is a buffer (section 8);
 # (d) both columns of a pair share one frequency.
-answer_2 = "b"
+answer_2 = "a"
 check_exercise_2(answer_2)
 
 

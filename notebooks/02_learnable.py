@@ -796,12 +796,12 @@ check_exercise_1(predicted_shift, shift_acc)
 #
 # - **(a)** The learnable table's rows past `max_len` would be zero vectors, which LayerNorm
 #   cannot normalise; the sinusoid fails at 12-23 because its values there exceed 1.
-# - **(b)** The table stores one row per index and has none from `max_len` on, while the sinusoid
-#   is a formula defined everywhere; but a model trained at positions 0-11 learned what *those*
-#   vectors mean, and at unseen positions either encoding hands it vectors it has never seen.
-# - **(c)** The sinusoid does generalise past the training length because its rows are smooth;
-#   only the learnable table fails there.
-# - **(d)** Both fail because position ids beyond the training length overflow their integer type.
+# - **(b)** The sinusoid does generalise past the training length because its rows are smooth
+#   and defined for every $p$; only the learnable table, which has no row there, fails.
+# - **(c)** The table has no row from `max_len` on; the sinusoid has one, but the model only
+#   learned what the vectors of positions 0-11 mean.
+# - **(d)** Both fail because position ids beyond the training length overflow their integer
+#   type and wrap round to rows the model has seen.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -881,8 +881,8 @@ check_exercise_1(predicted_shift, shift_acc)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2. (a) no row exists to be zero; the sinusoid stays in [-1, 1];
-# (c) section 8 measures it failing; (d) the ids are small int64 numbers.
-answer_2 = "b"
+# (b) section 8 measures it failing; (d) the ids are small int64 numbers.
+answer_2 = "c"
 check_exercise_2(answer_2)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

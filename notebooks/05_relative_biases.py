@@ -1378,12 +1378,14 @@ check_exercise_3(first_shared_distance)
 # Section 2 shows the compact per-key bias $m_h j$ giving the same attention as the full
 # $-m_h|i - j|$ under a causal mask, and a different one without it. Why?
 #
-# - **(a)** The compact form $m_h j$ is not exact in float32.
-# - **(b)** Without the mask, keys after the query count too: there $-m|i - j| = -m j + m i$,
-#   which falls with $j$, while $m j$ rises; the bias differs from the full one by more than a
-#   constant per row, so the softmax changes.
-# - **(c)** SDPA refuses a (heads, 1, L) bias without `is_causal`.
-# - **(d)** Without the mask the slopes must be doubled.
+# - **(a)** The compact form $m_h j$ is not exact in float32: the large products $m_h j$ lose
+#   digits that the full bias keeps.
+# - **(b)** SDPA refuses a (heads, 1, L) bias without `is_causal`, so without the mask the
+#   compact bias is never applied.
+# - **(c)** Without the mask, keys after the query count, and there $-m|i - j|$ falls with $j$
+#   while $m j$ rises.
+# - **(d)** Without the mask each key has a mirror image on the other side of the query, so the
+#   slopes must be doubled.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_4 = ...  # "a", "b", "c" or "d"
@@ -1473,7 +1475,7 @@ check_exercise_3(first_shared_distance)
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 4. -m|i - j| = m j - m i only for j <= i; -m i is a constant per row (the softmax
 # ignores it), but for keys after the query the sign of j flips.
-answer_4 = "b"
+answer_4 = "c"
 check_exercise_4(answer_4)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

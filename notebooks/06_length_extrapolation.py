@@ -1438,11 +1438,14 @@ check_exercise_4(predicted_kept, kept)
 # Zero-shot PI ×8 has a higher perplexity than plain RoPE at $L$ itself (section 4), where
 # nothing is longer than in training. Why?
 #
-# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner.
+# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner
+#   and loses the nearby characters.
 # - **(b)** PI divides every frequency by $s$, pair 0 included: neighbouring characters now
-#   differ by angles $s$ times smaller than any the model was trained on.
-# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw.
-# - **(d)** PI changes the model's weights, which then have to be trained again.
+#   differ by angles never seen.
+# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw, which
+#   sharpens every score.
+# - **(d)** PI changes the model's weights, which then have to be trained again before they
+#   work together.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_5 = ...  # "a", "b", "c" or "d"
