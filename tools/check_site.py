@@ -44,6 +44,10 @@ when missing). For every page it checks:
 
 - the language switch (a link to the same page in the other language) shown at the top of the page,
   uncut, at 1280 px and on the phone;
+- accessibility: axe-core (Deque's engine, as the ``axe-playwright-python`` package ships it) finds no
+  violation of the WCAG 2.1 level A and AA rules at 1280 px: the contrast of the text (outside code and
+  formulas), the names of links, buttons and fold summaries, alt text, the page's language and title, links
+  told apart from text by more than colour, ARIA use (``AXE_RUNS``);
 
 and, once for each site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
@@ -742,6 +746,35 @@ def check_layout(page, name: str, where: str, report: Report, index: bool, start
     return facts
 
 
+# axe-core's rules for WCAG 2.0 and 2.1, levels A and AA (its "best-practice" rules are advice, not criteria), in two
+# runs: every rule but text contrast on the whole page, then text contrast on the page's words outside code and
+# formulas. Contrast over every highlighted code token and MathJax glyph took 18 s of CPU time on 03 alone (against
+# 6 s for the words): the code's colours are accessible-pygments' WCAG AA palettes (the theme's), and a formula is
+# drawn in the colour of its text.
+AXE_TAGS = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
+AXE_RUNS = [
+    (None, {"runOnly": AXE_TAGS, "rules": {"color-contrast": {"enabled": False}}}),
+    ({"include": [[tag] for tag in ("p", "li", "h1", "h2", "h3", "h4", "dt", "dd", "th", "td", "summary", "label",
+                                    "nav", "header", "footer")]},
+     {"runOnly": {"type": "rule", "values": ["color-contrast"]}}),
+]
+
+
+def check_accessibility(page, name: str, report: Report) -> int:
+    """axe-core on the current page (``AXE_RUNS``): one problem per rule violated, naming its first elements.
+    Returns how many rules were violated."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe, found = Axe(), 0
+    for context, options in AXE_RUNS:
+        for rule in axe.run(page, context=context, options={**options, "resultTypes": ["violations"]}).response["violations"]:
+            found += 1
+            where = [" ".join(map(str, node["target"])) for node in rule["nodes"]]
+            report.add(name, f"accessibility ({rule['id']}): {rule['help']}: {', '.join(where[:3])}"
+                             + (f" and {len(where) - 3} more" if len(where) > 3 else ""))
+    return found
+
+
 def index_page(name: str) -> bool:
     return name.split("/")[-1] == "index.html"
 
@@ -1292,6 +1325,7 @@ def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path 
     for line in dict.fromkeys(noise):
         report.add(name, f"an output line the site must not show: {line.strip()[:80]}")
     layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=index_page(name), start=text["start"])
+    check_accessibility(page, name, report)
     if shots:
         page.screenshot(path=str(shots / f"{path.stem}.png"))
     if layout["enlargeable"] and (problem := page.evaluate(ENLARGE_JS)):
