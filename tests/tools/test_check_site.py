@@ -293,6 +293,18 @@ def test_the_front_page_must_start_the_reader_at_00(report, tmp_path):
         'index.html: "Start here" is not within the first screen of a 390 px phone (its top at 10'), problems
 
 
+def test_axe_core_runs_on_the_pages_it_is_given_and_names_one_that_is_gone(tmp_path):
+    """make check-site runs axe-core on a few pages (AXE_PAGES): only there is a page without its language
+    faulted, and a listed page missing from the site is reported rather than silently unchecked."""
+    (tmp_path / "index.html").write_text(INDEX.replace(' lang="en"', ""), encoding="utf-8")
+    (tmp_path / "00_first.html").write_text(OTHER.replace(' lang="en"', ""), encoding="utf-8")
+    problems = check.check_site(tmp_path, check_search=False,
+                                axe_pages={"en": {"00_first.html", "03_gone.html"}}).problems
+    assert sorted(problems) == [
+        "00_first.html: accessibility (html-has-lang): <html> element must have a lang attribute: html",
+        "03_gone.html: a page axe-core is to check (AXE_PAGES) is not in the site"], problems
+
+
 def test_a_figure_that_does_not_enlarge_is_caught(tmp_path):
     """Without the site's script, a click on a figure opens nothing."""
     page = CLEAN.replace('<script src="posenc.js"></script>', "")
