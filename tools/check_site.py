@@ -758,12 +758,12 @@ def check_layout(page, name: str, where: str, report: Report, index: bool, start
 # stylesheets (css-orientation-lock) then reports nothing.
 AXE_TAGS = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
 # The pages ``make check-site`` runs axe-core on (``--axe-all``: every page). On every page of both sites it took 285 s
-# of a 628 s browser check (2026-12-07, 2 cores shared with other work), 5-29 s a notebook page: more than CI can give
+# of a 628 s browser check (2026-12-07, 2 cores shared with other work), 3.8-28.9 s a notebook page: more than CI can give
 # it. The theme's frame (header, sidebars, buttons, search box, language switch) is the same markup on every page and
 # the lesson's content is written by the same extension; these pages hold every kind of it: the front page, 03 (every
 # kind of content a lesson has: formulas inline and displayed, a table of results, figures, solutions, a deep dive, an
 # explorer), the glossary, search, and the instructor guide (a formula wider than its line: the scroll box axe first
-# faulted); in Chinese, the front page and 03 (the Chinese UI's words, the marked English). The checks written for
+# faulted); in Chinese, the front page and 03 (the Chinese UI's words and fonts). The checks written for
 # every page (alt text, folds labelled) still run on every page.
 AXE_PAGES = {"en": {"index.html", "03_rope.html", "glossary.html", "search.html", "instructor-guide.html"},
              "zh": {"index.html", "03_rope.html"}}
