@@ -861,8 +861,9 @@ ZH_TEST_PAGES = ["index.html", "03_rope.html", "glossary.html", "search.html"]
 def test_real_site_passes_the_browser_check(real_site):
     site = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
+    # axe-core's accessibility rules are left to `make check-site` (CI runs it): 25-30 s here for pages it checks there
     report = check_site.check_site(site, ROOT / "build" / "site-check", zh_pages=ZH_TEST_PAGES,
-                                   en_pages=EN_TEST_PAGES)
+                                   en_pages=EN_TEST_PAGES, axe_pages={"en": set(), "zh": set()})
     assert report.problems == [], "\n".join(report.problems)
     assert {name: facts["explorers"] for name, facts in report.pages.items() if facts.get("explorers")} == {
         "03_rope.html": 1, "zh_CN/03_rope.html": 1}  # its explorer exercised in both languages
