@@ -18,21 +18,22 @@
 # used by most open large language models (LLaMA, Mistral, Qwen, ...).
 #
 # **What you will learn**
-# - why rotating 2-D pairs makes a score depend on the offset only, proved in two lines;
-# - the real (cos/sin) and complex forms, and the two memory layouts (interleaved as in Meta's
-#   LLaMA, half-split as in Hugging Face), with the permutation that converts a checkpoint;
-# - where RoPE sits in attention (queries and keys, never values) and how a KV-cache decode step
-#   passes the new token's absolute position;
-# - the long-term decay bound of RoFormer, why angles are computed in float32, partial rotary;
-# - that plain RoPE does **not** extrapolate beyond its training length (erratum E3), and why.
+# - why rotating 2-D pairs makes a score depend on the offset only;
+# - the real and complex forms, the interleaved (Meta) and half-split (Hugging Face) layouts,
+#   and converting a checkpoint between them;
+# - where RoPE sits in attention, and the position of a KV-cache decode step;
+# - the decay bound, float32 angles, partial rotary;
+# - that plain RoPE does **not** extrapolate (erratum E3): beyond 4L it is no better than no
+#   position, and a control shows why.
 #
-# Sections 1-5 are the core; sections 6-10 are practice, each independent of the others.
+# **Sections 1-5 are the 90-minute lesson.** Sections 6-10 are a second session, each
+# independent of the others.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time:** about 40 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 95 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math
@@ -57,6 +58,12 @@ from posenc_course.explorers import (
     rope_explorer,
     rope_values,
 )
+from posenc_course.floors import (
+    bag_of_tokens,
+    chance,
+    no_position,
+    with_floors,
+)
 from posenc_course.plotting import (
     COLORS,
     LINESTYLES,
@@ -66,7 +73,7 @@ from posenc_course.plotting import (
 )
 from posenc_course.report import checked, compare
 from posenc_course.training import accuracy, run_each, setup_notebook, train
-from posenc_lib.embeddings.sinusoidal import shift_matrix
+from posenc_lib.embeddings.sinusoidal import SinusoidalPE, shift_matrix
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rotary.rope import (
     RotaryPE,
@@ -171,7 +178,10 @@ checked(
 # Cut the vector into $d/2$ pairs and give pair $i$ its own frequency, those of notebook 01:
 # $$\theta_i = \text{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,\qquad \text{base} = 10000 .$$
 # Position $m$ turns pair $i$ by $m\,\theta_i$. The whole operation is a block-diagonal rotation
-# $R_m$ (notebook 01's shift matrix is $M_k = R_k^\top$). RoFormer and Meta's LLaMA take
+# $R_m$. Notebook 01's shift matrix is its transpose, $M_k = R_k^\top$, only because of order:
+# 01's pairs are $(\sin, \cos)$, a point that turns *clockwise* as $p$ grows, while $R$ turns
+# $(x, y)$ counter-clockwise, and $R(-k\theta) = R(k\theta)^\top$.
+# RoFormer and Meta's LLaMA take
 # neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout. Written
 # out for teaching (angles in float64):
 
@@ -197,9 +207,9 @@ def rope_inline(x: torch.Tensor, positions: torch.Tensor,
 
 
 # %% [markdown]
-# Four checks, on a different random query and key at every position: every pair is the 2x2
-# rotation of section 1; shifting *all* positions leaves every score unchanged; norms are kept;
-# and $R_k^\top$ is notebook 01's $M_k$.
+# Four checks, on a random query and key at every position: every pair is section 1's rotation;
+# shifting *all* positions changes no score; norms are kept; $R_k^\top$ is 01's $M_k$, and $R_k$
+# advances pairs written $(\cos, \sin)$.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 head_dim, seq = 64, 16
@@ -231,9 +241,14 @@ identity = torch.eye(head_dim, dtype=torch.float64)
 for k_shift in (1, 7, 250):
     r_k_transposed = rope_inline(identity, torch.full((head_dim,), k_shift))
     assert_close(shift_matrix(k_shift, head_dim), r_k_transposed)
+# R_k advances (cos, sin) pairs: rows are positions, pairs cosine first
+angle_p = positions.double()[:, None] * theta_i  # (seq, head_dim/2)
+cos_first = torch.stack([angle_p.cos(), angle_p.sin()], -1).flatten(-2)
+assert_close(rope_inline(cos_first[:-5], torch.full((seq - 5,), 5)),
+             cos_first[5:])
 checked(
     "pairs rotate as in section 1; scores unchanged under shifts up to 100000;"
-    " norms kept; M_k = R_k^T"
+    " norms kept; M_k = R_k^T, and R_k advances (cos, sin) pairs by k"
 )
 
 # %% [markdown]
@@ -283,11 +298,9 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest:"
 # (dashed). Bottom: the score of the query at $m$ with a key at every position 0-47, against the
 # offset; the square is the key at $n$. In JupyterLab two sliders move $m$ and $n$.
 #
-# **What to try.** Move $m$ and $n$ together: in every pair both arrows turn by the same angle,
-# and the square does not move. Move $n$ alone: pair 0 turns a radian per step, pair 3 a
-# thousandth of one, and the square runs along the curve. Set $m = n$: the score is $q^\top k$.
-# Whatever $m$ is, the curve against the offset is the same one; pair 0 makes it oscillate with a
-# period of about 6.3 tokens, the slow pairs set its level.
+# **What to try.** Move $m$ and $n$ together: the square does not move. Move $n$ alone: pair 0
+# turns a radian per step, pair 3 a thousandth of one. Set $m = n$: the score is $q^\top k$.
+# Whatever $m$ is, the curve against the offset is the same.
 
 # %% tags=["nbval-check-output"]
 rope_explorer()
@@ -376,12 +389,10 @@ print("complex form == real form (inline and library); score = Re sum_i q_i"
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
 # ### Deep dive (optional) · Why production code uses the real form
 #
-# Models run in bfloat16, and PyTorch has no bfloat16 complex dtype: `view_as_complex` accepts
-# half, float and double tensors only, so a complex implementation must up-cast q and k to
-# float32 and back in every layer. Complex tensors have also broken `torch.compile` in the past.
-# The real form needs only elementwise products and one `rotate_half` (or a pair swap), in any
-# dtype, which is why Hugging Face's models and this library's `apply_rope` use it; Meta's
-# reference code casts to float32 for its complex multiplication.
+# Models run in bfloat16, and `view_as_complex` accepts only half, float and double tensors, so
+# a complex implementation up-casts q and k in every layer. The real form needs only elementwise
+# products and a `rotate_half` (or a pair swap) in any dtype: Hugging Face's models and this
+# library's `apply_rope` use it; Meta's reference code casts to float32.
 
 # %% tags=["deep-dive", "nbval-check-output"]
 try:
@@ -636,6 +647,8 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 #
 # ## 6 · Converting a checkpoint between layouts
 #
+# *Second session: sections 6-10 build on sections 1-5, not on each other.*
+#
 # **Question.** The model above was trained with interleaved pairs (as Meta's LLaMA checkpoints).
 # What happens if we load its weights into a half-split implementation (as Hugging Face's), and
 # how do we fix it?
@@ -811,6 +824,10 @@ errors = {
     "float32 angles, cast to bf16": circle_error(*cast_last(torch.bfloat16)),
     "float32 angles, cast to fp16": circle_error(*cast_last(torch.float16)),
     "float32 throughout": circle_error(*cast_last()),
+    # the control: exact-to-float64 angles, rounded once at the end
+    "float64 angles, cast to float32": circle_error(*(
+        t.float() for t in rope_cos_sin(all_pos[None], theta64,
+                                        dtype=torch.float64))),
 }
 errors = {name: e.reshape(-1) for name, e in errors.items()}
 shown = torch.logspace(0, math.log10(32767), 400).round().long().unique()
@@ -831,9 +848,12 @@ display(pd.DataFrame(
     index=pd.Index(list(errors), name="error at position"), columns=at))
 
 # %% [markdown]
-# From position ~1000 on, bf16 angles are as good as random for the fast pairs, and fp16 gets
-# there by 32k. Float32 angles cast last leave only the rounding of the final values, the same at
-# every position; positions stay exact integers until the multiplication.
+# From position ~1000 on, bf16 angles are as good as random for the fast pairs, fp16 by 32k.
+# Float32 angles are better, not exact: $m\theta_i$ rounded to float32 is off by up to $2^{-24}$
+# of its size (the library's `rope_cos_sin` docstring), so **the error grows with $m$**: 3.2e-06
+# at position 100, 1.7e-03 at 32767, above fp16's rounding up to 8192. The float64 control stays
+# at float32's rounding everywhere; cast to bf16, the final rounding (2.5e-03 to 2.7e-03)
+# dominates in this range.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 late = all_pos >= 1000
@@ -845,23 +865,32 @@ assert errors["float32 angles, cast to fp16"].max() < 0.01
 assert errors["fp16 angles (naive)"][all_pos >= 16384].mean() > 1.0
 ratio = (naive_bf16[late] / cast_bf16[late]).min()
 assert ratio > 100
+# float32 angles: the error grows with m; float64 angles: it does not
+f32 = errors["float32 throughout"]
+f64 = errors["float64 angles, cast to float32"]
+assert f32[32767] > 100 * f32[100] and f32[32767] > 1e-3
+assert f64.max() < 1e-6 and f32[32767] > 1000 * f64.max()
+assert f32[32767] > errors["float32 angles, cast to fp16"][:8193].max()
 checked(
     "from position 1000 on, naive bf16 angles err by more than 1 on average,"
-    f" float32 angles cast last stay under 0.01, at least {ratio:.0f}x smaller"
+    f" float32 angles cast last stay under 0.01, at least {ratio:.0f}x smaller;"
+    " the float32 angle error grows with m, the float64 one does not"
 )
 
 # %% [markdown]
 # **Takeaway.**
 # - keep positions as integers, build the angles and cos/sin in float32, and cast to the model
 #   dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does);
+# - float32 angles drift by up to $2^{-24}\,m\theta_i$: at 32k positions that matches fp16's
+#   rounding, and it keeps growing with the context length;
 # - angles in bfloat16 are as good as random for the fast pairs from position ~1000 on.
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
 # The source article (§4.1) says RoPE degrades 「相对平滑」 ("relatively smoothly") far past the
-# training length. Plain RoPE does not (erratum E3): the slow pairs never complete a turn within
-# the training length $L$, so beyond $L$ they take angles never seen. How many pairs complete a
-# turn ($2\pi/\theta_i \le L$)?
+# training length. Plain RoPE does not (erratum E3). A common explanation: the slow pairs never
+# complete a turn within the training length $L$, so beyond $L$ they meet new angles. How many
+# pairs turn within $L$ ($2\pi/\theta_i \le L$)? Base 2 makes all of ours turn: the control.
 
 
 # %% tags=["nbval-check-output"]
@@ -871,31 +900,36 @@ def full_turns(head_dim: int, length: int, base: float = 10000.0) -> int:
     return int((wavelength <= length).sum())
 
 
-settings = [("our tiny decoder", 16, TRAIN_LEN), ("LLaMA-2-like", 128, 4096)]
+settings = [("our tiny decoder", 16, TRAIN_LEN, 10000.0),
+            ("our tiny decoder, base 2", 16, TRAIN_LEN, 2.0),
+            ("LLaMA-2-like", 128, 4096, 10000.0)]
 turns = pd.DataFrame([
-    {"setting": name, "head_dim": d, "training length L": L,
-     "pairs": d // 2, "full turn within L": full_turns(d, L)}
-    for name, d, L in settings
+    {"setting": name, "head_dim": d, "training length L": L, "base": base,
+     "pairs": d // 2, "full turn within L": full_turns(d, L, base)}
+    for name, d, L, base in settings
 ]).set_index("setting")
 display(turns)
 # closed form: theta_i = base^(-2i/d) has wavelength <= L
 #   <=>  i <= (d/2) ln(L / 2 pi) / ln(base)
 closed_form = [
-    math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(10000.0)) + 1
-    for d, L in zip(turns["head_dim"], turns["training length L"])
+    min(d // 2,
+        math.floor(d / 2 * math.log(L / (2 * math.pi)) / math.log(b)) + 1)
+    for d, L, b in zip(turns["head_dim"], turns["training length L"],
+                       turns["base"])
 ]
 assert turns["full turn within L"].tolist() == closed_form
+assert turns.loc["our tiny decoder, base 2", "full turn within L"] == 8
 
 # %% [markdown]
-# Now three decoders like section 5's (seeds 0, 1, 2). Their task needs only the token 3 steps
-# back, a distance seen at every training step, yet on longer sequences they degrade. Two things
-# change at once, and either could be the cause:
+# Now section 5's decoder in four arms, five seeds each, differing only in the scheme (seed $s$:
+# the same initial weights and batches in every arm): **RoPE** (base 10000); **RoPE, base 2**
+# (the control); an **absolute sinusoid** (01's table, added), which the article compares RoPE
+# with; and **no position**, the floor.
 #
-# - **unseen relative distances (unseen angles):** keys more than 31 tokens away;
-# - **attention spread over more keys (dilution):** up to 256 keys share the softmax, not 32.
-#
-# Accuracy per position at length 256, with full causal attention and with a sliding window of
-# 32 keys (which removes both effects):
+# The task needs only the token 3 steps back, a distance seen at every training step. Each
+# decoder reads 512 sequences of 256 tokens (8L) once: in a causal decoder the query at position
+# $n - 1$ sees what the last query of the first $n$ tokens sees, so one pass gives the last query
+# at every length. RoPE also runs with a window of 32 keys.
 
 
 # %% tags=["nbval-check-output"]
@@ -908,97 +942,135 @@ def sliding_window(length: int, window: int) -> torch.Tensor:
     return (i - j < window)[None, None]
 
 
-def trained_decoder(seed: int) -> TinyTransformer:
-    """A RoPE decoder trained as in section 5, with its own seed."""
+SEEDS, LONG = range(5), 8 * TRAIN_LEN
+ARMS = {  # each arm's scheme; everything else is section 5's decoder
+    "RoPE": lambda: RotaryPE(head_dim=16, layout="interleaved"),
+    "RoPE, base 2": lambda: RotaryPE(head_dim=16, layout="interleaved",
+                                     base=2.0),
+    "absolute sinusoid": lambda: SinusoidalPE(32, max_len=LONG),
+    "no position": lambda: None,
+}
+
+
+def trained_decoder(arm_seed: tuple[str, int]) -> TinyTransformer:
+    """Section 5's decoder and training, with this arm's scheme and seed."""
+    arm, seed = arm_seed
     seeded = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    decoder = rope_decoder("interleaved")
+    torch.manual_seed(seed)  # the same initial weights in every arm
+    decoder = TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2,
+                              n_layers=1, causal=True, pool="none",
+                              scheme=ARMS[arm]())
     data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded)
     train(decoder, data, steps=200, generator=seeded, desc=None)
     return decoder
 
 
-SEEDS, LONG = (0, 1, 2), 8 * TRAIN_LEN
-# the three decoders train side by side
-trained = run_each(trained_decoder, SEEDS, desc="RoPE decoders, one per seed")
-decoders = dict(zip(SEEDS, trained))
+runs_of = [(arm, seed) for arm in ARMS for seed in SEEDS]
+# twenty decoders train side by side
+decoders = dict(zip(runs_of, run_each(trained_decoder, runs_of,
+                                      desc="decoders, arm x seed")))
 long_tokens, long_targets = lag_task(512, LONG, VOCAB, LAG,
                                      torch.Generator().manual_seed(100))
-masks = {"full attention": None,
-         "window of 32 keys": sliding_window(LONG, TRAIN_LEN)}
-per_position = {name: [] for name in masks}
+i, j = torch.arange(LONG)[:, None], torch.arange(LONG)[None, :]
+MASKS = {"full attention": None,
+         "window of 32 keys": sliding_window(LONG, TRAIN_LEN),
+         "16 near + 16 farthest keys": ((i - j < 16) | (j < 16))[None, None]}
+# right[arm, seed, mask]: accuracy at each query position, (LONG,)
+right = {}
 with torch.no_grad():
-    for decoder in decoders.values():
+    for (arm, seed), decoder in decoders.items():
+        masks = MASKS if arm == "RoPE" else {"full attention": None}
         for name, mask in masks.items():
             predicted = decoder(long_tokens, attn_mask=mask).argmax(-1)
-            right = (predicted == long_targets)[:, LAG:].float()
-            # accuracy at each query position, from 3 on
-            per_position[name].append(right.mean(0))
-curves = {name: torch.stack(acc).mean(0).numpy()
-          for name, acc in per_position.items()}
+            right[arm, seed, name] = (predicted == long_targets).float().mean(0)
+CURVES = {"RoPE, full attention": ("RoPE", "full attention"),
+          "RoPE, window of 32 keys": ("RoPE", "window of 32 keys"),
+          "RoPE, base 2": ("RoPE, base 2", "full attention"),
+          "absolute sinusoid": ("absolute sinusoid", "full attention"),
+          "no position": ("no position", "full attention")}
+curves = {name: torch.stack([right[arm, s, mask] for s in SEEDS]).mean(0)
+          [LAG:].numpy() for name, (arm, mask) in CURVES.items()}
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
 line_plot(ax, np.arange(LAG, LONG), curves,
           "Lag-3 decoders on sequences 8x the training length",
-          "query position (tokens)", "accuracy (mean of 3 seeds)")
+          "query position (tokens)", "accuracy (mean of 5 seeds)")
 ax.axvline(TRAIN_LEN - 0.5, color="black", linestyle=":", linewidth=1)
-ax.text(TRAIN_LEN + 3, 0.15, "training length", fontsize=10)
+ax.text(TRAIN_LEN + 3, 0.55, "training length", fontsize=10)
+ax.legend(fontsize=9, loc="center right")
 plt.show()
 # full attention's mean accuracy at query positions 3-31, 32-63, 128-255
-full_pos = curves["full attention"]
+full_pos = curves["RoPE, full attention"]
 seen = full_pos[:TRAIN_LEN - LAG].mean()
 next_32 = full_pos[TRAIN_LEN - LAG:64 - LAG].mean()
 far = full_pos[128 - LAG:].mean()
-print(f"full attention: positions 3-31 {seen:.3f}, 32-63 {next_32:.3f},"
+print(f"RoPE, full attention: positions 3-31 {seen:.3f}, 32-63 {next_32:.3f},"
       f" 128-255 {far:.3f}")
 assert seen > 0.99 and far < 0.3
-assert curves["window of 32 keys"].min() > 0.99
+assert curves["RoPE, window of 32 keys"].min() > 0.97
 
 # %% [markdown]
-# Up to position 31 nothing has changed, and the window is perfect everywhere; beyond the
-# training length full attention fails. Two controls tell the causes apart, on the **last**
-# query of a sequence of 32 to 256 tokens:
-#
-# - **all keys, seen distances:** the query sees every key, but the keys before the last 32
-#   are given position ids 4 to 31 steps before the query (`positions=` of the model), so every
-#   relative distance is one seen in training and the true target is still the only key 3 steps
-#   back: dilution without unseen angles;
-# - **16 near + 16 farthest keys:** a mask lets the query see its 16 nearest keys and the 16
-#   farthest ones, 32 keys as in training, half of them at unseen distances: unseen angles
-#   without dilution.
+# Beyond the training length RoPE with full attention fails; with a window it does not. How
+# badly? The last query of every arm, beside the floors: no position, the bag-of-tokens rule
+# ("answer the token most frequent so far", exact) and chance (1/16), at $L$, 4L and 8L:
 
 
 # %% tags=["nbval-check-output"]
-def last_query_accuracy(decoder: TinyTransformer, length: int,
-                        control: str) -> float:
-    """Accuracy of the last query on 512 random sequences of this length."""
-    tokens, targets = lag_task(512, length, VOCAB, LAG,
-                               torch.Generator().manual_seed(length))
-    i, j = torch.arange(length)[:, None], torch.arange(length)[None, :]
-    positions, mask = torch.arange(length)[None], None
-    if control == "all keys, seen distances":
-        # the keys before the last 32 get ids 4 to 31 steps before the query
-        n_far = length - TRAIN_LEN
-        steps_back = 4 + torch.arange(n_far) % (TRAIN_LEN - 4)
-        positions = positions.clone()
-        positions[0, :n_far] = length - 1 - steps_back
-    elif control == "16 near + 16 farthest keys":
-        mask = ((i - j < 16) | (j < 16))[None, None]
-    elif control == "window of 32 keys":
-        mask = sliding_window(length, TRAIN_LEN)
+def last_query(arm: str, length: int, mask: str = "full attention"
+               ) -> list[float]:
+    """Each seed's accuracy of the last query of sequences of ``length``."""
+    return [right[arm, s, mask][length - 1].item() for s in SEEDS]
+
+
+floor_tables = {}
+for length in (TRAIN_LEN, 4 * TRAIN_LEN, LONG):
+    print(f"last query of {length} tokens ({length // TRAIN_LEN}L):")
+    floor_tables[length] = with_floors(
+        {arm: last_query(arm, length)
+         for arm in ARMS if arm != "no position"},
+        [no_position(last_query("no position", length)),
+         bag_of_tokens(long_tokens[:, :length], long_targets[:, length - 1]),
+         chance(VOCAB)],
+        metric=f"last-query accuracy, {length} tokens")
+
+# %% [markdown]
+# **Reading the tables.** At $L$ every arm beats every floor. Beyond $L$ plain RoPE falls to the
+# floors: below no position at 4L (0.076 against 0.107) and level with all three at 8L (0.075
+# against 0.082). **Beyond 4L it is no better than no position at all**, like both absolute
+# tables of [02 §8](02_learnable.ipynb) at unseen positions; so is the absolute sinusoid. Base 2
+# keeps 0.991 at 4L and 8L, ahead of every floor: with every pair turning within $L$ the
+# decoders extrapolate, as the slow-pair explanation predicts.
+#
+# Two things change beyond $L$: keys at **unseen distances**, and more keys sharing the softmax
+# (**dilution**). Two controls on the RoPE decoders separate them: **all keys, seen distances**
+# gives the keys before the last 32 ids 4 to 31 steps back, so the target is still the only key
+# 3 back (dilution only); **16 near + 16 farthest keys** shows 32 keys as in training, half at
+# unseen distances (unseen distances only).
+
+# %% tags=["nbval-check-output"]
+def seen_distances(decoder: TinyTransformer, length: int) -> float:
+    """The last query's accuracy when the keys before the last 32 get ids
+    4 to 31 steps before it: more keys, every distance seen."""
+    tokens, targets = long_tokens[:, :length], long_targets[:, length - 1]
+    n_far = length - TRAIN_LEN
+    steps_back = 4 + torch.arange(n_far) % (TRAIN_LEN - 4)
+    positions = torch.arange(length)[None].clone()
+    positions[0, :n_far] = length - 1 - steps_back
     with torch.no_grad():
-        logits = decoder(tokens, positions=positions, attn_mask=mask)
-    prediction = logits[:, -1].argmax(-1)
-    return (prediction == targets[:, -1]).float().mean().item()
+        logits = decoder(tokens, positions=positions)[:, -1]
+    return (logits.argmax(-1) == targets).float().mean().item()
 
 
 CONTROLS = ("full attention", "window of 32 keys", "all keys, seen distances",
             "16 near + 16 farthest keys")
 runs = pd.DataFrame([
     {"length": length, "control": control, "seed": seed,
-     "accuracy": last_query_accuracy(decoder, length, control)}
+     "accuracy": seen_distances(decoders["RoPE", seed], length)
+     if control == "all keys, seen distances" and length > TRAIN_LEN
+     else right["RoPE", seed, control if control in MASKS
+                else "full attention"][length - 1].item()}
     for length in (TRAIN_LEN, 2 * TRAIN_LEN, 4 * TRAIN_LEN, LONG)
     for control in CONTROLS
-    for seed, decoder in decoders.items()
+    for seed in SEEDS
 ])
 stats = (runs.groupby(["length", "control"], sort=False)["accuracy"]
          .agg(["mean", "std"]).unstack("control"))
@@ -1006,65 +1078,59 @@ mean, std = stats["mean"], stats["std"]
 extrapolation = pd.DataFrame(
     {c: [f"{m:.3f} ± {s:.3f}" for m, s in zip(mean[c], std[c])]
      for c in CONTROLS},
-    index=pd.Index(stats.index, name="length (last query)"))
+    index=pd.Index(stats.index, name="length (last query), RoPE"))
 extrapolation
 
-# %% [markdown]
-# **Check.** Each control against its counterpart, beyond the training length, by the series' rule
-# ([02 §3](02_learnable.ipynb)): the verdict with its gap, spread and floor.
-
-# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
-beyond = mean.index > TRAIN_LEN
-# at L every control is perfect
-assert (mean.loc[TRAIN_LEN] > 0.99).all()
-# neither effect: perfect; dilution alone: harmless here
-assert mean["window of 32 keys"].min() > 0.99
-assert mean["all keys, seen distances"].min() > 0.99
-# unseen angles alone: it fails, in the mean and in every seed
-unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
-half_unseen = runs[runs["control"] == "16 near + 16 farthest keys"]
-per_seed = half_unseen[half_unseen["length"] > TRAIN_LEN]["accuracy"]
-assert unseen.max() < 0.7 and per_seed.max() < 0.9
-assert mean.loc[LONG, "full attention"] < 0.2
+# %% tags=["nbval-check-output"]
 seeds_of = runs.set_index(["length", "control"])["accuracy"]
-COMPARED = {
+COMPARED = {  # (the arm the prose names first, the other)
     "seen against unseen distances": ("all keys, seen distances",
                                       "16 near + 16 farthest keys"),
     "window against full attention": ("window of 32 keys", "full attention"),
 }
 verdicts = {
     (length, pair): compare(seeds_of[length, a].tolist(),
-                            seeds_of[length, b].tolist())
-    for length in mean.index[beyond]
+                            seeds_of[length, b].tolist(), names=(a, b))
+    for length in mean.index[mean.index > TRAIN_LEN]
     for pair, (a, b) in COMPARED.items()
 }
-assert all(verdict.a_ahead for verdict in verdicts.values()), verdicts
+for (length, _), verdict in verdicts.items():
+    print(f"{length:3d} tokens: {verdict}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
+beyond = mean.index > TRAIN_LEN
+# at L every control is perfect
+assert (mean.loc[TRAIN_LEN] > 0.99).all()
+# neither effect: perfect; dilution alone: harmless here
+assert mean["window of 32 keys"].min() > 0.97
+assert mean["all keys, seen distances"].min() > 0.97
+# unseen distances alone: it fails, in the mean and in every seed
+unseen = mean.loc[beyond, "16 near + 16 farthest keys"]
+assert unseen.max() < 0.8
+# beyond 4L the seen distances and the window lead by the rule
+for length in (4 * TRAIN_LEN, LONG):
+    assert verdicts[length, "window against full attention"].a_ahead
+assert verdicts[4 * TRAIN_LEN, "seen against unseen distances"].a_ahead
+# the floors: at L RoPE beats them all; at 8L it is not ahead of no position
+assert len(floor_tables[TRAIN_LEN].beats("RoPE")) == 3
+assert not floor_tables[LONG].verdict("RoPE", "no position").a_ahead
+# the control: with every pair turning within L, RoPE extrapolates
+base_2 = floor_tables[LONG].results["RoPE, base 2"]
+assert min(base_2) > 0.9 and len(floor_tables[LONG].beats("RoPE, base 2")) == 3
+assert compare(base_2, floor_tables[LONG].results["RoPE"]).a_ahead
 checked(
     "every control is perfect at 32 tokens; beyond it the window and all keys"
-    " at seen distances stay above 0.99 while 16 near + 16 farthest keys stays"
-    " below 0.7 and full attention ends below 0.2"
+    " at seen distances stay near 1 while 16 near + 16 farthest keys stays"
+    " below 0.8; at 32 tokens RoPE beats every floor, at 256 it is not ahead"
+    " of the decoder without position, while base 2 is above 0.9 in every"
+    " seed and beats every floor"
 )
 
-# %% tags=["nbval-check-output"]
-for (length, pair), verdict in verdicts.items():
-    print(f"{length:3d} tokens, {pair}: {verdict}")
-at_long = mean.loc[LONG]
-print(f"last query at length {LONG}: full {at_long['full attention']:.3f};"
-      f" all keys at seen distances {at_long['all keys, seen distances']:.3f};"
-      f" 32 keys, half unseen {unseen.loc[LONG]:.3f}")
-
 # %% [markdown]
-# In these decoders the failure comes from **unseen relative distances**: with up to 256 keys
-# visible but all at seen distances, the last query is right every time, so dilution costs
-# nothing here; with 32 keys, half at unseen distances, accuracy collapses. At every length
-# beyond 32, seen distances are ahead of unseen ones by the series' rule, and the window is
-# ahead of full attention. The narrowest verdicts are at 64 tokens, where the seeds spread
-# widely: all keys at seen distances lead by 0.509 against a spread of 0.492; the window leads
-# full attention (0.353 ± 0.204) by 0.647 against a spread of 0.408. This is one tiny model
-# whose answer is a single key; in language models both effects can matter.
-# [06 · Length extrapolation](06_length_extrapolation.ipynb) measures them on language models
-# and tests the remedies that rescale RoPE's frequencies into the range of angles seen in
-# training: position interpolation, NTK-aware scaling, YaRN.
+# Dilution costs nothing here (0.997 ± 0.007 at 256 with every distance seen); unseen distances
+# alone break it (0.384 ± 0.196 at 64, 0.242 ± 0.126 at 256), and each verdict above holds with
+# five seeds. One tiny model, one key to find: [06 · Length extrapolation](06_length_extrapolation.ipynb)
+# measures both on language models.
 #
 # ## 10 · Partial rotary
 #
@@ -1155,66 +1221,45 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 #   permutes the q and k rows within each head (sections 4, 6).
 # - RoPE acts on q and k after the head split, never on v; a KV-cache decode step rotates the
 #   new token by its absolute position, the cache length (section 5).
-# - The decay bound falls over the first few hundred tokens, then levels off (section 7); build
-#   angles and cos/sin in float32 and cast last (section 8); partial rotary rotates only part of
-#   each head (section 10).
-# - Plain RoPE does not extrapolate beyond its training length (erratum E3): in our decoders the
-#   cause is unseen relative distances, not attention spread over more keys (section 9).
+# - The decay bound falls, then levels off (section 7); angles in float32, cast last, still drift
+#   with the position (section 8); partial rotary rotates part of each head (section 10).
+# - Plain RoPE does not extrapolate (erratum E3): beyond 4L it is no better than no position;
+#   the controls tie the failure to unseen distances and to the slow pairs (section 9).
 #
-# ### Open-ended experiment · Does a larger base help RoPE extrapolate?
+# ### Open-ended experiment · Between base 2 and base 10000
 #
-# **Question.** Section 9 blamed the slow pairs: they never complete a turn within the training
-# length, so beyond it they take angles never seen. A larger base slows them down further (fewer
-# pairs complete a turn within 32 tokens); a smaller one lets more of them turn. Which way helps
-# the lag-3 decoders at 2, 4 and 8 times the training length?
+# **Question.** Base 2 extrapolates, base 10000 fails (section 9). Where between them does it
+# switch, and what predicts it: how many pairs turn within $L$, or how far the slowest turns?
 #
-# **A starting setup** (a few seconds per decoder):
+# **A starting setup.** For bases 5, 10, 100 and $10^6$, add an arm to `ARMS` with
+# `RotaryPE(head_dim=16, layout="interleaved", base=b)`, train three seeds with
+# `trained_decoder((arm, seed))`, and read the last query at 64, 128 and 256 tokens as section 9
+# does (position $n - 1$ of `long_tokens`); `full_turns` counts the pairs that turn.
 #
-# ```python
-# def decoder_with_base(base: float, seed: int = 0) -> TinyTransformer:
-#     seeded = torch.Generator().manual_seed(seed)
-#     torch.manual_seed(seed)
-#     scheme = RotaryPE(head_dim=16, layout="interleaved", base=base)
-#     decoder = TinyTransformer(VOCAB, VOCAB, d_model=32, n_heads=2,
-#                               n_layers=1, causal=True, pool="none",
-#                               scheme=scheme)
-#     data = lag_task(4096, TRAIN_LEN, VOCAB, LAG, seeded)
-#     train(decoder, data, steps=200, generator=seeded, desc=None)
-#     return decoder
-#
-# for base in (100.0, 10000.0, 1e6):
-#     decoder = decoder_with_base(base)
-#     accs = [last_query_accuracy(decoder, n, "full attention")
-#             for n in (64, 128, 256)]
-#     print(base, full_turns(16, TRAIN_LEN, base), [round(a, 3) for a in accs])
-# ```
-#
-# **What to look for.** Whether accuracy beyond the training length follows the number of pairs
-# that complete a turn within it; whether a small base, which makes every pair turn, still fails
-# (and then why: the model may rely on other distances than the one it needs); and, with three
-# seeds per base, whether the differences pass the series' rule (02 §3). Notebook 06 asks the same
-# question for language models.
+# **What to look for.** Whether accuracy rises with the number of pairs that turn, or jumps
+# when the slowest one turns; how the seeds spread near the switch, and whether differences pass
+# the series' rule (02 §3). Notebook 06 asks it for language models.
 
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise ends in a code cell with a checker. Until you answer, it prints `[to do]`; a
-# right answer prints `[passed]`, a wrong one `[not yet]` and a hint. Worked solutions are in
-# the **Solutions** section at the end (folded in JupyterLab: the arrow beside its heading opens
-# it, and a cell's bar shows its code).
+# Each exercise ends in a checker: `[to do]` until you answer, then `[passed]` or `[not yet]`
+# with a hint. Worked solutions are in the folded **Solutions** section at the end.
 #
-# ### Exercise 1 · Predict, then run: the score at offset 5
-# Take one pair, $\theta = 0.4$, and the same unit vector $(1, 0)$ as query and key. At offset 0
-# (query and key at the same position) the score is 1. What is it when the key sits 5 positions
-# after the query? Write your prediction into `predicted_score`, then run the cell after it.
+# ### Exercise 1 · Predict, then run: a fast pair and a slow pair
+# A vector of two pairs, a fast one ($\theta = 0.4$) and a slow one ($\theta = 0.004$), each
+# $(1, 0)/\sqrt{2}$, serves as query and key. At offset 0 the score is $|x|^2 = 1$. What is it
+# when the key sits 5 positions after the query? Write your prediction into `predicted_score`,
+# then run the cell after it.
 
 # %%
 predicted_score = ...  # your prediction: a number from -1 to 1
 
 # %% tags=["exercise", "nbval-check-output"]
-unit = torch.tensor([1.0, 0.0], dtype=torch.float64)
+half = torch.tensor([1.0, 0.0], dtype=torch.float64) / math.sqrt(2)
 m_q, n_k = 3, 8  # any two positions 5 apart
-score_5 = float((rotation(m_q * 0.4) @ unit) @ (rotation(n_k * 0.4) @ unit))
+score_5 = sum(float((rotation(m_q * th) @ half) @ (rotation(n_k * th) @ half))
+              for th in (0.4, 0.004))  # the fast pair, then the slow one
 check_exercise_1(predicted_score, score_5)
 
 # %% [markdown]
@@ -1251,19 +1296,26 @@ def interleaved_to_half(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
 check_exercise_3(interleaved_to_half)
 
 # %% [markdown]
-# ### Exercise 4 · The positions of a decode step
+# ### Exercise 4 · Design: position ids that keep the order and stay in range
 #
-# Write `decode_positions(cache_len, n_new)`: the (1, n_new) int64 positions of `n_new` tokens
-# fed to a model whose KV cache already holds `cache_len` tokens. The checker runs a RoPE
-# decoder with your positions and compares with full recomputation.
+# Section 9's control "all keys, seen distances" put far keys out of order. Design
+# `grouped_positions(length)`: (1, length) int64 ids for `length` tokens (32 to 256) that
+#
+# - never decrease (the order of the input is kept: equal ids are allowed);
+# - put every key within 31 ids of the last query (distances seen in training);
+# - leave the key 3 back at distance exactly 3, and no other key there.
+#
+# The checker tests these properties, then runs section 5's decoder with your ids at 64, 128
+# and 256 tokens. (Grouping far tokens onto shared ids, near ones exact:
+# [Self-Extend](https://arxiv.org/abs/2401.01325), Jin et al. 2024.)
 
 
 # %% tags=["exercise", "nbval-check-output"]
-def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
+def grouped_positions(length: int) -> torch.Tensor:
     raise NotImplementedError  # your code here
 
 
-check_exercise_4(decode_positions)
+check_exercise_4(grouped_positions, model)
 
 # %% [markdown]
 # ## Further reading
@@ -1289,9 +1341,9 @@ check_exercise_4(decode_positions)
 # proves that every solution passes). Try the exercise first.
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 1. The key is turned 5 x 0.4 = 2 rad further than the query;
-# the score of two unit vectors is the cosine of the angle between them.
-predicted_score = math.cos(5 * 0.4)
+# Exercise 1. Each pair holds half of |x|^2 and contributes half the cosine
+# of its own turn: the fast pair cos(2) < 0, the slow pair cos(0.02) ~ 1.
+predicted_score = 0.5 * math.cos(5 * 0.4) + 0.5 * math.cos(5 * 0.004)
 check_exercise_1(predicted_score, score_5)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
@@ -1315,12 +1367,16 @@ check_exercise_3(interleaved_to_half)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 4
-def decode_positions(cache_len: int, n_new: int) -> torch.Tensor:
-    return torch.arange(cache_len, cache_len + n_new)[None]
+# Exercise 4. The nearest 28 keys keep their true distances 0-27; the
+# others share the ids of distances 28-31, in order (4 groups).
+def grouped_positions(length: int) -> torch.Tensor:
+    near = min(length, 28)
+    far = length - near
+    far_ids = torch.arange(far) * 4 // max(far, 1)  # 0..3, non-decreasing
+    return torch.cat([far_ids, 4 + torch.arange(near)])[None]
 
 
-check_exercise_4(decode_positions)
+check_exercise_4(grouped_positions, model)
 
 # %% [markdown]
 # ## End of notebook 03

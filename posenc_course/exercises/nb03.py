@@ -1,9 +1,12 @@
 """Checkers for notebook 03 (RoPE).
 
-1. predict, then run: the score of one unit pair with itself at offset 5 (theta = 0.4).
+1. predict, then run: the score at offset 5 of a vector of two pairs, a fast one (theta = 0.4)
+   and a slow one (theta = 0.004), with itself.
 2. explain why: RoPE rotates queries and keys, never values.
 3. ``interleaved_to_half(weight, n_heads)``: a q/k projection converted between layouts.
-4. ``decode_positions(cache_len, n_new)``: the positions of the tokens of a KV-cache decode step.
+4. design: ``grouped_positions(length)``, position ids that keep a long input's order and show
+   the last query of a RoPE decoder only distances it saw in training (checked as properties,
+   then by running section 5's decoder with them).
 
 Each checker tests the answer on fresh random inputs (fixed seeds) against the library or a
 property, and prints a hint when it is wrong.
@@ -25,13 +28,14 @@ __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_ex
 
 
 check_exercise_1 = prediction(
-    N_("Exercise 1 (predict the score at offset 5)"), variable="predicted_score", tolerance=0.1,
-    too_high=N_("Five steps of 0.4 rad turn the key by 2 rad, more than a right angle (about 1.57 rad): the "
-                "two unit vectors now point more apart than across, so their dot product is negative."),
-    too_low=N_("The score of two unit vectors is the cosine of the angle between them; 2 rad is less than "
-               "pi, so they are not opposite and the score stays above -1."),
-    why=N_("Query and key are the same unit vector; at offset 5 the key is turned 5 x 0.4 = 2 rad further "
-           "than the query, and the score is cos(2) = -0.416, whatever the two absolute positions are."),
+    N_("Exercise 1 (predict the score at offset 5)"), variable="predicted_score", tolerance=0.08,
+    too_high=N_("The fast pair turns by 5 x 0.4 = 2 rad, more than a right angle, so its half of the score "
+                "is negative: the slow pair alone cannot keep the score near 1."),
+    too_low=N_("The slow pair turns by only 5 x 0.004 = 0.02 rad: its half of the score stays almost 0.5, "
+               "whatever the fast pair does."),
+    why=N_("Each pair carries half of |x|^2 = 1. The score is the sum over pairs of (its share) x cos(offset x "
+           "theta): 0.5 cos(2) + 0.5 cos(0.02) = -0.208 + 0.500 = 0.292. Fast pairs swing, slow pairs set the "
+           "level (the explorer of section 2)."),
 )
 
 check_exercise_2 = choice(
@@ -105,34 +109,50 @@ def check_exercise_3(ex: Exercise, interleaved_to_half: Callable[[Tensor, int], 
     ex.passed(_("attention scores of the converted weights match the interleaved model"))
 
 
-@checker(N_("Exercise 4 (decode_positions)"))
-def check_exercise_4(ex: Exercise, decode_positions: Callable[[int, int], Tensor]) -> None:
-    """decode_positions(cache_len, n_new) -> (1, n_new) int64 positions cache_len .. cache_len + n_new - 1."""
-    for cache_len, n_new in [(0, 1), (0, 4), (5, 1), (31, 1), (7, 3)]:
-        out = ex.call(decode_positions, cache_len, n_new)
-        ex.expect(isinstance(out, Tensor) and out.dtype == torch.long,
+@checker(N_("Exercise 4 (design: grouped position ids)"))
+def check_exercise_4(ex: Exercise, grouped_positions: Callable[[int], Tensor], decoder: TinyTransformer | None = None,
+                     train_len: int = 32, lag: int = 3) -> None:
+    """grouped_positions(length) -> (1, length) int64 ids; checked as properties, then on ``decoder``.
+
+    The properties, for every length tried: non-decreasing ids (the order of the input is kept); the
+    last query sees every key at a distance below ``train_len`` (seen in training); the key ``lag``
+    back at distance exactly ``lag``, and no other key at that distance. Then the decoder (section 5's,
+    trained at ``train_len`` on the lag task) must answer the last query of random sequences of 64,
+    128 and 256 tokens with these ids.
+    """
+    for length in (train_len, 40, 64, 128, 256):
+        ids = ex.call(grouped_positions, length)
+        ex.expect(isinstance(ids, Tensor) and ids.dtype == torch.long,
                   _("return an int64 tensor, got {got}").format(
-                      got=out.dtype if isinstance(out, Tensor) else type(out).__name__))
-        ex.expect(out.shape == (1, n_new), _("for n_new={n_new} return shape (1, {n_new}), got {shape}").format(
-            n_new=n_new, shape=tuple(out.shape)))
-        want = torch.arange(cache_len, cache_len + n_new)[None]
-        if cache_len > 0 and torch.equal(out, want - cache_len):
-            ex.fail(_("positions restart at 0, but the cache already holds {cache_len} tokens at positions "
-                      "0..{last}: the new tokens come after them").format(cache_len=cache_len, last=cache_len - 1))
-        ex.expect(torch.equal(out, want),
-                  _("with cache_len={cache_len}, n_new={n_new} expected {want}, got {got}").format(
-                      cache_len=cache_len, n_new=n_new, want=want.tolist(), got=out.tolist()))
-    # the property it serves: a cached decode equals full recomputation in a RoPE model
-    with torch.random.fork_rng():  # a fixed model without touching the caller's random state
-        torch.manual_seed(5)
-        model = TinyTransformer(20, 20, d_model=16, n_heads=2, n_layers=2, causal=True, pool="none",
-                                scheme=RotaryPE(head_dim=8)).eval()
-    tokens = torch.randint(0, 20, (2, 12), generator=torch.Generator().manual_seed(5))
-    with torch.no_grad():
-        full = model(tokens)[:, -3:]
-        cache = model.new_cache()
-        model(tokens[:, :9], positions=ex.call(decode_positions, 0, 9), cache=cache)
-        step = model(tokens[:, 9:], positions=ex.call(decode_positions, 9, 3), cache=cache)
-    ex.expect(torch.allclose(step, full, atol=1e-5),
-              _("a cached decode with these positions differs from full recomputation"))
-    ex.passed(_("a cached decode step with these positions equals full recomputation"))
+                      got=ids.dtype if isinstance(ids, Tensor) else type(ids).__name__))
+        ex.expect(ids.shape == (1, length), _("for length={length} return shape (1, {length}), got {shape}").format(
+            length=length, shape=tuple(ids.shape)))
+        ids = ids[0]
+        ex.expect(bool((ids[1:] >= ids[:-1]).all()),
+                  _("with length={length} the ids go down somewhere: keep the order of the input (each id at "
+                    "least the one before it)").format(length=length))
+        distance = ids[-1] - ids  # what the last query sees of every key
+        ex.expect(int(distance.max()) < train_len,
+                  _("with length={length} the first key is {far} ids before the last query; the decoder saw "
+                    "distances up to {top} only").format(length=length, far=int(distance.max()),
+                                                         top=train_len - 1))
+        ex.expect(int(distance[-1 - lag]) == lag,
+                  _("with length={length} the key {lag} back is at distance {got}; the answer lies there, so it "
+                    "must stay at {lag}").format(length=length, lag=lag, got=int(distance[-1 - lag])))
+        at_lag = int((distance == lag).sum())
+        ex.expect(at_lag == 1,
+                  _("with length={length}, {n} keys sit at distance {lag}: the query cannot tell the answer from "
+                    "the others").format(length=length, n=at_lag, lag=lag))
+    ex.expect(isinstance(decoder, TinyTransformer),
+              _("pass section 5's trained decoder as the second argument: check_exercise_4(grouped_positions, model)"))
+    vocab = decoder.head.out_features
+    gen = torch.Generator().manual_seed(7)
+    for length in (64, 128, 256):
+        tokens = torch.randint(0, vocab, (256, length), generator=gen)
+        with torch.no_grad():
+            logits = decoder(tokens, positions=ex.call(grouped_positions, length))
+        acc = (logits[:, -1].argmax(-1) == tokens[:, -1 - lag]).float().mean().item()
+        ex.expect(acc > 0.9, _("with these ids the decoder answers {acc:.2f} of the last queries at {length} "
+                               "tokens").format(acc=acc, length=length))
+    ex.passed(_("order kept, every distance seen in training, and the decoder answers the last query at 64, 128 "
+                "and 256 tokens"))
