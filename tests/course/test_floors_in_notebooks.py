@@ -34,8 +34,6 @@ PENDING = {
     "02_learnable": "#50 (00-02 rewritten with floors)",
     "03_rope": "#53",
     "04_vision": "#53",
-    "05_relative_biases": "#54",
-    "06_length_extrapolation": "#54",
     "07_debugging": "#55",
     "08_todays_models": "#55",
 }
