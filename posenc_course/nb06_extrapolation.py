@@ -14,6 +14,8 @@ Contents::
     save_checkpoint      - a trained model's weights (float16) and loss curve, as safetensors
     load_base_models     - the shipped checkpoints, each checked against the manifest's SHA-256
     train_char_lm        - a TinyTransformer causal char LM trained on random windows of a corpus
+    draw, perplexity_panel, training_curves_figure, excess_figure,
+                           onset_figure, wavelength_figure - the figures, one style per method (STYLE_INDEX)
 
 The base models are trained by ``tools/train_06_checkpoints.py`` (``make checkpoints-06``) under the
 reference numerics and shipped in ``data/checkpoints/06/`` with ``manifest.json``; the notebook loads
@@ -57,6 +59,14 @@ __all__ = [
     "load_base_model",
     "load_base_models",
     "train_char_lm",
+    "STYLE_INDEX",
+    "style",
+    "draw",
+    "training_curves_figure",
+    "perplexity_panel",
+    "excess_figure",
+    "onset_figure",
+    "wavelength_figure",
 ]
 
 #: The 21 base models of notebook 06: their size and their training (one run per scheme and seed).
@@ -86,8 +96,9 @@ MAKE_HINT = "run `make checkpoints-06` to train them again (tools/train_06_check
 def base_schemes(config: dict = CHECKPOINT_CONFIG) -> dict[str, Callable[[], PositionScheme]]:
     """The seven position schemes of notebook 06, each as a function that builds it (after the seeding).
 
-    learnable: a table of L rows at the tokens' scale (02 §3); T5 bias: causal, 32 buckets, every
-    distance from L on in the last bucket; Transformer-XL: sinusoidal r_{i-j} with learned W_r, u, v.
+    learnable: a table of L rows at the tokens' scale (02 §3); T5 bias: causal, 32 buckets,
+    max_distance L (every distance from L - 1 on in the last bucket, which training reaches at
+    distance L - 1 only); Transformer-XL: sinusoidal r_{i-j} with learned W_r, u, v.
     """
     d, heads, L = config["d_model"], config["n_heads"], config["seq_len"]
     return {
@@ -238,3 +249,163 @@ def train_char_lm(
                             causal=True, pool="none", layer_specs=None if layer_specs is None else layer_specs())
     train(model, lambda _: lm_batch(corpus.train, seq_len, batch_size, gen), steps, lr=lr, desc=desc)
     return model
+
+
+# ----------------------------------------------------------------- figures of notebook 06
+#: One (colour, dash, marker) per method, the same in every figure of notebook 06: within a panel no
+#: two methods share a colour or a marker (:func:`perplexity_panel` asserts it), so the figures read in
+#: black and white. Indices into :data:`posenc_course.plotting.COLORS`, ``LINESTYLES`` and ``MARKERS``.
+STYLE_INDEX: dict[str, tuple[int, int]] = {
+    "sinusoidal": (0, 0),
+    "learnable": (1, 1),
+    "learnable (clamped)": (1, 1),
+    "RoPE": (2, 2),
+    "T5 bias": (3, 3),
+    "ALiBi": (4, 4),
+    "NoPE": (5, 5),
+    "RoPE + PI ×8": (6, 6),
+    "RoPE + NTK-aware": (0, 3),
+    "RoPE + dynamic NTK": (1, 3),
+    "RoPE + YaRN": (3, 4),
+    "RoPE + PI ×2": (0, 6),
+    "RoPE + PI ×4": (1, 6),
+    "RoPE + PI ×2 + fine-tune": (3, 0),
+    "RoPE + PI ×4 + fine-tune": (5, 0),
+    "RoPE + PI ×8 + fine-tune": (1, 0),
+    "RoPE + fine-tune": (4, 3),
+    "Transformer-XL": (6, 7),
+}
+
+
+def style(name: str) -> tuple[str, object, str]:
+    """(colour, line style, marker) of a method of notebook 06 (:data:`STYLE_INDEX`)."""
+    from posenc_course.plotting import COLORS, LINESTYLES, MARKERS
+
+    if name not in STYLE_INDEX:
+        raise ValueError(f"name must be one of {list(STYLE_INDEX)}, got {name!r}")
+    c, d = STYLE_INDEX[name]
+    return COLORS[c], LINESTYLES[d], MARKERS[c]
+
+
+def draw(ax, x, y, name: str, **kwargs) -> None:
+    """One method's line in its colour, dash and marker, labelled with its name unless ``label`` is given."""
+    color, dash, marker = style(name)
+    kwargs.setdefault("label", name)
+    ax.plot(x, y, color=color, linestyle=dash, marker=marker, **kwargs)
+
+
+def training_curves_figure(curves: dict, live: Sequence[float], steps: int, smooth: int = 100):
+    """The stored training curves ``{(scheme, seed): losses}``, smoothed over ``smooth`` steps, one
+    legend entry per scheme, with the steps rerun live (``live``, not smoothed) in black."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from posenc_course.plotting import moving_average
+
+    x = np.arange(smooth, steps + 1)  # the last step of each window
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for (name, s), curve in curves.items():
+        kwargs = {} if s == 0 else {"label": None}
+        draw(ax, x, moving_average(curve.tolist(), smooth), name, linewidth=1, markevery=400, **kwargs)
+    ax.plot(np.arange(1, len(live) + 1), live, color="black", linewidth=0.8,
+            label="RoPE, seed 0: steps rerun here (not smoothed)")
+    ax.set_ylim(1.2, 3.2)
+    ax.set(title=f"Training loss of the {len(curves)} models ({len(curves) // 3} schemes × 3 seeds)",
+           xlabel="training step (32 windows of 32 characters each)",
+           ylabel=f"cross-entropy (nats), mean of {smooth} steps")
+    ax.legend(ncol=2, fontsize=9)
+    return fig
+
+
+def perplexity_panel(ppl: dict, names: Sequence[str], title: str, lengths: Sequence[int],
+                     yardstick: dict[str, Sequence[float]]):
+    """Figure 1 of Press et al. at toy scale: each method's mean perplexity (3 seeds, range shaded)
+    against the evaluation length, log-log, with the n-gram floors ``yardstick`` in grey."""
+    import matplotlib.pyplot as plt
+
+    from posenc_course.plotting import LINESTYLES
+
+    assert len({style(n)[0] for n in names}) == len({style(n)[2] for n in names}) == len(names), names
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for name in names:
+        v = ppl[name]
+        draw(ax, lengths, v.mean(0), name)
+        ax.fill_between(lengths, v.min(0), v.max(0), color=style(name)[0], alpha=0.15)
+    for (name, values), dash in zip(yardstick.items(), (LINESTYLES[5], LINESTYLES[7], LINESTYLES[6])):
+        ax.plot(lengths, values, color="grey", linestyle=dash, label=f"character {name}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set(title=title, xlabel="evaluation length (characters, log scale)",
+           ylabel="validation perplexity (Macbeth, log scale)")
+    ax.set_xticks(lengths, [f"{n}" for n in lengths])
+    ax.set_yticks([8, 11, 16, 25, 40, 60], ["8", "11", "16", "25", "40", "60"])
+    ax.minorticks_off()
+    ax.axvline(lengths[0], color="grey", linewidth=1)
+    ax.legend(ncol=2, fontsize=9, loc="upper left")
+    return fig
+
+
+def excess_figure(excess: dict, ngram_loss: torch.Tensor, early: tuple[int, int] = (6, 13),
+                  late: tuple[int, int] = (24, 31)):
+    """Each model's loss minus the n-gram's at each position of a window (mean of its seeds), with the
+    two ranges of positions compared shaded; ``excess`` maps a name to a (seeds, L) tensor in nats."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    length = len(ngram_loss)
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for name, e in excess.items():
+        draw(ax, np.arange(length), e.mean(0).numpy(), name, markevery=4)
+    ax.axhline(0, color="grey", linewidth=1)
+    for lo, hi in (early, late):
+        ax.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.12)
+    ax.set(title="Loss above the Kneser-Ney 6-gram's inside the training length",
+           xlabel="position in a window of L characters",
+           ylabel="model minus 6-gram (nats, mean of 3 seeds)")
+    ax.legend(ncol=2, fontsize=9)
+    return fig
+
+
+def onset_figure(x, curves: dict, seq_len: int, window: int):
+    """Each model's smoothed loss above the 6-gram's at each position ``x`` of the long windows, with the
+    training length ``seq_len`` marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for name, curve in curves.items():
+        draw(ax, x, curve, name, markevery=24)
+    ax.set(title="Loss above the Kneser-Ney 6-gram's, at each position",
+           xlabel="position in the sequence (characters)",
+           ylabel=f"model minus 6-gram (nats), smoothed over {window}")
+    ax.set_ylim(top=ax.get_ylim()[1] + 0.6)  # room for the legend
+    ax.legend(ncol=2, loc="upper center")
+    ax.axvline(seq_len, color="grey", linewidth=1)
+    ax.text(seq_len + 2, ax.get_ylim()[0] + 0.02, f"L = {seq_len}", va="bottom")
+    return fig
+
+
+def wavelength_figure(wavelength, new_over_old: dict, seq_len: int):
+    """Two panels: each RoPE pair's wavelength against the training length and 8 times it; each
+    rescaling's new/old frequency per pair (``new_over_old``: name -> (pairs,) ratios)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from posenc_course.plotting import COLORS, LINESTYLES, MARKERS
+
+    fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.2), sharex=True)
+    i = np.arange(len(wavelength))
+    axes[0].semilogy(i, wavelength, color=COLORS[0], marker=MARKERS[0], label="wavelength $2\\pi/\\theta_i$")
+    for k, (n, label) in enumerate([(seq_len, f"training length L = {seq_len}"), (8 * seq_len, f"8L = {8 * seq_len}")]):
+        axes[0].axhline(n, color=COLORS[k + 1], linestyle=LINESTYLES[k + 1], label=label)
+    axes[0].set(title=f"RoPE wavelength per pair (head_dim {2 * len(wavelength)}, base 10000)",
+                xlabel="pair index i", ylabel="wavelength (characters, log scale)")
+    axes[0].legend()
+    for name, ratio in new_over_old.items():
+        draw(axes[1], i, ratio, name)
+    axes[1].set_yscale("log", base=2)
+    axes[1].set_yticks([1 / 8, 1 / 4, 1 / 2, 1], ["1/8", "1/4", "1/2", "1"])
+    axes[1].minorticks_off()
+    axes[1].set(title="Rescaled / original frequency per pair, factor 8", xlabel="pair index i",
+                ylabel="new frequency / old frequency (log scale)")
+    axes[1].legend()
+    return fig

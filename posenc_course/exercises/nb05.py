@@ -7,6 +7,10 @@
 4. explain why (a letter): compact ALiBi is wrong without the causal mask.
 5. predict, then run: with 8 heads, the steepest ALiBi head's softmax factor for distance 3
    (distance 0 being 1).
+6. design ``my_buckets(distance)``: a causal bucketing with 16 buckets whose last bucket starts
+   exactly at max_distance = 64, unlike T5's (section 1). The checker checks properties (exact
+   buckets for 0-7, never decreasing, every bucket used, bucket 15 from 64 on and not before), so
+   many designs pass.
 
 Each checker compares the answer with the library (itself tested against Hugging Face
 ``transformers``) and prints a hint when it is wrong.
@@ -27,7 +31,8 @@ from posenc_lib.score_bias.alibi import alibi_slopes
 from posenc_lib.score_bias.swin import swin_relative_position_index
 from posenc_lib.score_bias.t5 import t5_relative_bucket
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5",
+           "check_exercise_6"]
 
 
 def _as_float64(ex: Exercise, out: Any, n: int) -> Tensor:
@@ -146,3 +151,44 @@ check_exercise_5 = prediction(
     why=N_("m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 of the weight of "
            "distance 0: a clear recency preference, still no peak at distance 3."),
 )
+
+
+#: Exercise 6's bucketing: 16 causal buckets, distances 0-7 exact, the last bucket from MAX_DISTANCE on.
+BUCKETS, EXACT, MAX_DISTANCE = 16, 8, 64
+
+
+@checker(N_("Exercise 6 (design buckets whose last one starts at max_distance)"))
+def check_exercise_6(ex: Exercise, my_buckets: Callable[[Tensor], Any]) -> None:
+    """my_buckets(distance) -> bucket ids: exact below EXACT, never decreasing, every bucket used,
+    bucket BUCKETS - 1 exactly from MAX_DISTANCE on."""
+    distance = torch.arange(0, 5 * MAX_DISTANCE)
+    got = ex.call(my_buckets, distance.clone())
+    ex.expect(isinstance(got, Tensor) and got.shape == distance.shape and not got.dtype.is_floating_point,
+              _("return an integer tensor of bucket ids with the shape of `distance` {shape}, got {got}").format(
+                  shape=tuple(distance.shape),
+                  got=(tuple(got.shape), got.dtype) if isinstance(got, Tensor) else type(got).__name__))
+    got = got.long()
+    ex.expect(bool(((got >= 0) & (got < BUCKETS)).all()),
+              _("bucket ids must lie in 0..{last}, got {lo}..{hi}").format(
+                  last=BUCKETS - 1, lo=int(got.min()), hi=int(got.max())))
+    ex.expect(torch.equal(got[:EXACT], distance[:EXACT]),
+              _("distances 0-{last} must each have their own bucket, bucket = distance").format(last=EXACT - 1))
+    down = (got.diff() < 0).nonzero()
+    if len(down):
+        d = int(down[0])
+        ex.fail(_("distance {d1} gets bucket {b1}, below distance {d}'s {b}: buckets must never decrease with the "
+                  "distance").format(d=d, b=int(got[d]), d1=d + 1, b1=int(got[d + 1])))
+    unused = sorted(set(range(BUCKETS)) - set(got.tolist()))
+    ex.expect(not unused, _("buckets {unused} are never used: spread the distances {exact}-{last} over every bucket "
+                            "before the last").format(unused=unused, exact=EXACT, last=MAX_DISTANCE - 1))
+    first_last = int((got == BUCKETS - 1).nonzero()[0])
+    if first_last < MAX_DISTANCE:
+        ex.fail(_("the last bucket starts at distance {d}, before max_distance = {m}: that is T5's rounding "
+                  "(section 1); distances {d}-{m1} should still be told apart").format(
+                      d=first_last, m=MAX_DISTANCE, m1=MAX_DISTANCE - 1))
+    ex.expect(first_last == MAX_DISTANCE,
+              _("the last bucket starts at distance {d}: every distance from max_distance = {m} on must share "
+                "it").format(d=first_last, m=MAX_DISTANCE))
+    sizes = torch.bincount(got[EXACT:MAX_DISTANCE], minlength=BUCKETS)[EXACT:BUCKETS - 1]
+    ex.passed(_("exact to {last}, the last bucket from {m} on; distances per bucket between: {sizes}").format(
+        last=EXACT - 1, m=MAX_DISTANCE, sizes=sizes.tolist()))

@@ -1,11 +1,14 @@
 """Checkers for notebook 06 (length extrapolation).
 
-1. ``perplexity_curve(losses, lengths)``: perplexity of the first n positions, for each n.
-2. ``ntk_inv_freq(head_dim, base, factor)``: NTK-aware RoPE frequencies (base * s^(d/(d-2))).
-3. ``sink_window_mask(seq_len, window, sink)``: the causal window + first tokens mask of section 6.
+1. Predict, then run: how many of 8 RoPE pairs YaRN keeps as they are at L0 = 4096.
+2. Explain why: zero-shot PI is worse than plain RoPE already at L.
+3. Explain why: what ALiBi's flat curve shows, given the Kneser-Ney floors of sections 2 and 4.
+4. Design ``rescale(theta, L0, factor)``: new RoPE frequencies that keep the pairs that turned fully
+   within L0 and let no other pair turn further within factor * L0 than it did within L0. The
+   checker checks these properties (and that no pair turns faster than the one before), on the
+   notebook's head at L0 = 32 and on a production head at L0 = 4096: many designs pass.
 
-Each checker tests the answer on fixed inputs against the library or a property, and prints
-a hint when it is wrong.
+Each checker prints a hint when the answer is wrong.
 """
 
 from __future__ import annotations
@@ -18,99 +21,13 @@ from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
-from posenc_lib.analysis.lm_metrics import perplexity_at
-from posenc_lib.attention import allowed_keys
-from posenc_lib.models import TinyTransformer
 from posenc_lib.rotary.scaling import rope_frequencies
-from posenc_lib.score_bias.alibi import ALiBi
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5"]
-
-
-@checker(N_("Exercise 1 (perplexity from per-position losses)"))
-def check_exercise_1(ex: Exercise, perplexity_curve: Callable[[Tensor, list[int]], list[float]]) -> None:
-    """perplexity_curve(losses, lengths) -> [exp(mean(losses[:n])) for n in lengths]."""
-    gen = torch.Generator().manual_seed(6)
-    losses = 2.0 + torch.rand(256, generator=gen) + torch.linspace(0, 1, 256)  # rising, as past L
-    lengths = [32, 64, 128, 256]
-    got = ex.call(perplexity_curve, losses.clone(), lengths)
-    want = perplexity_at(losses, lengths)
-    try:
-        values = [float(v) for v in got]
-    except (TypeError, ValueError):
-        ex.fail(_("return a list of {n} numbers, got {type}").format(n=len(lengths), type=type(got).__name__))
-    ex.expect(len(values) == len(lengths), _("return one perplexity per length ({n}), got {got}").format(
-        n=len(lengths), got=len(values)))
-    if math.isclose(values[0], math.exp(losses[:32].sum().item()), rel_tol=1e-4):
-        ex.fail(_("exp of the *sum* of the losses: perplexity is exp of their *mean*"))
-    if all(math.isclose(v, losses[:n].mean().item(), rel_tol=1e-4) for v, n in zip(values, lengths)):
-        ex.fail(_("that is the mean loss (nats); perplexity is exp(mean loss)"))
-    if all(math.isclose(v, losses[:n].exp().mean().item(), rel_tol=1e-4) for v, n in zip(values, lengths)):
-        ex.fail(_("mean of exp(loss) weights bad positions too much: take exp of the mean loss"))
-    if all(math.isclose(v, math.exp(losses[n - 1].item()), rel_tol=1e-4) for v, n in zip(values, lengths)):
-        ex.fail(_("that is the loss at position n-1 only; average over the first n positions"))
-    ex.expect(all(math.isclose(v, w, rel_tol=1e-5) for v, w in zip(values, want)),
-              _("for lengths {lengths} expected {want}, got {got}").format(
-                  lengths=lengths, want=[round(w, 4) for w in want], got=[round(v, 4) for v in values]))
-    ex.passed(_("exp(mean loss of the first n positions), as perplexity_at computes it"))
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4"]
 
 
-@checker(N_("Exercise 2 (NTK-aware frequencies)"))
-def check_exercise_2(ex: Exercise, ntk_inv_freq: Callable[[int, float, float], Tensor]) -> None:
-    """ntk_inv_freq(head_dim, base, factor) -> (head_dim/2,) base'^(-2i/head_dim), base' = base * factor^(d/(d-2))."""
-    for head_dim, base, factor in [(16, 10000.0, 8.0), (64, 10000.0, 2.0), (128, 500000.0, 4.0)]:
-        got = ex.call(ntk_inv_freq, head_dim, base, factor)
-        want = rope_frequencies(head_dim, {"rope_type": "ntk", "factor": factor, "rope_theta": base})[0]
-        ex.expect(isinstance(got, Tensor) and got.shape == want.shape,
-                  _("for head_dim={head_dim} return a tensor of shape {shape}, got {got}").format(
-                      head_dim=head_dim, shape=tuple(want.shape),
-                      got=tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__))
-        got = got.double()
-        plain = rope_frequencies(head_dim, {"rope_theta": base})[0].double()
-        if torch.allclose(got, plain / factor, rtol=1e-4):
-            ex.fail(_("that divides every frequency by the factor: linear interpolation (PI), not NTK-aware"))
-        if torch.allclose(got, plain, rtol=1e-4):
-            ex.fail(_("these are the unscaled frequencies; the base must grow to base * factor^(d/(d-2))"))
-        naive = 1.0 / (base * factor) ** (torch.arange(0, head_dim, 2).double() / head_dim)
-        if torch.allclose(got, naive, rtol=1e-4):
-            ex.fail(_("base * factor leaves the slowest pair short of 1/factor: the exponent is d/(d-2)"))
-        ex.expect(torch.allclose(got, want.double(), rtol=1e-4),
-                  _("for head_dim={head_dim}, base={base}, factor={factor} the frequencies differ from NTK-aware "
-                    "scaling (first values expected {want}, got {got})").format(
-                      head_dim=head_dim, base=base, factor=factor, want=want[:3].tolist(), got=got[:3].tolist()))
-    ex.passed(_("pair 0 unchanged, the slowest pair divided by the factor"))
-
-
-@checker(N_("Exercise 3 (window + first tokens mask)"))
-def check_exercise_3(ex: Exercise, sink_window_mask: Callable[[int, int, int], Tensor]) -> None:
-    """sink_window_mask(seq_len, window, sink) -> (seq_len, seq_len) bool: j <= i and (i - j < window or j < sink)."""
-    for seq_len, window, sink in [(12, 3, 2), (40, 8, 0), (64, 16, 16)]:
-        got = ex.call(sink_window_mask, seq_len, window, sink)
-        want = allowed_keys(seq_len, window=window, sink=sink)
-        ex.expect(isinstance(got, Tensor) and got.dtype == torch.bool and got.shape == want.shape,
-                  _("return a bool tensor of shape {shape}, got {got}").format(
-                      shape=tuple(want.shape),
-                      got=(tuple(got.shape), got.dtype) if isinstance(got, Tensor) else type(got).__name__))
-        ex.expect(not (got & ~torch.ones_like(got).tril()).any(),
-                  _("a query sees a later key: the mask must be causal (j <= i), also for the first tokens"))
-        ex.expect(bool(got.diagonal().all()), _("every query must see itself (distance 0 is in the window)"))
-        if not torch.equal(got, want):
-            first = int((got != want).any(1).nonzero()[0])
-            ex.fail(_("for seq_len={seq_len}, window={window}, sink={sink}: {wrong} entries differ (query {first} is "
-                      "the first wrong row)").format(seq_len=seq_len, window=window, sink=sink,
-                                                     wrong=(got != want).sum().item(), first=first))
-    # it does what section 6 needs in a model: same outputs as the library mask
-    model = TinyTransformer(10, 10, 16, 2, 1, scheme=ALiBi(2), causal=True, pool="none")
-    tokens = torch.randint(0, 10, (2, 24), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        same = torch.allclose(model(tokens, attn_mask=ex.call(sink_window_mask, 24, 4, 4)[None, None]),
-                              model(tokens, attn_mask=allowed_keys(24, window=4, sink=4)[None, None]))
-    ex.expect(same, _("the mask gives other model outputs than the library's allowed_keys"))
-    ex.passed(_("causal, the last `window` keys plus the first `sink` tokens"))
-
-
-check_exercise_4 = prediction(
-    N_("Exercise 4 (predict how many pairs YaRN keeps at L0 = 4096)"), variable="predicted_kept", tolerance=0,
+check_exercise_1 = prediction(
+    N_("Exercise 1 (predict how many pairs YaRN keeps at L0 = 4096)"), variable="predicted_kept", tolerance=0,
     too_low=N_("At L0 = 4096 the fast pairs turn hundreds of times within the original context: more of "
                "them pass the 32 turns of beta_fast than at L0 = 32."),
     too_high=N_("Only pairs that turn at least 32 times within L0 (wavelength up to 4096 / 32 = 128) are kept, "
@@ -120,8 +37,8 @@ check_exercise_4 = prediction(
            "L0 = 32 the same index is negative and rounds to 0: pair 0 only."),
 )
 
-check_exercise_5 = choice(
-    N_("Exercise 5 (why zero-shot PI is bad already at L)"),
+check_exercise_2 = choice(
+    N_("Exercise 2 (why zero-shot PI is bad already at L)"),
     options={
         "a": N_("At L the sequence has more keys than in training, so attention spreads thinner and loses "
                 "the nearby characters."),
@@ -145,3 +62,77 @@ check_exercise_5 = choice(
     nudge=N_("Look at section 7's new/old frequency ratio of each pair under PI, and ask what happens to the "
              "fastest pair."),
 )
+
+check_exercise_3 = choice(
+    N_("Exercise 3 (what ALiBi's flat curve shows)"),
+    options={
+        "a": N_("That ALiBi reads the longer input: with more characters to attend to, its perplexity at 8L "
+                "is lower than at L."),
+        "b": N_("Nothing at all: a model not ahead of the 6-gram at L learned too little for its curve past L "
+                "to mean anything."),
+        "c": N_("That ALiBi's bias silences far keys so strongly that it is a 6-gram by construction, however "
+                "it is trained."),
+        "d": N_("That it keeps its short-range quality past L; whether it could use far context, this test "
+                "cannot tell."),
+    },
+    answer="d",
+    why=N_("The floors say which question the curves answer. Inside L no model reads further than the 6-gram "
+           "(section 2), and past L ALiBi's small decline is the 6-gram's own (section 4). A flat curve shows "
+           "that nothing breaks past L, not that the longer input is used."),
+    hints={
+        "a": N_("The 6-gram, which reads five characters at every length, declines as much from L to 8L "
+                "(section 4): the text got easier, not the model better."),
+        "b": N_("Whether a model breaks past L depends on its encoding, at any quality: the sinusoid and RoPE "
+                "break at 6-gram quality, ALiBi does not (section 4)."),
+        "c": N_("Every model here, RoPE and T5 bias included, reads no further than the 6-gram (section 2): "
+                "that comes from the training, not from ALiBi's bias."),
+    },
+    nudge=N_("Compare ALiBi's perplexity from L to 8L with the 6-gram's own, and recall what section 2 measured "
+             "inside L."),
+)
+
+
+def _check_design(ex: Exercise, rescale: Callable, head_dim: int, original: int, factor: float) -> Tensor:
+    theta = rope_frequencies(head_dim, None)[0]
+    got = ex.call(rescale, theta.clone(), original, factor)
+    ex.expect(isinstance(got, Tensor) and got.shape == theta.shape,
+              _("return a tensor of shape {shape} (one frequency per pair), got {got}").format(
+                  shape=tuple(theta.shape),
+                  got=tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__))
+    new, theta = got.double(), theta.double()
+    ex.expect(bool(torch.isfinite(new).all() and (new > 0).all()),
+              _("every frequency must be a positive finite number"))
+    turned = 2 * math.pi / theta <= original  # pairs that completed a turn within L0: every angle seen
+    moved = turned & ~torch.isclose(new, theta, rtol=1e-5, atol=0)
+    if bool(moved.any()):
+        i = int(moved.nonzero()[0])
+        ex.fail(_("with head_dim={head_dim} and L0={original}, pair {i} completes a full turn within L0, so it "
+                  "took every angle in training; your design moves it (new/old {ratio:.3g}), as PI does "
+                  "(section 7). Keep such pairs exactly").format(
+                      head_dim=head_dim, original=original, i=i, ratio=float(new[i] / theta[i])))
+    # within factor * L0 a pair turns new * factor * L0; in training it turned theta * L0
+    too_far = ~turned & (new * factor * original > theta * original * (1 + 1e-6))
+    if bool(too_far.any()):
+        i = int(too_far.nonzero()[0])
+        ex.fail(_("with head_dim={head_dim} and L0={original}, pair {i} turns {far:.3g} radians within "
+                  "{factor:g} x L0 but only {near:.3g} within L0 in training: past L0 it would take angles never "
+                  "seen. Slow it down to at most old / {factor:g}").format(
+                      head_dim=head_dim, original=original, i=i, far=float(new[i] * factor * original),
+                      near=float(theta[i] * original), factor=factor))
+    faster = (new[1:] > new[:-1] * (1 + 1e-6)).nonzero()
+    if len(faster):
+        i = int(faster[0])
+        ex.fail(_("pair {j} turns faster than pair {i}: keep the order of the frequencies (pair 0 the fastest), "
+                  "or the pairs no longer span the scales from a character to the whole context").format(
+                      i=i, j=i + 1))
+    return new / theta
+
+
+@checker(N_("Exercise 4 (design a rescaling for 8 times the training length)"))
+def check_exercise_4(ex: Exercise, rescale: Callable[[Tensor, int, float], Tensor]) -> None:
+    """rescale(theta, L0, factor) -> new frequencies: pairs with a full turn within L0 unchanged, every other
+    pair turning no further within factor * L0 than within L0, no pair faster than the one before it."""
+    ratio = _check_design(ex, rescale, 16, 32, 8.0)  # this notebook's head
+    _check_design(ex, rescale, 128, 4096, 8.0)  # a production head: the design must not be tied to 8 pairs
+    ex.passed(_("pairs that turned fully within L0 kept, the others slowed at least 8 times; on this notebook's "
+                "head, new/old per pair: {ratios}").format(ratios=[round(float(r), 3) for r in ratio]))

@@ -87,29 +87,34 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower().replace("\\", " ")) if len(w) > 2}
 
 
-def _listed_options(script: str) -> dict[str, str]:
-    """The options a notebook lists in its markdown: ``# - **(a)** text`` and its continuation lines."""
-    options, letter = {}, None
+def _listed_options(script: str) -> list[dict[str, str]]:
+    """The option lists a notebook gives in its markdown, in order: ``# - **(a)** text`` and its
+    continuation lines; a list starts at each option (a)."""
+    lists, letter = [], None
     for line in script.splitlines():
         start = re.match(r"^# - \*\*\(([a-e])\)\*\* (.*)", line)
         if start:
             letter = start.group(1)
-            options[letter] = start.group(2)
+            if letter == "a":
+                lists.append({})
+            lists[-1][letter] = start.group(2)
         elif letter and line.startswith("#   "):
-            options[letter] += " " + line[4:]
+            lists[-1][letter] += " " + line[4:]
         else:
             letter = None
-    return options
+    return lists
 
 
 @pytest.mark.parametrize("stem", sorted(stem for stem, qs in QUESTIONS.items() if qs))
 def test_the_notebook_lists_each_option_under_the_checkers_letter(stem):
-    """The markdown's option (x) shares more words with the checker's option (x) than with any other."""
+    """Each option list of the notebook belongs to its question (in source order), and its option (x)
+    shares more words with the checker's option (x) than with any other."""
     (script,) = (ROOT / "notebooks").glob(f"{stem[2:]}_*.py")
-    listed = _listed_options(script.read_text(encoding="utf-8"))
-    (question,) = QUESTIONS[stem]
-    assert set(listed) == set(question.options), f"{script.name} lists {sorted(listed)}"
-    for letter, text in listed.items():
-        overlap = {other: len(_words(text) & _words(known)) / len(_words(text) | _words(known))
-                   for other, known in question.options.items()}
-        assert max(overlap, key=overlap.get) == letter, f"{script.name} ({letter}): {text!r} matches {overlap}"
+    lists = _listed_options(script.read_text(encoding="utf-8"))
+    assert len(lists) == len(QUESTIONS[stem]), f"{script.name} lists {len(lists)} option lists"
+    for listed, question in zip(lists, QUESTIONS[stem]):
+        assert set(listed) == set(question.options), f"{script.name} lists {sorted(listed)}"
+        for letter, text in listed.items():
+            overlap = {other: len(_words(text) & _words(known)) / len(_words(text) | _words(known))
+                       for other, known in question.options.items()}
+            assert max(overlap, key=overlap.get) == letter, f"{script.name} ({letter}): {text!r} matches {overlap}"

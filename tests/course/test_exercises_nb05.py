@@ -9,6 +9,7 @@ import torch
 
 from posenc_course.exercises import ExerciseFailure
 from posenc_course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.score_bias.t5 import t5_relative_bucket
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
 
@@ -126,3 +127,40 @@ def test_ex5_rejects_a_wrong_weight(guess, hint):
     from posenc_course.exercises.nb05 import check_exercise_5
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_5(guess, math.exp(-1.5))
+
+
+# ----------------------------------------------------------------- exercise 6: design buckets
+def _log_buckets(distance):
+    far = 8 + torch.floor(7 * torch.log2(distance.clamp(min=8) / 8) / 3).long()
+    return torch.where(distance < 8, distance, far.clamp(max=15))
+
+
+def _linear_buckets(distance):  # another design with the same properties
+    far = 8 + (distance - 8) // 8
+    return torch.where(distance < 8, distance, far.clamp(max=15))
+
+
+@pytest.mark.parametrize("design", [_log_buckets, _linear_buckets])
+def test_ex6_accepts_designs_with_the_properties(design, capsys):
+    from posenc_course.exercises.nb05 import check_exercise_6
+    check_exercise_6(design)
+    assert "[passed] Exercise 6" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda d: t5_relative_bucket(-d, bidirectional=False, num_buckets=16, max_distance=64), "T5's rounding"),
+        (lambda d: (d // 4).clamp(max=15), "own bucket"),
+        (lambda d: torch.where(d < 8, d, torch.full_like(d, 15)), "never used"),
+        (lambda d: torch.where(d < 8, d, (8 + (d - 8) // 8).clamp(max=14)), "never used"),
+        (lambda d: torch.where(d < 8, d, (8 + (d - 8) // 9).clamp(max=15)), "starts at distance 71"),
+        (lambda d: _log_buckets(d).float(), "integer tensor"),
+        (lambda d: torch.where(d == 100, torch.tensor(9), _log_buckets(d)), "never decrease"),
+        (lambda d: _log_buckets(d) + (d > 200), "0..15"),
+    ],
+)
+def test_ex6_rejects_designs_without_them(wrong, hint):
+    from posenc_course.exercises.nb05 import check_exercise_6
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_6(wrong)

@@ -38,3 +38,26 @@ def test_train_char_lm_builds_a_scheme_from_its_function_after_seeding():
     assert torch.equal(tables[0], tables[1])
     with pytest.raises(TypeError, match="scheme must be a PositionScheme or a function that builds one, got int"):
         train_char_lm(3, corpus, 16, 1, seed=0)
+
+
+def test_the_figures_draw_each_method_in_its_own_style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from posenc_course.nb06_extrapolation import STYLE_INDEX, excess_figure, perplexity_panel, style
+
+    with pytest.raises(ValueError, match="name must be one of"):
+        style("RoPE + magic")
+    ppl = {name: np.full((3, 4), 8.0) + i for i, name in enumerate(["RoPE", "ALiBi"])}
+    fig = perplexity_panel(ppl, ["RoPE", "ALiBi"], "t", [32, 64, 128, 256], {"Kneser-Ney 6-gram": [7.6] * 4})
+    assert len(fig.axes[0].lines) >= 3
+    with pytest.raises(AssertionError):  # two methods of one panel may not share a colour
+        perplexity_panel({**ppl, "learnable": ppl["RoPE"], "learnable (clamped)": ppl["RoPE"]},
+                         ["learnable", "learnable (clamped)"], "t", [32, 64, 128, 256], {})
+    fig2 = excess_figure({"RoPE": torch.zeros(3, 32)}, torch.zeros(32))
+    assert fig2.axes[0].get_xlabel().startswith("position")
+    assert set(STYLE_INDEX) >= {"sinusoidal", "RoPE", "T5 bias", "ALiBi", "NoPE", "Transformer-XL"}
+    plt.close("all")
