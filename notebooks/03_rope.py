@@ -780,7 +780,9 @@ checked(
 # %% [markdown]
 # **Takeaway.**
 # - the bound drops with distance on average over the first few hundred tokens, then levels off;
-# - it levels off because the slowly rotating pairs keep the partial sums from cancelling.
+# - why it levels off is not derived here. One explanation, which this notebook does not test:
+#   far away the pairs' phases look unrelated, and a sum of unit terms with unrelated phases
+#   stops cancelling further.
 #
 # ## 8 · Precision: compute the angles in float32
 #
@@ -849,8 +851,8 @@ display(pd.DataFrame(
 
 # %% [markdown]
 # From position ~1000 on, bf16 angles are as good as random for the fast pairs, fp16 by 32k.
-# Float32 angles are better, not exact: $m\theta_i$ rounded to float32 is off by up to $2^{-24}$
-# of its size (the library's `rope_cos_sin` docstring), so **the error grows with $m$**: 3.2e-06
+# Float32 angles are better, not exact: $m\theta_i$ rounded to float32 is off by a small multiple
+# of $2^{-24}$ of its size ($\theta_i$ is rounded too), so **the error grows with $m$**: 3.2e-06
 # at position 100, 1.7e-03 at 32767, above fp16's rounding up to 8192. The float64 control stays
 # at float32's rounding everywhere; cast to bf16, the final rounding (2.5e-03 to 2.7e-03)
 # dominates in this range.
@@ -881,8 +883,8 @@ checked(
 # **Takeaway.**
 # - keep positions as integers, build the angles and cos/sin in float32, and cast to the model
 #   dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does);
-# - float32 angles drift by up to $2^{-24}\,m\theta_i$: at 32k positions that matches fp16's
-#   rounding, and it keeps growing with the context length;
+# - float32 angles drift in proportion to $m\theta_i$: at 32k positions the drift is larger
+#   than casting to fp16 costs, and it keeps growing with the context length;
 # - angles in bfloat16 are as good as random for the fast pairs from position ~1000 on.
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
@@ -1034,11 +1036,13 @@ for length in (TRAIN_LEN, 4 * TRAIN_LEN, LONG):
 
 # %% [markdown]
 # **Reading the tables.** At $L$ every arm beats every floor. Beyond $L$ plain RoPE falls to the
-# floors: below no position at 4L (0.076 against 0.107) and level with all three at 8L (0.075
-# against 0.082). **Beyond 4L it is no better than no position at all**, like both absolute
+# floors: at 4L it is not separated from no position (0.076 against 0.107) and behind the bag
+# of tokens; at 8L it is level with all three (0.075 against 0.082). **From 4L on it is no
+# better than no position at all**, like both absolute
 # tables of [02 §8](02_learnable.ipynb) at unseen positions; so is the absolute sinusoid. Base 2
 # keeps 0.991 at 4L and 8L, ahead of every floor: with every pair turning within $L$ the
-# decoders extrapolate, as the slow-pair explanation predicts.
+# decoders extrapolate. That fits the slow-pair explanation but does not isolate it: base 2
+# changes the fast pairs too, so the slow pairs remain a hypothesis here.
 #
 # Two things change beyond $L$: keys at **unseen distances**, and more keys sharing the softmax
 # (**dilution**). Two controls on the RoPE decoders separate them: **all keys, seen distances**
@@ -1223,8 +1227,9 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 #   new token by its absolute position, the cache length (section 5).
 # - The decay bound falls, then levels off (section 7); angles in float32, cast last, still drift
 #   with the position (section 8); partial rotary rotates part of each head (section 10).
-# - Plain RoPE does not extrapolate (erratum E3): beyond 4L it is no better than no position;
-#   the controls tie the failure to unseen distances and to the slow pairs (section 9).
+# - Plain RoPE does not extrapolate (erratum E3): from 4L on it is no better than no position;
+#   the controls tie the failure to unseen distances; base 2 extrapolates, but the slow pairs
+#   as the cause remain a hypothesis (section 9).
 #
 # ### Open-ended experiment · Between base 2 and base 10000
 #

@@ -757,7 +757,7 @@ plt.show()
 assert float(outs[2].max() - outs[2].min()) < 1e-6  # no border, no position
 
 # %% [markdown]
-# A **probe** makes "leaks" a number: `diagnostics.position_probe_accuracy` trains a small MLP to
+# A **probe** makes "leaks" a number: `position_probe_accuracy` (`posenc_lib.analysis.probes`) trains a small MLP to
 # name each token's index (0-35) from its output vector. Chance is $1/36$. Three seeds: seed $s$
 # draws the PEG weights, the inputs' noise and the probe.
 
@@ -1130,7 +1130,8 @@ assert (peak_d == -LAG).any()
 # %% [markdown]
 # **Takeaway:**
 # - T5's bias and Transformer-XL's term (d) peak exactly at offset $-3$ (every head, seed 0):
-#   both learned where to look in the position terms alone.
+#   the position terms alone mark the key to look at. Whether the models need them is not
+#   tested here: the content-position term (b) could carry the offset too.
 # - ALiBi's fixed monotone bias cannot express "exactly 3 back", and stays near the bag of
 #   earlier tokens.
 
@@ -1303,22 +1304,26 @@ plt.show()
 # ## 9 · Which encoding when: the selection advice, with this series' evidence
 #
 # The source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》,
-# ends its §5.2 with advice on which encoding to choose. Here it is as situations,
-# each with a number this series printed (05 by section; [03](03_rope.ipynb), [04](04_vision.ipynb),
+# ends its §5.2 with advice by field (选择建议, four bullets: language, vision, audio and time
+# series, non-grid data). For vision it says 「对于计算机视觉（ViT），可学习的1D或2D位置编码仍是主流且有效
+# 的选择，简单可靠。」 ("For computer vision (ViT), learnable 1-D or 2-D position encodings remain
+# the mainstream and effective choice, simple and reliable."), which this toy does not test at
+# ViT scale. The table below is organised by situation instead, each row with a number this
+# series printed (05 by section; [03](03_rope.ipynb), [04](04_vision.ipynb),
 # [06](06_length_extrapolation.ipynb)). All of it is at toy scale.
 #
 # | situation | choose | evidence | not shown |
 # |---|---|---|---|
 # | bidirectional encoder | any encoding | 05 §5: probe at chance without the mask | which one, for text |
-# | causal decoder | NoPE is possible | 05 §5: probe 5.0 times chance (3 seeds); 06 §4: NoPE 8.55 at $L$, behind the others | NoPE at scale |
+# | causal decoder | the mask alone gives some position, not an exact offset | 05 §5: probe 5.0 times chance (3 seeds); 05 §7: no encoding stays at the bag of earlier tokens; 06 §4: NoPE 8.55 at $L$, behind the others | NoPE at scale |
 # | a fixed offset matters | any encoding but ALiBi | 05 §7: RoPE, T5, Transformer-XL and both added tables ahead of every floor; ALiBi at the bag of tokens (0.23) | relative against absolute; a ranking among them |
 # | decoder with KV cache | RoPE works, angles in float32 | 03 §5, §8: RoPE alone | a comparison: no other scheme was run with a cache |
 # | train short, run long | Transformer-XL, ALiBi, or RoPE with a sliding window | 06 §4: 7.45 and 8.16 at $8L$; 06 §6: windowed RoPE 7.34 at positions 64-255; 08 §4 | beyond $8L$; whether the longer context is used |
 # | longer RoPE | a short fine-tune | 06 §4, §8: 12.39 at $8L$ after 40 steps; zero-shot YaRN 18.37 | larger models |
 # | memory bound | no $L^2$ bias in memory | 05 §8: T5 24 bytes per pair, compact ALiBi none | whole-model speed |
-# | images | 2-D RoPE for spatial relations | 04 §4: RoPEs 1.00 held out | ViT-scale data |
+# | images, toy scale | 2-D RoPE learned held-out offsets first | 04 §4: RoPEs 1.00 held out after 200 steps | ViT-scale data, where the article's learnable tables are the usual choice |
 # | new resolution | interpolated coordinates | 04 §6: extrapolated collapse | one change of size |
-# | what a model learned | a probe, the learned bias | 05 §4: 0.755 with three zero-padded PEGs (3 seeds) | whether it is used |
+# | what a model learned | a probe, the learned bias | 05 §4: 0.755 with three zero-padded, untrained PEGs on near-constant inputs (3 seeds) | whether it is used |
 
 # %% [markdown]
 # ## Summary

@@ -9,7 +9,8 @@
 #
 # The models are small (4 layers, about 210 thousand parameters, 3 million training characters
 # each); the repository ships them. At $L$ they score about as well as a well-smoothed character
-# **6-gram** and read no further back (section 2), so the curves answer *does it break past
+# **6-gram**, and section 2's per-position test does not show them using more of the window
+# than the 6-gram does, so the curves answer *does it break past
 # $L$?*, not *does it use the longer context?*
 #
 # **What you will learn**
@@ -27,8 +28,8 @@
 #
 # **Two sessions:** sections 1-5 measure, sections 6-8 explain; deep dives are optional.
 #
-# **Run time:** about 79 s on a laptop CPU (`make execute`, one thread), mostly 100 training
-# steps, 12 short fine-tunes and evaluating the 21 models.
+# **Run time:** about 79 s on a laptop CPU (measured with `make execute`, one thread), mostly
+# 100 training steps, 12 short fine-tunes and evaluating the 21 models.
 
 # %%
 import inspect
@@ -407,8 +408,10 @@ print(
 #   the table are not separated from it, the sinusoid and ALiBi are behind. All are ahead of the
 #   4-gram (8.78). Against no position the sinusoid, the table, T5 bias and Transformer-XL are
 #   ahead; RoPE (its seeds spread) and ALiBi are not separated.
-# - No model reads further back than the 6-gram (its excess does not fall from positions 6-13 to
-#   24-31). The rest asks whether each *keeps* its quality past $L$.
+# - No model pulls ahead of the 6-gram further into the window (its excess does not fall from
+#   positions 6-13 to 24-31). That does not show the models ignore the far context, only that
+#   it does not make them better than the 6-gram.
+#   The rest asks whether each *keeps* its quality past $L$.
 # - A learnable table does not extrapolate badly, it does not extrapolate at all; any extension
 #   is a decision made outside the model. Clamped to its last row it runs, and fails: 57.78 at
 #   $8L$.
@@ -725,7 +728,8 @@ checked(
 #
 # - at $8L$ RoPE ends as bad as the sinusoid (not separated by the rule);
 # - ALiBi's and Transformer-XL's small declines match the 6-gram's own (it reads five characters
-#   at every length: the later text is easier). Against the 6-gram neither gains by the rule.
+#   at every length; one explanation, not tested here: in a longer window fewer positions have a
+#   short history). Against the 6-gram neither gains by the rule.
 #
 # On the second figure, zero-shot PI is worst everywhere; NTK-aware holds to $2L$, dynamic NTK
 # costs nothing at $L$, both rise past $2L$; YaRN pays at $L$ and is the best of them at $8L$.
@@ -839,8 +843,9 @@ checked(
 #
 # The first two masks also differ in how many keys there are and what they hold, so RoPE's first
 # step is read against controls that take it too: NoPE (no explicit distance signal,
-# [07 §1](07_debugging.ipynb)), and T5 bias and ALiBi, whose distance terms training reached
-# for every distance met here (a difference in differences). Keeping the first tokens is
+# [07 §1](07_debugging.ipynb)), T5 bias, whose buckets for every distance met here were
+# trained (the far ones share the last bucket), and ALiBi, whose fixed bias is defined at every
+# distance (a difference in differences). Keeping the first tokens is
 # StreamingLLM's "attention sink" (Xiao et al. 2023).
 
 # %% tags=["nbval-check-output"]
@@ -1185,7 +1190,8 @@ print(
 # s^{d/(d-2)}$, applied to a trained model without any fine-tuning. Because pair $i$'s frequency
 # is $b^{-2i/d}$, the ratio new/old is $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest),
 # exactly $1/s$ for the last (the slowest).
-# With a production head width ($d = 128$, factor 8) most fast pairs barely move:
+# With a production head width ($d = 128$, factor 8) the fastest pairs barely move, and the
+# change grows pair by pair towards the slow end:
 
 # %% tags=["nbval-check-output"]
 # only the base changes
@@ -1288,11 +1294,11 @@ checked(
 # %% [markdown]
 # ## Summary
 #
-# - The models are of Kneser-Ney 6-gram quality at $L$ and read no further back: their curves
-#   answer *does it break past $L$?*, not *does it use more context?*
-# - The order of failure is that of Press et al.'s Figure 1 (sinusoid, RoPE, T5 bias; ALiBi and
-#   Transformer-XL flat), but RoPE ends level with the sinusoid and no model gains from the
-#   longer input. The learnable table cannot run past position 31.
+# - The models are of Kneser-Ney 6-gram quality at $L$ and not shown to use more of the window:
+#   their curves answer *does it break past $L$?*, not *does it use more context?*
+# - The order of failure is that of Press et al.'s Figure 1 (sinusoid, RoPE, T5 bias; ALiBi
+#   flat; Transformer-XL, not in that figure, flat too), but RoPE ends level with the sinusoid
+#   and no model gains from the longer input. The learnable table cannot run past position 31.
 # - Against "far better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
 #   separated from the sinusoid and is behind NoPE and every bias; unseen distances alone raise
 #   its perplexity many times more than the biases'.
@@ -1463,7 +1469,8 @@ check_exercise_3(answer_3)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 4. One design: keep the pairs that turned fully, divide the others by
-# the factor (YaRN without its ramp). A ramp, or dividing by more, passes too.
+# the factor (YaRN without its ramp). Dividing by more passes too; a ramp does not:
+# its middle pairs leave the angles they saw in training.
 def rescale(theta: torch.Tensor, L0: int, factor: float) -> torch.Tensor:
     turned = 2 * math.pi / theta <= L0
     return torch.where(turned, theta, theta / factor)

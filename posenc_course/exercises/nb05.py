@@ -133,7 +133,7 @@ check_exercise_4 = choice(
            "gap without the mask."),
     hints={
         "a": N_("in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
-                "precision caveat is bf16 at long lengths, and it does not explain a gap of 0.1 at L = 24."),
+                "precision caveat is bf16 at long lengths, and it does not explain the gap section 2 prints at L = 24."),
         "b": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
                 "attention, silently."),
         "d": N_("the slopes are the same with or without the mask; what changes is which keys count."),

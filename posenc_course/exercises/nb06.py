@@ -51,8 +51,9 @@ check_exercise_2 = choice(
     },
     answer="b",
     why=N_("Every pair's new/old ratio is 1/s (section 7): the fast pairs that tell neighbouring characters apart "
-           "turn s times slower, so even inside L the model sees rotations it never saw. NTK-aware and YaRN keep "
-           "pair 0 and cost little at L."),
+           "turn s times slower, so even inside L the model sees rotations it never saw. NTK-aware keeps "
+           "pair 0 and costs little at L; YaRN keeps pair 0 too but slows its neighbours, and pays at L "
+           "(section 4)."),
     hints={
         "a": N_("At L there are exactly as many keys as in training; the number of keys is the same for plain "
                 "RoPE."),
@@ -107,7 +108,7 @@ def _check_design(ex: Exercise, rescale: Callable, head_dim: int, original: int,
     if bool(moved.any()):
         i = int(moved.nonzero()[0])
         ex.fail(_("with head_dim={head_dim} and L0={original}, pair {i} completes a full turn within L0, so it "
-                  "took every angle in training; your design moves it (new/old {ratio:.3g}), as PI does "
+                  "took every angle in training; your design moves it (new/old {ratio:.3g}) "
                   "(section 7). Keep such pairs exactly").format(
                       head_dim=head_dim, original=original, i=i, ratio=float(new[i] / theta[i])))
     # within factor * L0 a pair turns new * factor * L0; in training it turned theta * L0
