@@ -36,8 +36,6 @@ PENDING = {
     "04_vision": "#53",
     "05_relative_biases": "#54",
     "06_length_extrapolation": "#54",
-    "07_debugging": "#55",
-    "08_todays_models": "#55",
 }
 
 
