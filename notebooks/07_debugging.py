@@ -3,28 +3,26 @@
 #
 # A broken positional encoding rarely crashes. The model trains, the loss goes down, and the
 # accuracy is a little worse than it should be, or fine in training and wrong in batched
-# generation. This last notebook turns the series into checks that tell whether position reaches
+# generation. This notebook turns the series into checks that tell whether position reaches
 # a model and arrives right, and a zoo of bugs, each reproduced, measured and caught. The checks
 # live in `posenc_lib.analysis.probes`, for your own models.
 #
 # **What you will learn**
-# - the **position probe** (identical tokens, predict each index), which sorts every scheme into
-#   *absolute*, *relative only* and *none*, and how a start token gives relative schemes absolute
-#   position after all;
-# - a **gradient check** that shows which rows of a learnable table train, and catches a detached
-#   one;
-# - how **attention maps** look when position works, and when it is lost;
+# - the **position probe** (identical tokens, predict each index): *absolute*, *relative* or
+#   *none*, and what a start token and the causal mask add; the source article's version, run
+#   (erratum E7 of 《Transformer位置编码原理与实现：从正弦编码到RoPE》);
+# - a **gradient check** that catches a detached learnable table;
+# - **attention maps** with position working, and lost;
 # - **padding**: left padding needs position ids from the mask (`cumsum - 1`) for absolute
-#   encodings, while RoPE and relative biases are immune except under dynamic NTK (erratum E6 of
-#   the source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》);
+#   encodings (erratum E6); RoPE and relative biases are immune, except under dynamic NTK;
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
 # [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
 #
-# **Run time:** about 43 s on a laptop CPU (measured with `make execute`, one thread), most of it
-# in 72 probe runs and nine small decoders.
+# **Run time:** about 67 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# in section 1's probes and eighteen small decoders.
 
 # %%
 import copy
@@ -43,8 +41,11 @@ from posenc_course.exercises.nb07 import (
     check_exercise_1,
     check_exercise_2,
     check_exercise_3,
+    check_exercise_4,
+    check_exercise_5,
 )
 from posenc_course.plotting import COLORS, heatmap
+from posenc_course import floors
 from posenc_course.report import checked, clearly_ahead, compare, mean_std
 from posenc_course.training import (
     accuracy,
@@ -67,6 +68,7 @@ from posenc_lib.embeddings.sinusoidal import SinusoidalPE
 from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.registry import build_scheme
 from posenc_lib.rotary.rope import RotaryPE, convert_rope_checkpoint
+from posenc_lib.scheme import NoPosition
 
 gen = setup_notebook(0)
 pd.set_option("display.width", 120)
@@ -117,20 +119,18 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 #
 # What to expect. With identical tokens every value vector is the same, so attention returns
 # that vector whatever its weights: a scheme that only *reweights* attention (RoPE, T5, ALiBi)
-# gives every token the same output, and the probe stays at chance, $1/16$, **exactly**, for any
-# weights. Only a vector *added* to the embeddings (sinusoidal, learnable) makes the tokens
-# differ. So the source article's test (§6.3: zero the word embeddings, predict each index;
-# 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」, "if the model cannot learn it quickly,
-# position injection may be faulty") declares every RoPE, T5 and ALiBi model broken: erratum E7.
-# A second variant puts one distinct token at index 0, like a BOS token: the weight a
-# token gives it can depend on the distance.
+# gives every token the same output, and the probe stays at chance, $1/16$, **exactly**. Only a
+# vector *added* to the embeddings (sinusoidal, learnable) makes the tokens differ. A second
+# variant puts one distinct token at index 0, like a BOS token.
 #
 # Two checks on untrained models complete the picture: does the output change when all
 # positions move by 50 (`shift_sensitivity`), and does it depend on token order
-# (`permutation_sensitivity`, notebook 00)?
+# (`permutation_sensitivity`, notebook 00)? Where three seeds spread widely (the relative
+# encoders with a start token), we run ten.
 
 # %% tags=["nbval-check-output"]
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
+MORE_SEEDS = tuple(range(10))  # relative encoders with a start token
 
 
 def probe(model: TinyTransformer, start_token: bool = False) -> float:
@@ -154,7 +154,11 @@ def probe_run(setup: tuple) -> float:
 
 probe_setups = list(
     itertools.product(SCHEMES, (False, True), (False, True), SEEDS)
-)
+) + [
+    (name, False, True, seed)
+    for name in ("RotaryPE", "T5RelativeBias", "ALiBi")
+    for seed in MORE_SEEDS[len(SEEDS):]
+]
 # side by side (02 §3)
 accuracies = run_each(
     probe_run,
@@ -187,9 +191,13 @@ for name in SCHEMES:
 
 # %%
 def verdict(row: pd.Series) -> str:
+    """What the scheme gives the model by itself, read off the table."""
     if row["probe"] > 0.9:
         return "absolute"
-    return "relative only" if row["order matters"] > 1e-4 else "none"
+    if row["order matters"] < 1e-4:
+        return "none"
+    # order without a relative term: the causal mask
+    return "relative" if row["kind"] != "none" else "none (mask: order)"
 
 
 stats = probes.groupby(["scheme", "model", "start token"], sort=False)[
@@ -202,7 +210,7 @@ summary["probe"] = means[False]
 summary["probe, start token"] = means[True]
 summary["verdict"] = summary.apply(verdict, axis=1)
 shown = summary.copy()
-# 3 seeds: 2 decimals
+# 2 decimals
 spread = stats.agg(lambda runs: mean_std(runs, digits=2)).unstack("start token")
 shown["probe"], shown["probe, start token"] = spread[False], spread[True]
 for column in ("order matters", "shift by 50 matters"):
@@ -210,7 +218,8 @@ for column in ("order matters", "shift by 50 matters"):
         f"{v:.1e}" if v > 1e-4 else "< 1e-4" for v in summary[column]
     ]
 print(
-    f"probe accuracy, mean ± std over {len(SEEDS)} seeds; chance ="
+    f"probe accuracy, mean ± std over {len(SEEDS)} seeds ({len(MORE_SEEDS)}"
+    " for the relative encoders with a start token); chance ="
     f" 1/{PROBE_LEN} = {1 / PROBE_LEN:.4f} (1/{PROBE_LEN - 1} ="
     f" {1 / (PROBE_LEN - 1):.4f} with a start token)"
 )
@@ -239,17 +248,23 @@ assert np.allclose(acc["NoPosition", "encoder", True], 1 / (PROBE_LEN - 1))
 # Orderings of trained probes use the series' rule (02 §3); a model at chance on every seed
 # (NoPosition encoder with a start token, any relative scheme without one) is the reference.
 at_chance = acc["NoPosition", "encoder", True].tolist()
+assert summary.loc[("NoPosition", "decoder"), "verdict"] == "none (mask: order)"
 for name in ("NoPosition", "RotaryPE", "T5RelativeBias", "ALiBi"):
-    assert summary.loc[(name, "decoder"), "verdict"] == "relative only"
     runs = acc[name, "decoder", True]  # with a start token: absolute position
     assert (
         clearly_ahead(runs.tolist(), acc[name, "decoder", False].tolist())
         and runs.min() > 0.5
     ), (name, runs.tolist())
 for name in ("RotaryPE", "T5RelativeBias", "ALiBi"):
-    assert summary.loc[(name, "encoder"), "verdict"] == "relative only"
+    assert summary.loc[(name, "encoder"), "verdict"] == "relative"
+    assert summary.loc[(name, "decoder"), "verdict"] == "relative"
+    assert len(acc[name, "encoder", True]) == len(MORE_SEEDS)
 # encoder + start token: RoPE learns it
 assert clearly_ahead(acc["RotaryPE", "encoder", True].tolist(), at_chance)
+# T5 and ALiBi encoders: some seeds at chance or near it, others far above
+for name in ("T5RelativeBias", "ALiBi"):
+    runs = acc[name, "encoder", True]
+    assert runs.min() < 0.35 and runs.max() > 0.5, (name, runs.tolist())
 # the probe written out above is the library's position_probe, run for run
 for name, causal, start in (("LearnablePE", False, False), ("RotaryPE", True, True)):
     library = position_probe(build(name, causal), PROBE_LEN, start_token=start)
@@ -262,19 +277,92 @@ checked(
 )
 
 # %% [markdown]
-# **Reading the table.**
-# - **Absolute:** only the two *added* encodings solve the probe (1.00 on every seed), and their
-#   output changes when all positions shift.
-# - **Relative only:** RoPE, T5 and ALiBi are exactly at chance on identical tokens and blind to a
-#   shift, but a permutation changes their output.
-# - **None:** an encoder without position is permutation-equivariant (notebook 00) and stays at
-#   chance even with a start token.
-# - **The causal mask is a position signal.** A decoder without any encoding sees order (token $i$
-#   attends over $i+1$ tokens), and with a start token it learns absolute position (Haviv et al.
-#   2022); so does every relative scheme in a decoder: the attention paid to the start token
-#   tells a token how far from it it is. In an encoder RoPE does it too, clearly above chance by
-#   the series' rule ([02 §3](02_learnable.ipynb)); T5's and ALiBi's seeds spread too widely for a
-#   claim.
+# With a start token the probes are trained results, so they stand beside their floors: chance
+# (1/15) and the model without position trained the same way, in the same place (encoder or
+# decoder). The verdict lines apply the series' rule ([02 §3](02_learnable.ipynb)).
+
+# %% tags=["nbval-check-output"]
+SHORT = {"RotaryPE": "RoPE", "T5RelativeBias": "T5", "ALiBi": "ALiBi"}
+start_tables = {}
+for where in ("decoder", "encoder"):
+    print(f"{where}s with a start token:")
+    start_tables[where] = floors.with_floors(
+        {f"{short} {where}": acc[name, where, True].tolist()
+         for name, short in SHORT.items()},
+        [floors.no_position(acc["NoPosition", where, True].tolist()),
+         floors.chance(PROBE_LEN - 1)],
+        metric="probe accuracy", digits=2,
+    )
+
+# %% jupyter={"source_hidden": true} tags=["nbval-check-output"]
+for short in SHORT.values():
+    decoder, encoder = start_tables["decoder"], start_tables["encoder"]
+    assert decoder.verdict(f"{short} decoder", "chance").a_ahead
+    # the causal mask alone does it: no scheme beats the no-position decoder
+    assert not decoder.verdict(f"{short} decoder", "no position").a_ahead
+assert start_tables["encoder"].verdict("RoPE encoder", "no position").a_ahead
+assert not start_tables["encoder"].verdict("T5 encoder", "no position").a_ahead
+
+# %% [markdown]
+# **Reading the tables.**
+# - **Absolute:** only the *added* encodings solve the probe (1.00 on every seed); their output
+#   changes when all positions shift.
+# - **Relative:** RoPE, T5 and ALiBi sit exactly at chance and ignore a shift, but a permutation
+#   changes their output.
+# - **None:** an encoder without position stays at chance even with a start token. A decoder
+#   without position has no relative term, yet order matters to it: the causal mask gives token
+#   $i$ exactly $i+1$ keys.
+# - **With a start token** the decoder without position learns absolute position (1.00; Haviv et
+#   al. 2022 probed the same in language models), and no relative decoder is ahead of it: in a
+#   decoder the mask is enough. In an encoder RoPE is ahead of both floors, ALiBi by a small
+#   margin over ten widely spread seeds, and T5 is not separated from them. One explanation, not
+#   tested here: the weight a token puts on the start token depends on its distance.
+
+# %% [markdown]
+# **The source article's test, run (E7).** Its §6.3:
+# 「用一个只有位置编码作为输入（词嵌入设为零）的小Transformer来学习这个任务」 ("a small Transformer
+# whose only input is the position encoding, word embeddings set to zero, learns this task"), and
+# 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」 ("if the model cannot learn it quickly,
+# position injection may be faulty"). As written, in the case most favourable to a relative
+# scheme: a decoder with a start token, token embeddings zeroed and frozen.
+
+# %% tags=["nbval-check-output"]
+def e7_run(setup: tuple) -> float:
+    """The article's test: word embeddings set to zero (and frozen)."""
+    name, seed = setup
+    model = build(name, causal=True, seed=seed)
+    model.embed.weight.data.zero_()
+    model.embed.weight.requires_grad_(False)
+    return probe(model, start_token=True)
+
+
+e7_setups = list(itertools.product(SCHEMES, SEEDS))
+e7 = pd.Series(
+    run_each(e7_run, e7_setups, desc="article's test x seed"),
+    index=pd.MultiIndex.from_tuples(e7_setups, names=["scheme", "seed"]),
+)
+e7_table = floors.with_floors(
+    {name: e7[name].tolist() for name in SCHEMES if name != "NoPosition"},
+    [floors.no_position(e7["NoPosition"].tolist()),
+     floors.chance(PROBE_LEN - 1)],
+    metric="article's test (decoder, start token)", digits=2,
+)
+
+# %% jupyter={"source_hidden": true} tags=["nbval-check-output"]
+for name in SCHEMES:
+    if name in ("SinusoidalPE", "LearnablePE"):
+        assert (e7[name] == 1.0).all()
+    else:  # zero embeddings: every input vector equal, the start token too
+        assert np.allclose(e7[name], 1 / (PROBE_LEN - 1)), (name, e7[name])
+
+# %% [markdown]
+# RoPE, T5 and ALiBi sit exactly at chance on every seed, the start token notwithstanding
+# (Exercise 5 asks why); the added encodings score 1.00. The test only asks "is a vector added
+# to the input?", so it declares every relative scheme broken, those of notebook 08's models
+# included: erratum E7. In an *encoder*, use the probe with a start token instead; in a decoder
+# the causal mask alone passes it (the no-position decoder above), so there only a task that
+# needs a relative offset, trained beside the no-position floor, tells a broken rotation from a
+# working one (section 3).
 
 # %% [markdown]
 # **Takeaway:**
@@ -318,10 +406,9 @@ print(
 
 # %% [markdown]
 # **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none: a row trains only when a real
-# token sits at its position; pad slots are masked and ignored by the loss (Exercise 3). The
-# heights are not counts: row 8, used by one sequence, gets more than row 2, used by all three,
-# because a row's gradient sums one vector per token, and vectors from different sequences
-# partly cancel. Read the chart for zero versus non-zero.
+# token sits at its position (Exercise 3). The heights are not counts: row 8, used by one
+# sequence, gets more than row 2, used by all three, since a row's gradient sums one vector per
+# token and vectors of different sequences partly cancel. Read the chart for zero or not.
 
 # %%
 assert (norms[:10] > 0).all() and (norms[10:] == 0).all()
@@ -366,10 +453,11 @@ assert moved == 0.0 and (detached_runs > 1 / PROBE_LEN).all()
 assert detached_runs.mean() > 4 / PROBE_LEN  # and far above it on average
 
 # %% [markdown]
-# The probe does not catch this bug: on every seed the accuracy is above the 1/16 that a
-# position-blind model gets exactly (section 1), and on average far above it. The random rows
-# still differ, so they are a fixed position code, and the layers above learn to read them. The
-# one clear symptom is that the table never moved, and the gradient check says so:
+# The probe alone does not name this bug: on every seed the accuracy is above the 1/16 of a
+# position-blind model, on average far above (below a healthy table on some seeds, which a
+# reader could take for noise). The random rows still differ: a fixed position
+# code the layers above learn to read. The one symptom is a table that never moved, and the
+# gradient check says so:
 
 # %% tags=["nbval-check-output"]
 for label, weight in [
@@ -398,7 +486,8 @@ for label, weight in [
 # **Question:** what does a working position signal look like inside a trained model, and a lost
 # one? Small RoPE decoders (three seeds) learn to repeat the token 3 steps back (notebook 03); we
 # look at their attention once with the right positions, once with every position id 0, as a
-# pipeline that forgets them would. The maps show seed 0.
+# pipeline that forgets them would. The maps show seed 0. Beside them, as a floor, decoders
+# without position trained the same way.
 
 # %% tags=["nbval-check-output"]
 VOCAB, SEQ, LAG = 16, 16, 3
@@ -407,16 +496,22 @@ lag_train, lag_test = lag_task(2048, SEQ, VOCAB, LAG, gen), lag_task(
 )
 
 
-def rope_decoder(seed: int) -> TinyTransformer:
-    """A RoPE decoder trained on the lag-3 task for 150 steps."""
-    model = make(RotaryPE(HEAD_DIM, layout="interleaved"), True, seed)
+def lag_decoder(setup: tuple) -> TinyTransformer:
+    """A decoder, RoPE or no position, trained on the lag-3 task, 150 steps."""
+    kind, seed = setup
+    scheme = RotaryPE(HEAD_DIM, layout="interleaved") if kind == "RoPE" else (
+        NoPosition())
+    model = make(scheme, True, seed)
     batches = torch.Generator().manual_seed(seed)
     train(model, lag_train, 150, generator=batches, desc=None)
     return model
 
 
-# one decoder per seed, side by side
-rope_models = run_each(rope_decoder, SEEDS, desc="RoPE decoders, lag 3")
+# one decoder per kind and seed, side by side
+lag3_setups = list(itertools.product(("RoPE", "none"), SEEDS))
+lag3_models = dict(zip(lag3_setups, run_each(
+    lag_decoder, lag3_setups, desc="lag-3 decoders x seed")))
+rope_models = [lag3_models["RoPE", seed] for seed in SEEDS]
 rope_model = rope_models[0]  # seed 0: the maps below, and section 5
 zeros = torch.zeros(1, SEQ, dtype=torch.long)
 healthy = rope_model.attention_weights(lag_test[0][:1])[0][0]  # (heads, q, k)
@@ -464,12 +559,6 @@ for seed, model in zip(SEEDS, rope_models):
         ]
 weights = pd.DataFrame(weights)
 print(
-    f"lag-3 accuracy over {len(SEEDS)} seeds: right positions"
-    f" {mean_std(acc_healthy, 2)}, all position ids 0"
-    f" {mean_std(acc_broken, 2)} ({np.mean(acc_broken) * VOCAB:.1f} times"
-    f" the chance of 1/{VOCAB})"
-)
-print(
     "largest weight of a head at each offset back, mean of 64 sequences,"
     f" mean ± std over {len(SEEDS)} seeds:"
 )
@@ -479,27 +568,45 @@ weights.groupby(["offset", "positions"], sort=False)["weight"].agg(
 
 # %% [markdown]
 # **Check.** The healthy maps are stripes parallel to the diagonal: each query puts most of its
-# weight at a fixed distance back (the key 3 back, the task's lag: 0.83 of a head's weight). With
-# every position 0, RoPE rotates nothing, and the stripes dissolve into content-driven smears;
-# accuracy falls from 1.00 to 0.16, 2.5 times the chance of 1/16, on every seed: the causal mask
-# still gives some order (§1), but not the distance 3.
+# weight on the key 3 back, the task's lag (0.83 of a head's weight). With every position 0 RoPE
+# rotates nothing, and the stripes dissolve into content-driven smears. The accuracies beside
+# their floors: the decoder without position, and a rule that knows which tokens came earlier
+# and how often, not where (`bag_of_tokens`: the most frequent, or one drawn).
+
+# %% tags=["nbval-check-output"]
+acc_none = [accuracy(lag3_models["none", seed], *lag_test) for seed in SEEDS]
+lag_table = floors.with_floors(
+    {"RoPE, right positions": acc_healthy, "RoPE, all ids 0": acc_broken},
+    [floors.no_position(acc_none),
+     floors.bag_of_tokens(*lag_test),
+     floors.bag_of_tokens(*lag_test, rule="sample"),
+     floors.chance(VOCAB)],
+    metric="lag-3 test accuracy", digits=2,
+)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 per_seed = weights.set_index(["positions", "offset"])["weight"]
 at_lag = per_seed["right positions", LAG]
-chance = [1 / VOCAB] * len(SEEDS)
 lost = compare(acc_healthy, acc_broken, paired=True)
-above_chance = compare(acc_broken, chance)  # the mask still gives order
+bag = "bag of tokens (argmax)"
 assert min(acc_healthy) > 0.99 and max(acc_broken) < 0.3
-assert lost.a_ahead and above_chance.a_ahead, (lost, above_chance)
+assert lost.a_ahead, lost
+# a rule that ignores order does better than the model with all ids 0
+assert lag_table.verdict("RoPE, all ids 0", bag).b_ahead
+assert all(lag_table.verdict("RoPE, right positions", f.name).a_ahead
+           for f in lag_table.floors)
 assert at_lag.min() > 0.6 and per_seed["all ids 0"].max() < 0.4
 checked(
     "on every seed, accuracy above 0.99 with the right positions and below"
-    f" 0.3 with all ids 0 (paired rule: {lost}), yet above chance"
-    f" ({above_chance});"
+    f" 0.3 with all ids 0 (paired rule: {lost});"
     " more than 0.6 of a head's weight on the key 3 back, under 0.4 on any"
     " offset with all ids 0"
 )
+
+# %% [markdown]
+# With all ids 0 the models score 0.16, behind the bag of earlier tokens (0.25) and the decoder
+# without position (0.24): a rule with no order does better, so the 0.16 needs no order to
+# explain it.
 
 # %% [markdown]
 # **Takeaway:**
@@ -517,12 +624,11 @@ checked(
 # - **right** padding, attention mask, positions $0, 1, \dots$ (the default);
 # - **left** padding (batched generation), attention mask, default positions: a row with 7 pad
 #   slots puts its first real token at position 7;
-# - **left** padding with positions from the mask, `position_ids_from_mask(mask)` = cumulative
-#   sum of the mask minus one, pads set to 0, as Hugging Face's `generate` does.
+# - **left** padding with positions from the mask, `position_ids_from_mask(mask)` (cumulative
+#   sum of the mask minus one, pads 0), as Hugging Face's `generate` does.
 #
-# We compare the real tokens' logits with those of each sequence run alone. To make position
-# matter in these untrained models, the learnable table and the T5 bias start at std 1, the
-# scale of the token embeddings.
+# We compare the real tokens' logits with each sequence run alone. To make position matter in
+# these untrained models, the learnable table and the T5 bias start at std 1.
 
 # %%
 PAD_LENGTHS, PADDED = (5, 9, 12), 12
@@ -616,11 +722,11 @@ checked(
 # %% [markdown]
 # **Not immune: a scaling that depends on the length.** Dynamic NTK
 # ([06](06_length_extrapolation.ipynb)) grows the RoPE base with the sequence length $L$ past
-# $L_0$. The library takes $L$ from the largest position of the call, as Hugging Face takes it
-# from the position ids, so a padded batch is rotated with the frequencies of its longest row or
-# its padded width, a sequence alone with those of its own length. The same three sequences
-# through an untrained RoPE model with dynamic NTK ($L_0 = 8$, factor 4), in the four settings,
-# and right-padded to 12, 16 and 24 slots:
+# $L_0$, taken from the largest position id of the call (as Hugging Face's per-call length,
+# without its cache): with default ids a padded batch is rotated with the frequencies of its
+# padded width, a sequence alone with its own. The same
+# sequences through an untrained RoPE model with dynamic NTK ($L_0 = 8$, factor 4), also
+# right-padded to 12, 16 and 24 slots:
 
 # %% tags=["nbval-check-output"]
 DYNAMIC_NTK = {
@@ -662,18 +768,17 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 
 # %% [markdown]
 # Every setting moves the real tokens' logits far above rounding, positions from the mask
-# included: the ids are right, but the frequencies are those of the batch, not of each sequence;
-# and the more padding, the larger the change. The cure: batch sequences of similar length, or
+# included: the ids are right, but the frequencies are those of the batch's longest sequence,
+# not of each sequence; and with default ids, the more padding, the larger the change. The cure: batch sequences of similar length, or
 # use a scaling that does not depend on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
 # The source article (§6.3) says of padded training batches that adding the position code
 # 「不需要特殊处理」 ("needs no special handling"), because the mask stops attention to the pads.
-# Right for right padding (first table), not for left (erratum E6): the mask protects the
-# attention, not the positions; an absolute encoding can be wrong silently, depending on the
-# task. Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on
-# the lag-3 task of section 3 (a *relative* task), and on "repeat the first token at every step"
-# (an *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
+# Right for right padding, not for left (erratum E6): the mask protects the attention, not the
+# positions. Decoders with a learnable table (std 1), or none (the floor), three seeds, 300
+# steps: on section 3's lag-3 task (*relative*) and on "repeat the first token" (*absolute*),
+# tested on 512 sequences of random lengths 6 to 16, left-padded to 16.
 
 
 # %% tags=["nbval-check-output"]
@@ -691,20 +796,24 @@ TASKS = {
 
 
 def table_decoder(setup: tuple) -> TinyTransformer:
-    """A decoder with a learnable table (std 1), trained on a task."""
-    task, seed = setup
+    """A decoder with a learnable table (std 1), or none, trained on a task."""
+    task, kind, seed = setup
     seed_everything(seed)  # the table's rows, then the rest of the model
-    model = make(LearnablePE(D_MODEL, SEQ, init_std=1.0), True, seed)
+    scheme = LearnablePE(D_MODEL, SEQ, init_std=1.0) if kind == "table" else (
+        NoPosition())
+    model = make(scheme, True, seed)
     batches = torch.Generator().manual_seed(seed)
     train(model, TASKS[task][0], 300, generator=batches, desc=None)
     return model
 
 
-table_setups = list(itertools.product(TASKS, SEEDS))
-table_models = dict(zip(
-    table_setups,
-    run_each(table_decoder, table_setups, desc="learnable decoders x seed"),
+both_setups = list(itertools.product(TASKS, ("table", "none"), SEEDS))
+both_models = dict(zip(
+    both_setups,
+    run_each(table_decoder, both_setups, desc="decoders x seed"),
 ))
+table_models = {(task, seed): both_models[task, "table", seed]
+                for task in TASKS for seed in SEEDS}
 # seed 0's models: the row below, and section 5
 abs_model = table_models["lag 3 (relative task)", 0]
 first_model = table_models["first token (absolute task)", 0]
@@ -743,6 +852,15 @@ def left_padded_accuracy(
     return (pred[real] == targets[real]).float().mean().item()
 
 
+# every case and floor is scored on the positions a left-padded row keeps
+kept = torch.arange(SEQ)[None] < test_lengths[:, None]  # (512, 16)
+
+
+def on_kept(targets: torch.Tensor) -> torch.Tensor:
+    """The targets, -100 (not scored) where a left-padded row has no token."""
+    return targets.masked_fill(~kept, -100)
+
+
 CASES = {  # None: not padded; else left padded, positions from the mask?
     "not padded": None,
     "left padded, default positions": False,
@@ -750,16 +868,30 @@ CASES = {  # None: not padded; else left padded, positions from the mask?
 }
 padding_runs = pd.DataFrame([
     {"task": task, "seed": seed, "case": case, "accuracy": (
-        accuracy(model, *TASKS[task][1]) if from_mask is None
+        accuracy(model, TASKS[task][1][0], on_kept(TASKS[task][1][1]))
+        if from_mask is None
         else left_padded_accuracy(model, TASKS[task][1], from_mask)
     )}
     for (task, seed), model in table_models.items()
     for case, from_mask in CASES.items()
 ])
-print(f"test accuracy, mean ± std over {len(SEEDS)} seeds:")
-padding_runs.groupby(["task", "case"], sort=False)["accuracy"].agg(
-    lambda runs: mean_std(runs, 2)
-).unstack("case").rename_axis(columns=None)
+BAG_SEES = {"lag 3 (relative task)": "earlier",
+            "first token (absolute task)": "so far"}
+padding_tables = {}
+for task, (_, test) in TASKS.items():
+    print(f"{task}; everything on the positions the padded rows keep:")
+    runs = padding_runs[padding_runs["task"] == task]
+    padding_tables[task] = floors.with_floors(
+        {case: runs[runs["case"] == case]["accuracy"].tolist()
+         for case in CASES},
+        [floors.no_position([accuracy(both_models[task, "none", seed],
+                                      test[0], on_kept(test[1]))
+                             for seed in SEEDS]),
+         floors.bag_of_tokens(test[0], on_kept(test[1]),
+                              sees=BAG_SEES[task]),
+         floors.chance(VOCAB)],
+        metric="test accuracy", digits=2,
+    )
 
 # %% tags=["nbval-check-output"]
 row = int(test_lengths.argmin())
@@ -803,6 +935,9 @@ restored = {
     for case in ("not padded", "left padded, positions from mask")
 }
 assert all(verdict.a_ahead for verdict in restored.values()), restored
+for table in padding_tables.values():  # ahead of every floor
+    for case in ("not padded", "left padded, positions from mask"):
+        assert all(table.verdict(case, f.name).a_ahead for f in table.floors)
 assert torch.equal(right[real], targets[0][real]) and not torch.equal(
     wrong[real], targets[0][real]
 )
@@ -818,15 +953,19 @@ checked(
 # %% [markdown]
 # The lag-3 models survive: their task is the same at every position they learned. The
 # first-token models fail: the first real token of a row of $n$ tokens sits at position $16 - n$,
-# and the model looks for position 0, a masked pad. Positions from the mask restore them.
+# and the model looks for position 0, a masked pad. At 0.30 they fall behind the bag of tokens
+# (0.38) and the decoder without position (0.44), both scored on the same positions: wrong
+# positions are worse than none. Positions
+# from the mask restore them, ahead of every floor.
 
 # %% [markdown]
 # **Takeaway:**
 # - pad on the right when you can;
 # - when you pad on the left (batched generation), compute the position ids from the mask,
 #   `cumsum(mask) - 1`, and keep counting from there in every decode step (Exercise 2);
-# - a scaling that depends on the length (dynamic NTK) sees the *padded* length, and no position
-#   ids fix that.
+# - a scaling that depends on the length (dynamic NTK) sees the batch's largest position id: the
+#   padded width with default ids, the batch's longest sequence with ids from the mask, so a
+#   sequence is still rotated differently in a batch than alone.
 
 # %% [markdown]
 # ## 5 · A bug zoo
@@ -858,7 +997,8 @@ assert max(acc_loaded) < 0.5
 # %% [markdown]
 # **Caught by** a golden-output test: after loading a checkpoint, compare logits on a fixed batch
 # with the logits of the implementation it came from. The fix converts the q and k rows of every
-# head (`convert_qk_weight`, notebook 03).
+# head (`convert_rope_checkpoint`, which applies `convert_qk_weight` to each $W_q$ and $W_k$,
+# notebook 03).
 
 # %% tags=["nbval-check-output"]
 golden_batch = lag_test[0][:8]
@@ -878,16 +1018,15 @@ half_model.load_state_dict(
 )
 with torch.no_grad():
     assert_close(half_model(golden_batch), golden)
-print("after convert_qk_weight: golden-output test passes")
+print("after convert_rope_checkpoint: golden-output test passes")
 
 # %% [markdown]
 # ### 5.2 · Half-precision angles
 # A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. The trained
-# RoPE models in bfloat16, with all positions shifted by 0, 1000 and 4000 (a RoPE model should not
-# care), once with float32 angles (the library) and once with bfloat16 angles. (The source
-# article, §4.2, warns instead that `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta
-# is large"): true only in float16, for a base above 65504. The problem is $m\theta_i$
-# in low precision, measured here and in [01](01_sinusoidal.ipynb) and [03](03_rope.ipynb):
+# RoPE models in bfloat16, all positions shifted by 0, 1000 and 4000 (RoPE should not care),
+# with float32 angles (the library) and with bfloat16 angles. (The source article, §4.2, warns
+# instead that `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta is large"): true
+# only in float16, for a base above 65504. The problem is $m\theta_i$ in low precision:
 # erratum E8.)
 
 
@@ -919,7 +1058,7 @@ def in_bf16(model: TinyTransformer) -> dict[str, TinyTransformer]:
 
 
 bf16_models = [in_bf16(model) for model in rope_models]
-# seed 0's pair: the open-ended experiment
+# seed 0's pair: Exercise 4
 bf16_library, bf16_buggy = bf16_models[0].values()
 bf16_runs = pd.DataFrame([
     {"angles": angles, "shift": f"positions + {shift}", "seed": seed,
@@ -1066,14 +1205,12 @@ for label, scale in (("with 1/sqrt(d)", True), ("forgotten", False)):
 pd.DataFrame(saturation).T.round(3)
 
 # %% [markdown]
-# Without the scale the rows are nearly one-hot from the start: one key takes almost all the
-# weight before anything is learned, and a checkpoint trained with the scale computes something
-# else. With ALiBi it matters twice: the scale also sets how loud content is against the added
-# bias. T5 is the same bug in reverse: it does **not** scale its scores (Hugging Face's
-# `T5Attention` folds the factor into the initialisation of the queries), so T5 weights run
-# through attention that divides by $\sqrt{d}$ compute something else too. Scale as the model you
-# copy does; the library's schemes declare it (`score_scale(head_dim)`). **Caught by** comparing
-# with PyTorch's `scaled_dot_product_attention` on random inputs (`scale=1.0` for T5):
+# Without the scale the rows are nearly one-hot before anything is learned, and a checkpoint
+# trained with the scale computes something else; with ALiBi the scale also sets how loud
+# content is against the bias. T5 is the bug in reverse: it does **not** scale its scores
+# (Hugging Face's `T5Attention` folds the factor into the queries' initialisation). Scale as
+# the model you copy does (`score_scale(head_dim)`). **Caught by** comparing with PyTorch's
+# `scaled_dot_product_attention` on random inputs (`scale=1.0` for T5):
 
 # %% tags=["nbval-check-output"]
 reference = F.scaled_dot_product_attention(q, k, v)
@@ -1208,15 +1345,15 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 #
 # | # | Check | How | Where |
 # |---|---|---|---|
-# | 1 | Position reaches the model, of the kind you expect (absolute / relative) | probe on identical tokens, with and without a start token; shift and permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
-# | 2 | A learnable table trains, only at the rows the batch uses | gradient of every row after one `backward()`; `grad is None` = detached or frozen | §2; `row_gradient_norms` |
-# | 3 | The trained model uses position | attention maps show structure tied to the diagonal; they change when positions are wrong | §3; `TinyTransformer.attention_weights` |
-# | 4 | Padding does not change real tokens | padded vs unpadded outputs equal, right and left; left padding uses `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
-# | 5 | A checkpoint matches its source, layout included | golden-output test after loading; convert q/k rows between RoPE layouts | §5.1; `convert_qk_weight` |
+# | 1 | Position reaches the model, of the kind you expect | probe on identical tokens, with and without a start token; shift and permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
+# | 2 | A learnable table trains at the rows the batch uses | row gradients after one `backward()`; `grad is None`: detached or frozen | §2; `row_gradient_norms` |
+# | 3 | The trained model uses position | attention maps tied to the diagonal change when positions are wrong | §3; `TinyTransformer.attention_weights` |
+# | 4 | Padding does not change real tokens | padded vs unpadded outputs; left padding uses `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
+# | 5 | A checkpoint matches its source, layout included | golden-output test after loading | §5.1; `convert_qk_weight` |
 # | 6 | Angles are computed in float32 | shift check in the model dtype at large positions | §5.2; `rope_cos_sin` |
-# | 7 | Widths are even where pairs are used | construct the scheme: the library raises a clear error | §5.3 |
+# | 7 | Widths are even where pairs are used | the library raises a clear error | §5.3 |
 # | 8 | Positions stay inside a learned table | `LearnablePE` raises past `max_len`; never clamp | §5.4 |
-# | 9 | Scores are scaled as the reference model does: by $1/\sqrt{d}$ before an added bias (ALiBi), not at all for T5 | compare hand-written attention with `scaled_dot_product_attention` (`scale=1.0` for T5) | §5.5 |
+# | 9 | Scores are scaled as the reference model does ($1/\sqrt{d}$ for ALiBi, none for T5) | compare with `scaled_dot_product_attention` | §5.5 |
 # | 10 | A decode step uses the right positions | cached step == full recomputation | §5.6; `last_token_logits_two_ways` |
 # | 11 | Position touches q and k only (RoPE) | shift check on the attention layer | §5.7 |
 # | 12 | The scales of token and position vectors match | compare row norms before the first layer | [02](02_learnable.ipynb), section 7 |
@@ -1224,41 +1361,26 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 # %% [markdown]
 # ## Summary
 #
-# - **Probe** (§1): only the *added* encodings give absolute position on identical tokens; RoPE,
-#   T5 and ALiBi stay exactly at chance for any weights, so the article's "zero the embeddings"
-#   test declares them broken (E7). With a start token every decoder learns absolute position.
-# - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; a detached
-#   table never moves while the probe still learns: only the gradient check names the bug.
-# - **Attention maps** (§3): with all position ids 0 trained RoPE decoders lose their stripes and
-#   fall from 1.00 to 0.16 (3 seeds), still 2.5 times chance: the causal mask gives order.
-# - **Padding** (§4): right padding changes real tokens by float32 rounding only. Left padding
-#   with default positions breaks absolute encodings (first-token models, 3 seeds: 1.00 -> 0.30;
-#   E6); `cumsum(mask) - 1` fixes them; RoPE, T5 and ALiBi are immune, dynamic NTK is not.
-# - **Bug zoo** (§5): wrong RoPE layout, low-precision angles (E8), clamped positions, no
-#   $1/\sqrt d$, a decode step at position 0, rotated values: each caught by a check or an error.
+# - **Probe** (§1): only *added* encodings give absolute position on identical tokens; RoPE, T5
+#   and ALiBi stay exactly at chance. With a start token every decoder learns it, the one without
+#   position too. The article's test keeps the relative schemes at chance (E7).
+# - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; only the
+#   gradient check names a detached table.
+# - **Attention maps** (§3): with all position ids 0, RoPE decoders lose their stripes and fall
+#   from 1.00 to 0.16, behind a bag of earlier tokens (0.25).
+# - **Padding** (§4): left padding with default positions breaks absolute encodings (first-token
+#   models: 1.00 -> 0.30; E6); `cumsum(mask) - 1` fixes them; relative schemes are immune,
+#   dynamic NTK is not.
+# - **Bug zoo** (§5): seven bugs, each caught by a check or an error.
 
 # %% [markdown]
-# ### Open-ended experiment · How far can bfloat16 angles go?
+# ### Open-ended experiment · And float16?
 #
-# **Question.** In section 5.2 the RoPE model with bfloat16 angles was perfect at the training
-# positions and far below that at positions + 1000. Where, between the two, does it break, and why
-# there? bfloat16 keeps 8 significant bits, so whole numbers above 256 are no longer all
-# representable.
-#
-# **A starting setup** (inference only, a second):
-#
-# ```python
-# shifts = [0, 32, 64, 128, 192, 256, 384, 512]
-# curve = pd.DataFrame({s: {"float32 angles": shifted_accuracy(bf16_library, s),
-#                           "bf16 angles": shifted_accuracy(bf16_buggy, s)} for s in shifts})
-# curve.round(3)
-# ```
-#
-# **What to look for.** The shift at which the buggy model falls below, say, 0.9, and whether it
-# matches the first position whose neighbours bfloat16 cannot tell apart (`torch.tensor(257.0,
-# dtype=torch.bfloat16)`). Then make a guess for float16 (11 significant bits) and check it with
-# `.to(torch.float16)`. Which matters more for a lag-3 task, the rounding of the position or of
-# the angle $m\theta_i$?
+# Exercise 4 finds where bfloat16 angles break. Where should float16 (11 significant bits)
+# break, and does it? Start from a copy of `Bf16AnglesRoPE` whose `cos_sin` uses
+# `torch.float16`, the model in float16, and `shifted_accuracy` at shifts around your
+# prediction; compare with `torch.tensor(2049.0, dtype=torch.float16)`. Which matters more for
+# a lag-3 task: the rounding of the position or of the angle $m\theta_i$?
 
 # %% [markdown]
 # ## Exercises
@@ -1308,6 +1430,44 @@ def rows_with_gradient(
 
 
 check_exercise_3(rows_with_gradient)
+
+# %% [markdown]
+# ### Exercise 4 · Predict, then run: where do bfloat16 angles break?
+# Section 5.2's model with bfloat16 angles was perfect at the training positions and far below
+# that at positions + 1000. The next cell runs seed 0's pair at the shifts
+# 0, 64, 128, ..., 512 and finds the first shift at which the buggy model falls below 0.9.
+# bfloat16 keeps 8 significant bits. Write your prediction of that shift into `predicted_break`
+# first, then run the cell.
+
+# %%
+predicted_break = ...  # your prediction: one of 0, 64, 128, ..., 512
+
+# %% tags=["exercise", "nbval-check-output"]
+SHIFTS = list(range(0, 513, 64))
+curve = {s: shifted_accuracy(bf16_buggy, s) for s in SHIFTS}
+first_break = next(s for s in SHIFTS if curve[s] < 0.9)
+print("bf16 angles, accuracy at each shift:",
+      {s: round(a, 2) for s, a in curve.items()})
+check_exercise_4(predicted_break, first_break)
+
+# %% [markdown]
+# ### Exercise 5 · Explain why: the article's test and the start token
+# In section 1 a RoPE decoder learned absolute position from a start token; in the article's
+# test (word embeddings zeroed) the same decoder with the same start token stays exactly at
+# chance on every seed. Why?
+#
+# - **(a)** Zero embeddings make every score zero, so attention is uniform, and a uniform
+#   average over the earlier tokens carries no position.
+# - **(b)** Frozen embeddings get no gradient, so during training the model cannot learn to tell
+#   the start token from the other tokens.
+# - **(c)** The start token embeds to zero like every other token, so all values are equal and
+#   any weighting of them gives the same output.
+# - **(d)** With zero embeddings the causal mask has nothing to act on, so it no longer hides the
+#   later tokens and the decoder behaves as an encoder.
+
+# %% tags=["exercise", "nbval-check-output"]
+answer_5 = ...  # "a", "b", "c" or "d"
+check_exercise_5(answer_5)
 
 # %% [markdown]
 # ## Further reading
@@ -1363,6 +1523,15 @@ def rows_with_gradient(
 
 
 check_exercise_3(rows_with_gradient)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# positions s .. s + 15 are all exact in bfloat16 while s + 15 <= 256;
+# from 256 on, odd positions round to even ones
+predicted_break = 256
+check_exercise_4(predicted_break, first_break)
+
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+check_exercise_5("c")  # identical inputs, identical values (section 1)
 
 # %% [markdown]
 # ## End of notebook 07

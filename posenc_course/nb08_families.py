@@ -423,18 +423,18 @@ class Agreement:
 # ----------------------------------------------------------------------------- section 3: the conversion lab
 
 
-def llama_pair(init_std: float) -> tuple[torch.nn.Module, torch.nn.Module]:
+def llama_pair(init_std: float, seed: int = 9) -> tuple[torch.nn.Module, torch.nn.Module]:
     """A random Hugging Face Llama (half layout) and an empty Llama 4 text model of the same shape (interleaved).
 
     The Llama 4 model is configured as the same dense network: every layer rotates, no query-key
     norm, no mixture of experts, one chunk of attention, no temperature; RMSNorm epsilon 1e-5 in
-    both (the two config classes default to different values).
+    both (the two config classes default to different values). ``seed`` draws the Llama's weights.
     """
     shape = dict(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=4, head_dim=16, max_position_embeddings=128, tie_word_embeddings=False,
                  rms_norm_eps=1e-5, initializer_range=init_std,
                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    torch.manual_seed(9)
+    torch.manual_seed(seed)
     llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(**shape)).eval()
     llama4 = transformers.Llama4ForCausalLM(transformers.Llama4TextConfig(
         **shape, intermediate_size_mlp=128, no_rope_layers=[1, 1], use_qk_norm=False, moe_layers=[],

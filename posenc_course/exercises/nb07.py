@@ -7,6 +7,10 @@ Each checker and the function it expects::
                           cached decode step
     check_exercise_3(fn)  fn(positions, attn_mask, max_len) -> (max_len,) bool: the rows of a learnable table
                           that receive gradient from the batch
+    check_exercise_4(predicted, actual)  predict, then run: the first shift of the list at which the RoPE
+                          model with bfloat16 angles falls below 0.9
+    check_exercise_5(letter)  explain why: the article's test (zeroed embeddings) keeps a RoPE decoder with a
+                          start token exactly at chance
 """
 
 from __future__ import annotations
@@ -16,14 +20,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker
+from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
 from posenc_course.training import cross_entropy
 from posenc_lib.analysis.probes import position_ids_from_mask, row_gradient_norms
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.models import TinyTransformer
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5"]
 
 
 def _mask(lengths: list[int], seq: int, side: str) -> Tensor:
@@ -142,3 +146,43 @@ def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) 
                                                          shown=shown))
         ex.fail(shown)
     ex.passed(_("matches the measured gradient in {n} batches").format(n=len(cases)))
+
+
+check_exercise_4 = prediction(
+    N_("Exercise 4 (predict where bfloat16 angles break)"), variable="predicted_break", tolerance=32,
+    too_low=N_("bfloat16 keeps 8 significant bits: every whole number up to 256 is exact, so positions below "
+               "256 are not rounded at all."),
+    too_high=N_("above 256 bfloat16 keeps only every second whole number, so two neighbouring positions "
+                "already share one value: the offset 3 back is then wrong for some tokens."),
+    why=N_("The model sees the positions shift to shift + 15. bfloat16 represents every whole number up to 256 "
+           "exactly and only even ones above, so the first shift whose positions pass 256 is the first at which "
+           "some offsets come out as 2 or 4 instead of 3; a lag-3 model needs exactly 3."),
+)
+
+check_exercise_5 = choice(
+    N_("Exercise 5 (why the article's test keeps RoPE at chance)"),
+    options={
+        "a": N_("Zero embeddings make every score zero, so attention is uniform, and a uniform average over the "
+                "earlier tokens carries no position."),
+        "b": N_("Frozen embeddings get no gradient, so during training the model cannot learn to tell the start "
+                "token from the other tokens."),
+        "c": N_("The start token embeds to zero like every other token, so all values are equal and any "
+                "weighting of them gives the same output."),
+        "d": N_("With zero embeddings the causal mask has nothing to act on, so it no longer hides the later "
+                "tokens and the decoder behaves as an encoder."),
+    },
+    answer="c",
+    why=N_("Zeroed, every token's input vector is the same, the start token's included, so every value vector "
+           "is the same v, and attention returns sum_j a_ij v = v at every position whatever the weights a_ij. "
+           "RoPE, T5 and ALiBi change only the weights; an added encoding changes the inputs, so it passes."),
+    hints={
+        "a": N_("in section 1 the decoder without position learned absolute position from a start token: "
+                "averaging over 1, 2, 3, ... earlier tokens carries position when the values differ."),
+        "b": N_("the sinusoidal and learnable models pass the same test with the same frozen zero embeddings: "
+                "the frozen table is not what stops RoPE."),
+        "d": N_("the mask is applied to the scores, whatever the inputs: query i still attends over i + 1 keys, "
+                "as in section 1."),
+    },
+    nudge=N_("Compare what the decoder receives at the start token and at any other position in this test with "
+             "what it received in section 1's probe with a start token."),
+)

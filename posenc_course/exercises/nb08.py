@@ -6,13 +6,16 @@ Each checker and what it expects::
                                          (head 128, base 500,000, original context 8192,
                                          high_freq_factor 4) keep their frequency
     check_exercise_2(letter)             explain why: the M-RoPE order for a 40 x 40 grid of patches
-    check_exercise_3(fn)                 fn(n_layers, interval) -> SmolLM3's per-layer RoPE flags
-                                         (1 = the layer uses RoPE), against transformers' own config
+    check_exercise_3(fn)                 design: fn(config) -> the inverse frequencies of a Llama-family config
+                                         (default, linear, llama3), against transformers' own rotary module
+                                         on configs the learner has not seen
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
@@ -59,28 +62,65 @@ check_exercise_2 = choice(
 )
 
 
-@checker(N_("Exercise 3 (SmolLM3's NoPE layers)"))
-def check_exercise_3(ex: Exercise, no_rope_layers: Callable[[int, int], list[int]]) -> None:
-    """no_rope_layers(n_layers, interval) -> SmolLM3Config's no_rope_layers (1 = the layer uses RoPE)."""
-    from transformers import SmolLM3Config  # the reference: transformers' own derivation
+#: Configs the learner has not seen: (shape, rope_parameters). The last shape's head_dim is not
+#: hidden_size // num_attention_heads, as in Gemma and Qwen3.
+_SHAPES = [dict(hidden_size=64, num_attention_heads=4, head_dim=16),
+           dict(hidden_size=96, num_attention_heads=2, head_dim=48),
+           dict(hidden_size=64, num_attention_heads=2, head_dim=24)]
+_PARAMS = [{"rope_type": "default", "rope_theta": 123456.0},
+           {"rope_type": "linear", "rope_theta": 1e6, "factor": 4.0},
+           {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+           {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 16.0, "low_freq_factor": 2.0,
+            "high_freq_factor": 8.0, "original_max_position_embeddings": 256}]
 
-    for n_layers, interval in [(36, 4), (8, 4), (10, 3), (5, 1)]:
-        got = ex.call(no_rope_layers, n_layers, interval)
-        want = list(SmolLM3Config(num_hidden_layers=n_layers, no_rope_layer_interval=interval).no_rope_layers)
-        try:
-            got = [int(v) for v in got]
-        except (TypeError, ValueError):
-            ex.fail(_("return a list of {n_layers} flags (0 or 1), got {type}").format(
-                n_layers=n_layers, type=type(got).__name__))
-        ex.expect(len(got) == n_layers, _("return one flag per layer ({n_layers}), got {got}").format(
-            n_layers=n_layers, got=len(got)))
-        if got == want:
-            continue
-        if got == [1 - v for v in want]:
-            ex.fail(_("the flags are the wrong way round: 1 means the layer USES RoPE (despite the name)"))
-        if got == [int(layer % interval != 0) for layer in range(n_layers)]:
-            ex.fail(_("off by one: the NoPE layers are layers interval-1, 2*interval-1, ... (the last of each "
-                      "group)"))
-        ex.expect(got == want, _("for {n_layers} layers, interval {interval}: expected {want}, got {got}").format(
-            n_layers=n_layers, interval=interval, want=want, got=got))
-    ex.passed(_("every interval-th layer without RoPE, as SmolLM3Config derives it"))
+
+def _llama_config(shape: dict, params: dict):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**shape, num_key_value_heads=shape["num_attention_heads"], num_hidden_layers=1,
+                       intermediate_size=64, vocab_size=64, max_position_embeddings=65536,
+                       rope_parameters=dict(params))
+
+
+@checker(N_("Exercise 3 (design: the frequencies of a config you have not seen)"))
+def check_exercise_3(ex: Exercise, inv_freq_of: Callable[[object], Tensor]) -> None:
+    """inv_freq_of(config) -> (head_dim // 2,) inverse frequencies of a Llama-family config, against the model's own
+    rotary module on 12 configs (3 shapes x 4 rope_parameters: default, linear, two llama3)."""
+    import torch
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    from posenc_lib.rotary.rope import rope_inv_freq
+
+    for shape in _SHAPES:
+        for params in _PARAMS:
+            config = _llama_config(shape, params)
+            want = LlamaRotaryEmbedding(config).inv_freq.float()
+            got = ex.call(inv_freq_of, config)
+            label = _("{kind}, base {base:g}, head_dim {d}").format(kind=params["rope_type"],
+                                                                    base=params["rope_theta"], d=shape["head_dim"])
+            if not isinstance(got, torch.Tensor):
+                ex.fail(_("return a tensor of head_dim // 2 frequencies, got {type}").format(type=type(got).__name__))
+            got = got.detach().float().flatten()
+            if got.numel() != want.numel():
+                ex.fail(_("{label}: expected {n} frequencies (head_dim // 2), got {got}; the head width is "
+                          "config.head_dim, which need not be hidden_size // num_attention_heads").format(
+                    label=label, n=want.numel(), got=got.numel()))
+            if torch.allclose(got, want, rtol=1e-5, atol=1e-12):
+                continue
+            plain = rope_inv_freq(shape["head_dim"], params["rope_theta"]).float()
+            if torch.allclose(got, rope_inv_freq(shape["head_dim"], 10000.0).float(), rtol=1e-5):
+                ex.fail(_("{label}: you used base 10,000; in transformers 5.x the base is "
+                          "config.rope_parameters['rope_theta'] (section 1)").format(label=label))
+            if params["rope_type"] != "default" and torch.allclose(got, plain, rtol=1e-5):
+                ex.fail(_("{label}: these are the plain frequencies; rope_type {kind} rescales them "
+                          "(section 2)").format(label=label, kind=params["rope_type"]))
+            if params["rope_type"] == "llama3" and torch.allclose(got, plain / params["factor"], rtol=1e-5):
+                ex.fail(_("{label}: every pair divided by the factor is linear scaling; llama3 keeps the fast "
+                          "pairs and blends a band between (section 2)").format(label=label))
+            ex.fail(_("{label}: your frequencies differ from LlamaRotaryEmbedding's by up to {gap:.2g} (relative); "
+                      "check the band edges: wavelength against original_max_position_embeddings divided by "
+                      "low_freq_factor and high_freq_factor").format(
+                label=label, gap=((got - want).abs() / want.abs().clamp_min(1e-30)).max().item()))
+    ex.passed(_("your reader gives the model's own frequencies on 12 configs it had not seen: three head widths, "
+                "default, linear and two llama3 settings"))

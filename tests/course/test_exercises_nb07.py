@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from posenc_course.exercises import ExerciseFailure
-from posenc_course.exercises.nb07 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises.nb07 import (check_exercise_1, check_exercise_2, check_exercise_3, check_exercise_4,
+                                           check_exercise_5)
 
 pytestmark = pytest.mark.usefixtures("single_thread", "strict_checkers")  # wrong answers raise ExerciseFailure
 
@@ -88,3 +89,30 @@ def all_slots(positions, mask, max_len):
 def test_ex3_rejects_wrong_answers(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(wrong)
+
+
+# ----------------------------------------------------------------- exercise 4: predict where bf16 angles break
+def test_ex4_accepts_the_break_within_half_a_step(capsys):
+    for guess in (240, 256, 272):
+        check_exercise_4(guess, 256)
+    assert capsys.readouterr().out.count("[passed] Exercise 4") == 3
+
+
+@pytest.mark.parametrize(("guess", "hint"), [(64, "too low.*every whole number up to 256"),
+                                             (512, "too high.*every second whole number")])
+def test_ex4_rejects_a_wrong_shift_with_its_reason(guess, hint):
+    with pytest.raises(ExerciseFailure, match=hint):
+        check_exercise_4(guess, 256)
+
+
+# ----------------------------------------------------------------- exercise 5: the article's test and the start token
+def test_ex5_accepts_identical_values(capsys):
+    check_exercise_5("c")
+    assert "[passed] Exercise 5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("letter", "hint"), [("a", "when the values differ"), ("b", "frozen table is not"),
+                                              ("d", "applied to the scores")])
+def test_ex5_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_try):
+    with pytest.raises(ExerciseFailure, match=hint):
+        second_try(check_exercise_5, letter)

@@ -46,24 +46,34 @@ def test_ex2_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_tr
         second_try(check_exercise_2, letter)
 
 
-# ---------------------------------------------------------------- exercise 3: SmolLM3's NoPE layers
+# ---------------------------------------------------------------- exercise 3: design, a config's frequencies
 
 
-def no_rope_layers(n_layers, interval):
-    return [int((layer + 1) % interval != 0) for layer in range(n_layers)]
+def inv_freq_of(config):
+    p, d = config.rope_parameters, config.head_dim
+    theta = rope_inv_freq(d, p["rope_theta"])
+    if p["rope_type"] == "linear":
+        return theta / p["factor"]
+    if p["rope_type"] == "llama3":
+        wavelength = 2 * math.pi / theta
+        lo, hi = p["low_freq_factor"], p["high_freq_factor"]
+        gamma = ((p["original_max_position_embeddings"] / wavelength - lo) / (hi - lo)).clamp(0, 1)
+        return (1 - gamma) * theta / p["factor"] + gamma * theta
+    return theta
 
 
-def test_ex3_accepts_solution(capsys):
-    check_exercise_3(no_rope_layers)
+def test_ex3_accepts_a_reader_of_every_config(capsys):
+    check_exercise_3(inv_freq_of)
     assert "[passed] Exercise 3" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("wrong", "hint"), [
-    (lambda n, k: [int((layer + 1) % k == 0) for layer in range(n)], "wrong way round"),
-    (lambda n, k: [int(layer % k != 0) for layer in range(n)], "off by one"),
-    (lambda n, k: [1] * n, "expected"),
-    (lambda n, k: no_rope_layers(n, k)[:-1], "one flag per layer"),
-    (lambda n, k: None, "list of"),
+    (lambda c: rope_inv_freq(c.head_dim, 10000.0), "base 10,000"),
+    (lambda c: rope_inv_freq(c.head_dim, c.rope_parameters["rope_theta"]), "plain frequencies"),
+    (lambda c: rope_inv_freq(c.head_dim, c.rope_parameters["rope_theta"]) / c.rope_parameters.get("factor", 1.0),
+     "linear scaling"),
+    (lambda c: inv_freq_of(c)[:-1], "head_dim // 2"),
+    (lambda c: inv_freq_of(c).tolist(), "return a tensor"),
 ])
 def test_ex3_rejects_wrong(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):

@@ -32,8 +32,6 @@ TRAINING_CALLS = {"train", "run_each", "train_char_lm", "train_base_model", "loa
 PENDING = {
     "00_permutation_blindness": "#50 (00-02 rewritten with floors)",
     "02_learnable": "#50 (00-02 rewritten with floors)",
-    "07_debugging": "#55",
-    "08_todays_models": "#55",
 }
 
 
