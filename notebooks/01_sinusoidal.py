@@ -253,8 +253,11 @@ plt.show()
 # (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
 # first 4096 positions. A sine of wavelength $\lambda$ changes sign about $2N/\lambda$ times in $N$
-# positions; since $\theta_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
-# count is exactly $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
+# positions. Exactly: $\sin(p\,\theta_i)$ is zero at $p = k\pi/\theta_i$, $k = 1, 2, \dots$, and
+# $\lfloor (N-1)\,\theta_i/\pi \rfloor$ of these lie in $(0, N-1]$. Neighbouring zeros are
+# $\pi/\theta_i \ge \pi > 1$ apart (as $\theta_i \le 1$), so each one sits alone between two
+# integers and gives exactly one sign change (none falls on an integer, which the count
+# below confirms). So the count is $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
 
 # %% tags=["nbval-check-output"]
 wavelength = 2 * math.pi / theta  # (d/2,) in positions
@@ -536,12 +539,18 @@ plt.show()
 # ## 7 · Two layouts: interleaved and concatenated
 #
 # **Question:** the paper interleaves sines and cosines, $[\sin_0, \cos_0, \sin_1, \cos_1, \dots]$,
-# but much code (tensor2tensor, fairseq, Hugging Face Marian) writes
-# $[\sin_0, \sin_1, \dots \mid \cos_0, \cos_1, \dots]$. Is that a different encoding? No: the
-# same numbers with the columns in another order. The library's tests check both layouts
-# against Hugging Face `transformers`: the interleaved table against DistilBERT's
-# `create_sinusoidal_embeddings`, the concatenated one against Marian's
+# but Hugging Face's Marian writes $[\sin_0, \sin_1, \dots \mid \cos_0, \cos_1, \dots]$. Is that
+# a different encoding? No: the same numbers with the columns in another order. The library's
+# tests check both layouts against Hugging Face `transformers`: the interleaved table against
+# DistilBERT's `create_sinusoidal_embeddings`, the concatenated one against Marian's
 # `MarianSinusoidalPositionalEmbedding` (`tests/lib/test_sinusoidal.py`).
+#
+# Not every concatenated table is a permutation. tensor2tensor (`get_timing_signal_1d`) and
+# fairseq (`SinusoidalPositionalEmbedding`) space their $h = d/2$ frequencies as
+# $10000^{-i/(h-1)}$, not $10000^{-i/h}$, so the slowest pair is exactly $1/10000$; fairseq's
+# docstring says it "differs slightly from the description in Section 3.5", and fairseq
+# numbers positions from `padding_idx + 1`, not 0. Those are other numbers: a checkpoint of
+# theirs needs their table, not ours permuted.
 
 # %% tags=["nbval-check-output"]
 concat = sinusoidal_table(max_len, d_model, layout="concat",
@@ -838,18 +847,20 @@ answer_2 = ...  # "a", "b", "c" or "d"
 check_exercise_2(answer_2)
 
 # %% [markdown]
-# ### Exercise 3 · The shift matrix of the concatenated layout
-# Write `concat_shift(k, d_model)` returning the $(d, d)$ matrix $M$ with
-# $PE_{\text{concat}}(p+k) = M\,PE_{\text{concat}}(p)$ for every $p$ (base 10000). Hint: sine $i$
-# now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
-# `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
+# ### Exercise 3 · Design: frequencies for a short context
+# A model will only ever see 64 positions, with $d = 16$ (8 sin/cos pairs). With base 10000
+# most pairs are nearly constant over 64 positions (section 4). Design the 8 frequencies
+# `my_theta` (radians per position, a tensor of shape `(8,)`; any spacing you like) so that
+# - every $\theta_i$ lies strictly between 0 and $\pi$;
+# - the slowest pair is used: over the 64 positions it turns between a quarter and a half
+#   turn, $\pi/2 \le 63\,\theta_\text{min} < \pi$;
+# - any two of the 64 positions get encodings at least 0.5 apart (Euclidean).
+#
+# The checker builds the table from your frequencies and tests the three properties.
 
 # %% tags=["exercise", "nbval-check-output"]
-def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_3(concat_shift)
+my_theta = ...  # a tensor of 8 frequencies
+check_exercise_3(my_theta)
 
 # %% [markdown]
 # ## Further reading
@@ -890,20 +901,11 @@ check_exercise_2(answer_2)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 3
-def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    half = d_model // 2
-    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    idx = torch.arange(half)
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(k theta_i) sin_i(p) + sin(k theta_i) cos_i(p)
-    m[idx, idx + half] = angle.sin()
-    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(k theta_i) sin_i(p) + cos(k theta_i) cos_i(p)
-    m[idx + half, idx + half] = angle.cos()
-    return m
-
-
-check_exercise_3(concat_shift)
+# Exercise 3. Keep the geometric ladder and choose the base for the context:
+# theta_min = base^(-7/8) must lie in [pi/126, pi/63), so base^(7/8) is
+# between 20 and 40: a base from about 31 to 68. Base 40: 63 theta_min = 2.50.
+my_theta = 40.0 ** -(torch.arange(8) / 8)
+check_exercise_3(my_theta)
 
 # %% [markdown]
 # ## End of notebook 01
