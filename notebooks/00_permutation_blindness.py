@@ -7,23 +7,20 @@
 # words; only their order tells who chases whom. Does a Transformer see that order? Its central
 # operation, self-attention, mixes every token with every other by content. Nothing in the
 # formula says which token came first. Before we learn *how* to give a model positions
-# (notebooks 01-08), we want a clear answer to *whether* it needs them, and an answer we can
-# trust should be
-# - **exact**: a statement about the formula, checked to float precision, not a hunch;
-# - **measured**: a trained model on a task that needs word order, beside the best a model
-#   without order could do, over several seeds;
-# - **fair**: when is ignoring order exactly what one wants?
+# (notebooks 01-08), we answer *whether* it needs them: exactly, from the formula; by
+# measurement, with trained models beside the best a model without order could do; and
+# fairly, by asking when ignoring order is what one wants.
 #
 # **What you will learn**
 # - Check that self-attention without positions is *permutation-equivariant* (shuffle the
-#   tokens and the outputs come out shuffled the same way), and that mean pooling makes the
-#   whole model *permutation-invariant*: it sees a bag of tokens.
-# - Read a trained comparison against an exact ceiling: a model without positions stays at
-#   the bag-of-words ceiling on a who-did-what task; with an encoding it solves it.
-# - Weigh adding a position vector against concatenating one, in parameters.
-# - Name the places where position can enter a Transformer, which is also how the library
-#   `posenc_lib` is organised, and tell absolute from relative encodings.
-# - Say when "no position" is the right design: inputs that are sets.
+#   tokens and the outputs are shuffled the same way), and that mean pooling makes the model
+#   *permutation-invariant*: it sees a bag of tokens.
+# - Read trained results beside their floors: an encoder without positions stays at the
+#   bag-of-words ceiling on a who-did-what task; with an encoding it solves it.
+# - Weigh adding a position vector against concatenating one.
+# - Name the places where position can enter a Transformer (how `posenc_lib` is organised),
+#   and tell absolute from relative encodings.
+# - Say when "no position" is the right design: sets.
 #
 # **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention
 # formula. No earlier notebook is needed: this is the first one.
@@ -41,13 +38,15 @@ import torch
 
 from posenc_course.data import Vocab, WhoDidWhat
 from posenc_course.exercises.nb00 import (
+    ANIMALS,
     LOPSIDED_TASK,
     check_exercise_1,
     check_exercise_2,
     check_exercise_3,
 )
+from posenc_course.floors import chance, fixed, no_position, with_floors
 from posenc_course.plotting import heatmap, line_plot, moving_average
-from posenc_course.report import checked, compare, formatted, rounding
+from posenc_course.report import checked, formatted, rounding
 from posenc_course.training import (
     accuracy,
     progress,
@@ -67,10 +66,9 @@ gen = setup_notebook(0)  # threads, figure style, seeds; gen: random data
 # ## 1. Does attention know where a token is?
 #
 # **Question.** If we shuffle the tokens of a sequence, does attention notice, or does each
-# token get the same output as before, just in its new place? First the picture: the
-# library's attention layer (`MultiHeadAttention`, 4 heads, with the scheme `NoPosition`,
-# which gives it no position information at all) applied to 6 random token vectors, then to
-# the same vectors shuffled. The labels on the left say which token a row belongs to.
+# token get the same output, just in its new place? The picture: the library's attention
+# layer (`MultiHeadAttention`, 4 heads, scheme `NoPosition`: no position information at all)
+# on 6 random token vectors, then on the same vectors shuffled. The labels name the tokens.
 
 # %% tags=["nbval-check-output"]
 d_model, n_heads, seq = 16, 4, 6
@@ -129,10 +127,9 @@ for trial in range(3):
     print(f"P = {perm.tolist()}: max |Attn(X[P]) - Attn(X)[P]| = {gap}")
 
 # %% [markdown]
-# **Check.** The library's layer adds several heads, a fused q/k/v projection and an output
-# projection, all acting token by token, so the argument carries over. The hidden cell below
-# tries five more shuffles on it, for the outputs and for the attention weights (which must
-# be shuffled along both axes).
+# **Check.** The library's layer adds heads and projections that act token by token, so the
+# argument carries over; the hidden cell below tries five more shuffles on it, outputs and
+# attention weights.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 with torch.no_grad():
@@ -147,10 +144,9 @@ checked("5 shuffles: MultiHeadAttention's outputs and weights move with "
 
 # %% [markdown]
 # ### The whole encoder
-# A Transformer encoder is attention plus parts that act on each token separately (embedding
-# lookup, LayerNorm, the MLP, residual additions), so the whole stack is equivariant too.
-# Averaging over tokens ("mean pooling", as a classifier does) then removes the order
-# entirely: the pooled output is *invariant* under any shuffle. `TinyTransformer` with
+# An encoder is attention plus parts that act on each token separately (embedding, LayerNorm,
+# MLP, residuals), so the whole stack is equivariant too. Averaging over tokens ("mean
+# pooling") then removes the order: the pooled output is *invariant*. `TinyTransformer` with
 # `pool="none"` returns one output per token, with `pool="mean"` one per sequence.
 
 # %% tags=["nbval-check-output"]
@@ -195,11 +191,10 @@ for lang, (a, b, split) in pairs.items():
     print(f"{lang}: {ids_a.tolist()} / {ids_b.tolist()}")
 
 # %% [markdown]
-# Now feed each pair to two untrained models that are identical in every weight (same seed)
-# and differ only in the position scheme: `NoPosition`, or the sinusoidal encoding of the
-# original Transformer (`SinusoidalPE`, the subject of notebook 01, which adds a fixed
-# vector to the token embedding at each position). The table compares the mean-pooled
-# representations of the two sentences (`model.features` gives the per-token hidden states).
+# Now feed each pair to two untrained models with the same weights (same seed) and different
+# schemes: `NoPosition`, or the original Transformer's sinusoidal encoding (`SinusoidalPE`,
+# notebook 01: a fixed vector added at each position). The table compares the mean-pooled
+# representations of the two sentences.
 
 # %% tags=["nbval-check-output"]
 def make_model(vocab_size: int, scheme: PositionScheme) -> TinyTransformer:
@@ -228,9 +223,11 @@ formatted(similarity, {c: rounding if "diff" in c else "{:.4f}"
 
 # %% [markdown]
 # Without positions the two sentences are the same point (differences at float64 rounding,
-# cosine 1); with the sinusoidal encoding they are different points. It is worse than "the
-# sentence vectors agree": by equivariance, the hidden state of the *token* "cat" is the same
-# whether the cat chases or is chased. No later layer can recover who did what.
+# cosine 1). With the sinusoidal encoding they differ, though only slightly (cosine still
+# close to 1): an untrained model need not separate them far, only at all, and section 3
+# asks whether training uses that. It is worse than "the sentence vectors agree": by
+# equivariance, the hidden state of the *token* "cat" is the same whether the cat chases or
+# is chased. No later layer can recover who did what.
 
 # %% tags=["nbval-check-output"]
 vocab = vocabs["English"]
@@ -264,17 +261,15 @@ checked("both pairs: identical without positions, apart with the sinusoidal "
 # ## 3. A task that needs word order: who did what to whom?
 #
 # **Question.** Section 2 was about untrained models. Can training make up for the missing
-# order, or does a model without positions stay stuck, however well it is trained? We need
-# a task that can only be solved from word order, and the exact best score of a model that
-# sees only the bag of tokens, to compare against.
+# order? We need a task that only word order solves, and the exact best score of a model that
+# sees only the bag of tokens.
 #
 # `posenc_course.data.WhoDidWhat` writes short sentences and asks for the **agent** (the one
-# who acts), in the active voice ("the cat chases the small mouse") and in the passive ("the
-# mouse was chased by the cat"), with optional adjectives, so the agent is not always at the
-# same place. Both animals are always present, and the sentence with agent and patient
-# swapped is exactly as likely. Three unordered pairs of animals (e.g. cat and bird) never
-# occur in the training split and form the test split: a high test accuracy means the model
-# learned the *rule*, not the sentences.
+# who acts), in the active voice ("the cat chases the small mouse") and the passive ("the
+# mouse was chased by the cat"), with optional adjectives, so the agent moves. The sentence
+# with agent and patient swapped is exactly as likely. Three pairs of animals (e.g. cat and
+# bird) occur only in the test split: a high test accuracy means the model learned the
+# *rule*, not the sentences.
 
 # %% tags=["nbval-check-output"]
 task = WhoDidWhat()
@@ -284,11 +279,10 @@ for ids, agent in zip(examples, agents):
     print(f"{sentence:<46} agent = {task.entities[agent]}")
 
 # %% [markdown]
-# How well can a bag-of-words model do *at best*? `bag_of_words_ceiling` answers exactly:
-# it enumerates every sentence the generator can produce with its probability, groups them
-# by their bag of tokens, and credits each bag with its most likely agent. Every bag here
-# has both animals as agent equally often, so the ceiling is a coin flip, and the best
-# cross-entropy is that of a fair coin, $\ln 2$.
+# How well can a bag-of-words model do *at best*? `bag_of_words_ceiling` enumerates every
+# sentence the generator can produce, groups them by their bag of tokens, and credits each
+# bag with its most likely agent. Here every bag has both animals as agent equally often:
+# the ceiling is a coin flip, and the best cross-entropy that of a fair coin, $\ln 2$.
 
 # %% tags=["nbval-check-output"]
 ceiling = {split: task.bag_of_words_ceiling(split)
@@ -298,21 +292,27 @@ print(f"bag-of-words ceiling: train {ceiling['train']:.3f}, "
 
 # %% [markdown]
 # Now train `TinyTransformer` classifiers that are identical (width 32, 2 layers, 300 steps
-# of 64 fresh sentences from the training split) except for the position scheme, with three
-# seeds. Seed $s$ fixes the initial weights and the batches, and the two schemes share them,
-# so the comparison is paired.
+# of 64 fresh sentences from the training split) except for how they may see order, with
+# three seeds: an encoder without positions, the same encoder with the sinusoidal encoding,
+# and a third arm section 1 did not cover, a *causal decoder* without positions (each token
+# attends only to itself and earlier tokens; it reads its answer at the last slot). Seed $s$
+# fixes the initial weights and the batches, and the three arms share them: the schemes
+# draw no random numbers, and the causal mask adds no weight.
 
 # %% tags=["nbval-check-output"]
 test_x, test_y = task.sample(2000, torch.Generator().manual_seed(1), "test")
 train_x, train_y = task.sample(2000, torch.Generator().manual_seed(2), "train")
-schemes = {"no position": NoPosition, "sinusoidal": lambda: SinusoidalPE(32)}
+arms = {"no position": dict(scheme=NoPosition()),
+        "sinusoidal": dict(scheme=SinusoidalPE(32)),
+        "decoder, no position": dict(scheme=NoPosition(), causal=True,
+                                     pool="last")}
 seeds = (0, 1, 2)
 models, losses = {}, {}
-runs = [(name, seed) for seed in seeds for name in schemes]
-for name, seed in progress(runs, desc="training 2 schemes x 3 seeds"):
+runs = [(name, seed) for seed in seeds for name in arms]
+for name, seed in progress(runs, desc="training 3 arms x 3 seeds"):
     torch.manual_seed(seed)
     model = TinyTransformer(len(task.vocab), task.n_classes, d_model=32,
-                            n_heads=4, n_layers=2, scheme=schemes[name]())
+                            n_heads=4, n_layers=2, **arms[name])
     batches = torch.Generator().manual_seed(3 + seed)
     draw = lambda step: task.sample(64, batches, split="train")  # noqa: E731
     losses[name, seed] = train(model, draw, steps=300, desc=None)
@@ -330,29 +330,36 @@ for (name, seed), model in models.items():
     with torch.no_grad():
         pred = model(test_x).argmax(-1)
     results.append({
-        "scheme": name, "seed": seed,
+        "arm": name, "seed": seed,
         "train-split accuracy": accuracy(model, train_x, train_y),
         "test accuracy (unseen pairs)": accuracy(model, test_x, test_y),
         "names a present animal": present[torch.arange(len(pred)), pred]
         .float().mean().item(),
         "final loss": float(np.mean(losses[name, seed][-50:])),
     })
-table = pd.DataFrame(results).set_index(["scheme", "seed"]).sort_index()
+table = pd.DataFrame(results).set_index(["arm", "seed"]).sort_index()
 formatted(table, {c: "{:.3f}" for c in table.columns})
 
 # %% [markdown]
-# The series reads a trained comparison with one rule (`compare`, docs/comparison.md): A is
-# ahead of B when the mean gap clears twice the seed spread and a floor of 0.02.
+# A trained result means something only beside its **floors**: what a sceptic would get
+# without the idea under test, on the same test sentences. Here: the encoder without
+# positions, trained the same way; the exact bag-of-words ceiling; and chance, a uniform
+# guess among the six animals. The series reads each comparison with one rule (`compare`,
+# docs/comparison.md, taught in notebook 02): A is ahead of B when the mean gap clears twice
+# the seed spread and 0.02.
 
 # %% tags=["nbval-check-output"]
 acc = table["test accuracy (unseen pairs)"]
-verdict = compare(acc["sinusoidal"].tolist(), acc["no position"].tolist(),
-                  paired=True)
-print(f"test accuracy, sinusoidal (A) vs no position (B): {verdict}")
+floors = [no_position(acc["no position"].tolist()),
+          fixed("bag of words", ceiling["test"], "exact ceiling"),
+          chance(task.n_classes)]
+scored = with_floors({name: acc[name].tolist()
+                      for name in ("sinusoidal", "decoder, no position")},
+                     floors, metric="test accuracy (unseen pairs)")
 
 # %% [markdown]
-# The loss curves, one line per seed: the blind models level off just above $\ln 2$, the
-# bag-of-words optimum; the models with positions go on down.
+# The loss curves, one line per seed: the blind encoders level off just above $\ln 2$, the
+# bag-of-words optimum; the other two arms go on down.
 
 # %% tags=["nbval-check-output"]
 fig, ax = plt.subplots()
@@ -368,53 +375,63 @@ plt.show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 blind_runs, sin_runs = table.loc["no position"], table.loc["sinusoidal"]
+causal_runs = table.loc["decoder, no position"]
 off = blind_runs["train-split accuracy"] - ceiling["train"]
 assert (off.abs() < 0.03).all()
 assert (blind_runs["test accuracy (unseen pairs)"] < ceiling["test"]).all()
 assert (blind_runs["final loss"] > math.log(2) - 0.03).all()
-assert (sin_runs[["train-split accuracy", "test accuracy (unseen pairs)"]]
-        >= 0.95).all().all() and (sin_runs["final loss"] < 0.1).all()
-assert verdict.a_ahead and verdict.gap > 0.4
+for runs_ in (sin_runs, causal_runs):
+    assert (runs_[["train-split accuracy", "test accuracy (unseen pairs)"]]
+            >= 0.95).all().all() and (runs_["final loss"] < 0.1).all()
+for arm in ("sinusoidal", "decoder, no position"):
+    assert scored.beats(arm) == ["no position", "bag of words", "chance"]
+    assert scored.verdict(arm, "no position").gap > 0.4
 named = blind_runs["names a present animal"]
 assert 0.65 < named[0] < 0.85 and (named[1:] > 0.99).all()
 assert len({m.num_parameters() for m in models.values()}) == 1  # a buffer
-checked("3 seeds: blind models at the ceiling on training pairs, below it on "
-        "unseen pairs; sinusoidal ones >= 0.95 and ahead by the rule; same "
-        "parameter count")
+checked("3 seeds: blind encoders at the ceiling on training pairs, below it "
+        "on unseen pairs; the sinusoidal encoder and the causal decoder "
+        ">= 0.95 and ahead of every floor; same parameter count")
 
 # %% [markdown]
-# Same size, same data, same steps, three seeds. Without positions the model sits at the
-# coin-flip ceiling on sentences from the training split: it cannot know which of the two
-# animals acted. With the sinusoidal encoding the same network solves the task on every
-# seed, on animal pairs it never saw together, and the rule calls it ahead.
+# The encoder without positions sits at the coin-flip ceiling on the training split: it
+# cannot know which of the two animals acted. With the sinusoidal encoding the same network
+# solves the task on every seed, on animal pairs it never saw together, ahead of all three
+# floors.
+#
+# **The headline is about encoders.** The causal decoder has no position encoding either,
+# and it solves the task too (the table's third arm). It differs from the blind encoder in
+# its mask and in reading its answer at the last slot; section 1's argument assumed that
+# every token attends to every other, and exercise 2 asks what the mask changes. Which of
+# the two differences matters here is the open-ended experiment's question. Decoders without
+# any encoding (NoPE) return in notebook 05.
 #
 # The seeds also correct a story one run would have told. On the unseen pairs, seed 0's
-# blind model names an animal that is not in the sentence in about a quarter of its answers
-# (0.762 name a present one), which looks like a systematic failure. Seeds 1 and 2 always
-# name one of the two animals present. How a blind model guesses on unseen pairs depends on
-# the seed; that it cannot beat the coin does not.
+# blind model names an absent animal in about a quarter of its answers (0.762 name a
+# present one); seeds 1 and 2 always name one of the two present. How a blind model guesses
+# depends on the seed; that it cannot beat the coin does not.
 
 # %% [markdown]
 # **Takeaway:**
-# - the blind models are not badly trained: they reach the best loss a bag of words allows;
-# - word order is information they never receive; the same network with positions solves
-#   the task on unseen pairs, on all three seeds;
+# - the blind encoders are not badly trained: their loss levels off just above $\ln 2$, the
+#   best a bag of words allows, and their accuracy on training pairs sits at its ceiling;
+# - an encoder needs positions: with them, the same network solves the task on unseen pairs;
+#   a causal decoder without positions solves it too (through its mask or its last-slot
+#   readout: the open-ended experiment's question);
 # - a detail seen on one seed (absent animals named) is a hypothesis until other seeds agree.
 
 # %% [markdown]
 # ## 4. Adding or concatenating the position vector?
 #
-# **Question.** Once we have a vector $p_i$ for position $i$, how should it meet the token
-# embedding $e_i$? The original Transformer *adds* them: the width stays $d$. The obvious
-# alternative is to *concatenate* $[e_i; p_i]$, keeping the two apart, at the price of a
-# wider model. A linear layer applied to a concatenation is the sum of two linear maps, one
-# per part:
+# **Question.** How should a position vector $p_i$ meet the token embedding $e_i$? The
+# original Transformer *adds* them: the width stays $d$. The alternative is to *concatenate*
+# $[e_i; p_i]$, keeping the two apart in a wider model. A linear layer on a concatenation is
+# the sum of two linear maps, one per part:
 #
 # $$W\,[e; p] = W_e\, e + W_p\, p \quad\text{with } W = [W_e \;\; W_p],$$
 #
-# so concatenation amounts to adding, after giving tokens and positions their own
-# projections. Adding instead asks the model to keep both kinds of information apart inside
-# the same $d$ dimensions. First the identity, numerically:
+# so concatenating is adding after separate projections; adding asks the model to keep both
+# kinds of information apart inside the same $d$ dimensions. The identity, numerically:
 
 # %% tags=["nbval-check-output"]
 d_tok, d_pos, d_out = 8, 4, 5
@@ -428,22 +445,23 @@ print("W [e; p] == W_e e + W_p p")
 # %% [markdown]
 # What concatenation costs: every block (attention $4d^2$, MLP $8d^2$ weights) grows with
 # the *square* of the width. The table counts parameters with the library's own
-# `TransformerBlock` for a model of the size of the original Transformer base (width 512,
-# 6 layers, 8 heads, a 37 000-token vocabulary, 512 learnable positions), built on
-# PyTorch's `meta` device, which records shapes without allocating memory.
+# `TransformerBlock` for the size of the original Transformer base's encoder (width 512,
+# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. §5.1), built on
+# PyTorch's `meta` device, which records shapes without allocating memory. Its positions
+# are sinusoids, which have no parameters, however wide.
 
 # %% tags=["nbval-check-output"]
 def parameter_count(d_token: int, d_position: int, concatenate: bool,
-                    vocab_size: int = 37_000, max_len: int = 512,
-                    n_layers: int = 6, n_heads: int = 8) -> dict[str, int]:
+                    vocab_size: int = 37_000, n_layers: int = 6,
+                    n_heads: int = 8) -> dict[str, int]:
+    """Parameters of an encoder with sinusoidal positions (which have none)."""
     width = d_token + d_position if concatenate else d_token
     with torch.device("meta"):
         block = TransformerBlock(width, n_heads, NoPosition(), d_ff=4 * width)
-        position = LearnablePE(d_position, max_len)
     per_layer = sum(p.numel() for p in block.parameters())
-    embeddings = vocab_size * d_token + position.weight.numel()
-    return {"width": width, "token + position tables": embeddings,
-            "per layer": per_layer, "total": embeddings + n_layers * per_layer}
+    tokens = vocab_size * d_token
+    return {"width": width, "token table": tokens, "per layer": per_layer,
+            "total": tokens + n_layers * per_layer}
 
 
 options = {
@@ -463,9 +481,10 @@ formatted(costs, {"per layer vs add": "{:.2f}x"}
 # %% [markdown]
 # Concatenating a full-width position vector doubles the width and quadruples the weights
 # of every layer. Keeping the width fixed instead halves the room left for the tokens'
-# meaning. Adding costs no parameters at all; the Transformer, BERT, GPT-2 and ViT all add.
-# (RoPE and the relative biases of later notebooks sidestep the question: they add no
-# vector to the embeddings at all.)
+# meaning. Adding costs no width: with sinusoids it costs nothing at all, and a learned
+# table (notebook 02) costs only its own rows. The Transformer, BERT, GPT-2 and ViT all
+# add. (RoPE and the relative biases of later notebooks sidestep the question: they add no
+# vector to the embeddings.)
 
 # %% [markdown]
 # **Takeaway:**
@@ -476,12 +495,11 @@ formatted(costs, {"per layer vs add": "{:.2f}x"}
 # %% [markdown]
 # ## 5. The map: where position can enter
 #
-# **Question.** If attention needs position, where in the Transformer can we put it? Every
-# encoding in this series plugs into one of three places: the embeddings, the queries and
-# keys, or the attention scores. Scores can be biased by position alone (T5, ALiBi) or by a
-# term that also reads the query (Transformer-XL), so the scores have two hooks, and
-# `posenc_lib.scheme.PositionScheme` has four; each defaults to "do nothing" (which is
-# exactly `NoPosition`). The score of query $q$ and key $k$ is
+# **Question.** If attention needs position, where can we put it? Every encoding in this
+# series plugs into one of three places: the embeddings, the queries and keys, or the
+# scores, which can be biased by position alone (T5, ALiBi) or by a term that also reads the
+# query (Transformer-XL). So `posenc_lib.scheme.PositionScheme` has four hooks, each "do
+# nothing" by default (exactly `NoPosition`). The score of query $q$ and key $k$ is
 #
 # $$\text{score} = s\; q\cdot k + \text{biases}, \qquad s = 1/\sqrt{d_h},
 #   \text{ and } s = 1 \text{ for T5},$$
@@ -489,15 +507,15 @@ formatted(costs, {"per layer vs add": "{:.2f}x"}
 # because T5 does not scale its scores (it folds the factor into the initialisation of the
 # queries); the hook `score_scale(head_dim)` returns $s$.
 #
-# | hook | called by | what it does | shapes |
-# |---|---|---|---|
-# | `add_to_embeddings(x, positions)` | the model, once, before the first block | adds a vector per position to the token embeddings | x (batch, seq, d_model) |
-# | `rotate_qk(q, k, positions)` | every attention layer, after the head split | transforms queries and keys (never values) | q, k (batch, heads, seq, head_dim) |
-# | `score_bias(q_positions, k_positions)` | every attention layer | adds a bias of the positions to $s\,q\cdot k$ | broadcastable to (batch, heads, q_len, k_len) |
-# | `qk_bias(q, k, q_positions, k_positions)` | every attention layer | adds to $s\,q\cdot k$ a bias that also reads q and k (Transformer-XL) | (batch, heads, q_len, k_len) |
+# | hook | called | what it does |
+# |---|---|---|
+# | `add_to_embeddings(x, positions)` | once, before the first block | adds a vector per position to the token embeddings |
+# | `rotate_qk(q, k, positions)` | in every attention layer | transforms queries and keys (never values) |
+# | `score_bias(q_positions, k_positions)` | in every attention layer | adds a bias of the positions to $s\,q\cdot k$ |
+# | `qk_bias(q, k, q_positions, k_positions)` | in every attention layer | adds a bias that also reads q and k |
 #
 # One scheme object is shared by all layers. The table below is computed from the library's
-# code: for each scheme class, which hooks it overrides.
+# code: which hooks each scheme class overrides.
 
 # %% tags=["nbval-check-output"]
 from posenc_lib.conditional.peg import PEG
@@ -543,13 +561,11 @@ hook_table
 
 # %% [markdown]
 # ### Absolute or relative?
-# The other way to sort the families is by *what* they encode. An **absolute** encoding
-# gives each position its own signal; a **relative** one only makes scores depend on the
-# offset $i - j$ between a query and a key. A clean test: run the same tokens with every
-# position moved by 7 (as if the sentence started later in a document). A relative scheme
-# gives the same outputs; an absolute one does not. A second test repeats section 1: does a
-# shuffle of the tokens still just shuffle the outputs? Both tests on the 1-D schemes, in
-# float64, untrained:
+# An **absolute** encoding gives each position its own signal; a **relative** one makes the
+# position part of each score depend only on the offset $i - j$. A test: move every position by 7 (as if the
+# sentence started later). A relative scheme gives the same outputs, an absolute one does
+# not. A second test repeats section 1: does a shuffle still just shuffle the outputs? Both
+# on the 1-D schemes, float64, untrained:
 
 # %% tags=["nbval-check-output"]
 one_d_schemes = {
@@ -606,7 +622,7 @@ checked("6 schemes sorted by the shift and shuffle tests as the map says; "
 # | 02 | learnable table | `add_to_embeddings` (absolute) |
 # | 03 | RoPE | `rotate_qk` (relative) |
 # | 04 | vision: 2-D tables and 2-D RoPE | `add_to_embeddings` / `rotate_qk` on the patch grid |
-# | 05 | T5, ALiBi, Swin biases; Transformer-XL; PEG; NoPE | `score_bias`, `qk_bias` (relative); PEG and NoPE are special |
+# | 05 | T5, ALiBi, Swin; Transformer-XL; PEG; NoPE | `score_bias`, `qk_bias` (relative) |
 # | 06 | length extrapolation | all of them, trained short and tested long |
 # | 07 | debugging and practice | all of them |
 
@@ -621,18 +637,15 @@ checked("6 schemes sorted by the shift and shuffle tests as the map says; "
 # ## 6. When order should not matter: sets
 #
 # **Question.** Is blindness to order always a defect? Some inputs have no order: the
-# points of a point cloud, the objects in a scene, the items in a shopping basket, the
-# numbers whose maximum or sum we want. For such a *set*, every ordering of the elements is
-# the same input, and the right answer must not depend on which ordering the data happens
-# to come in. A Transformer without positions (with mean pooling) guarantees that by
-# construction, for all $n!$ orderings at once; this is why models for sets, such as the
-# Set Transformer of Lee et al. (2019) and the set anomaly detection of the UvA Transformer
-# tutorial, leave the position encoding out on purpose.
+# points of a point cloud, the objects in a scene, the items in a basket. For such a *set*
+# every ordering is the same input, and the answer must not depend on the ordering the data
+# happens to come in. A Transformer without positions, with mean pooling, guarantees that
+# for all $n!$ orderings at once; models for sets (the Set Transformer of Lee et al., 2019;
+# the set anomaly detection of the UvA Transformer tutorial) leave positions out on purpose.
 #
-# A model *with* positions has to learn the invariance from data, and it can only see a few
-# of the orderings. A small computation: a set of 5 distinct tokens, all $5! = 120$
-# orderings, one untrained model with each scheme (same weights, as in section 2), and how
-# many different pooled outputs each gives.
+# A model *with* positions must learn the invariance from the few orderings it sees. A set
+# of 5 distinct tokens, all $5! = 120$ orderings, one untrained model per scheme (same
+# weights, as in section 2): how many different pooled outputs does each give?
 
 # %% tags=["nbval-check-output"]
 elements = torch.tensor([3, 7, 11, 2, 16])  # a set of 5 token ids
@@ -672,42 +685,38 @@ checked("120 orderings of one set: one pooled output without positions, "
 
 # %% [markdown]
 # ## Summary
-# - Attention without positions satisfies $\mathrm{Attn}(PX) = P\,\mathrm{Attn}(X)$ for
-#   every permutation $P$ (checked to float64 rounding), and so does a whole encoder; with
-#   mean pooling the output does not change at all. Such a model sees a bag of tokens.
-# - "The cat chases the mouse" and "the mouse chases the cat" (and 我爱北京 / 北京爱我) get
-#   identical representations without positions, different ones with a sinusoidal encoding.
-# - On a who-did-what task, models without positions stay at the exact bag-of-words ceiling
-#   (loss $\ln 2$) on three seeds; with positions they solve it, on unseen pairs.
-# - Adding a position vector keeps the width; concatenating a full-width one quadruples the
-#   per-layer weights. Position enters in the embeddings, a q/k rotation or the scores, and
-#   encodings are absolute or relative, which a shift test tells apart.
-# - For sets, ignoring order is the point: no position, plus pooling, is invariant exactly.
+# - Attention without positions satisfies $\mathrm{Attn}(PX) = P\,\mathrm{Attn}(X)$, and so
+#   does a whole encoder; with mean pooling the output does not move. It sees a bag of tokens.
+# - "The cat chases the mouse" and "the mouse chases the cat" are one input without
+#   positions, two with a sinusoidal encoding.
+# - On who-did-what, encoders without positions stay at or below the exact bag-of-words
+#   ceiling; with positions they solve it on unseen pairs, ahead of every floor. A causal decoder without
+#   positions solves it too: the blindness is the encoder's.
+# - Adding keeps the width; concatenating a full-width vector quadruples the weights per
+#   layer. Position enters in the embeddings, a q/k rotation or the scores; a shift test tells
+#   absolute encodings from relative ones.
+# - For sets, ignoring order is the point: no position plus pooling is invariant exactly.
 
 # %% [markdown]
-# ### Open-ended experiment · Is a causal mask enough?
+# ### Open-ended experiment · The mask, or the last slot?
 #
-# **Question.** Exercise 2 shows that a causal mask breaks the permutation symmetry: a token
-# at index $t$ attends to exactly $t + 1$ tokens. Is that enough to *learn* who did what,
-# with no position encoding at all? Notebook 07 finds that decoders without an encoding
-# learn absolute position on a probe; does that carry over to a task with meaning?
-#
-# **A starting setup** (about as long as one of section 3's training runs):
+# **Question.** Section 3's causal decoder differs from the blind encoder twice: the mask,
+# and reading its answer at the last slot (a pad for short sentences). Which one solves the
+# task? Train each change alone, three seeds, and read them against section 3's floors.
 #
 # ```python
-# torch.manual_seed(0)
-# causal = TinyTransformer(len(task.vocab), task.n_classes, d_model=32, n_heads=4,
-#                          n_layers=2, scheme=NoPosition(), causal=True, pool="last")
-# batches = torch.Generator().manual_seed(3)
-# train(causal, lambda step: task.sample(64, batches, split="train"), steps=300)
-# print(accuracy(causal, train_x, train_y), accuracy(causal, test_x, test_y))
+# for causal, pool in ((False, "last"), (True, "mean")):
+#     torch.manual_seed(0)
+#     model = TinyTransformer(len(task.vocab), task.n_classes, d_model=32,
+#                             n_heads=4, n_layers=2, causal=causal, pool=pool)
+#     batches = torch.Generator().manual_seed(3)
+#     train(model, lambda step: task.sample(64, batches, split="train"), 300)
+#     print(causal, pool, accuracy(model, test_x, test_y))
 # ```
 #
-# **What to look for.** Whether the accuracy leaves the coin-flip ceiling at all, on the
-# training split and on the unseen pairs; how it changes with `pool="mean"` (each token saw
-# only its prefix) instead of `pool="last"` (the last slot, a pad for short sentences, saw
-# the whole sentence); and with 600 steps instead of 300. Repeat with three seeds and read
-# the difference with `compare` before you believe it (section 3).
+# **What to look for.** Whether the encoder reading the last slot leaves the ceiling (hint:
+# what is the last token of a sentence that fills every slot?), and whether the decoder
+# still generalises when it averages slots that saw only a prefix.
 
 # %% [markdown]
 # ## Exercises
@@ -774,18 +783,17 @@ answer_2 = ...  # "a", "b", "c" or "d"
 check_exercise_2(answer_2)
 
 # %% [markdown]
-# ### Exercise 3 · Undo a shuffle
-# Write `inverse_permutation(perm)`, which returns the permutation `inv` (int64) with
-# `perm[inv] == inv[perm] == arange(n)`, so that `x[:, perm][:, inv]` is `x` again. The
-# checker then uses your function to show that shuffling, running a 2-layer encoder and
-# un-shuffling gives back every original output.
+# ### Exercise 3 · Design: a task a bag of words almost solves
+# Section 3's task gives a model without positions a coin flip. Design a `WhoDidWhat` task, by choosing its `agents` and its `patients`
+# among `ANIMALS`, on which a bag of words is right at least 80% of the time *but not always*:
+# a task where word order still matters, but rarely. The checker computes the exact ceiling of
+# your task, as section 3 did.
 
 # %% tags=["exercise", "nbval-check-output"]
-def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_3(inverse_permutation)
+print("animals:", ANIMALS)
+my_agents = ...  # a tuple of animals, e.g. ("cat", "dog")
+my_patients = ...  # a tuple of animals
+check_exercise_3(my_agents, my_patients)
 
 # %% [markdown]
 # ## Further reading
@@ -827,14 +835,13 @@ answer_2 = "d"
 check_exercise_2(answer_2)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 3
-def inverse_permutation(perm: torch.Tensor) -> torch.Tensor:
-    inv = torch.empty_like(perm)
-    inv[perm] = torch.arange(len(perm))  # slot i came from perm[i]
-    return inv
+# Exercise 3. Two possible agents and three animals that never act: the agent
+# picks one of its 4 others, so a bag holds both cat and dog 1/4 of the time
+# (a coin flip) and names its agent otherwise: 1/4 * 1/2 + 3/4 = 0.875.
+my_agents = ("cat", "dog")
+my_patients = ("cat", "dog", "mouse", "bird", "fox")
+check_exercise_3(my_agents, my_patients)
 
-
-check_exercise_3(inverse_permutation)
 
 # %% [markdown]
 # ## End of notebook 00

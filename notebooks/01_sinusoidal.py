@@ -69,7 +69,7 @@ gen = setup_notebook(0)  # threads, figure style, seeds, print options
 # neighbouring positions can differ in many of them ($7 = 0111$, $8 = 1000$). Replace each bit by
 # a smooth wave of the same period and the coordinates become continuous and bounded while
 # keeping the ladder. The figure shows both for positions 0 to 63, and the check below confirms
-# that each wave is negative exactly where its bit is 1.
+# that each wave is positive exactly where its bit is 1.
 
 # %% tags=["nbval-check-output"]
 n_bits, n_pos = 6, 64
@@ -253,8 +253,11 @@ plt.show()
 # (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
 # first 4096 positions. A sine of wavelength $\lambda$ changes sign about $2N/\lambda$ times in $N$
-# positions; since $\theta_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
-# count is exactly $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
+# positions. Exactly: $\sin(p\,\theta_i)$ is zero at $p = k\pi/\theta_i$, $k = 1, 2, \dots$, and
+# $\lfloor (N-1)\,\theta_i/\pi \rfloor$ of these lie in $(0, N-1]$. Neighbouring zeros are
+# $\pi/\theta_i \ge \pi > 1$ apart (as $\theta_i \le 1$), so each one sits alone between two
+# integers and gives exactly one sign change (none falls on an integer, which the count
+# below confirms). So the count is $\lfloor (N-1)\,\theta_i/\pi \rfloor$.
 
 # %% tags=["nbval-check-output"]
 wavelength = 2 * math.pi / theta  # (d/2,) in positions
@@ -466,9 +469,13 @@ checked("the peak keeps its shape as p moves; a larger base: fewer pairs "
 # = \begin{pmatrix}\cos k\theta & \sin k\theta\\ -\sin k\theta & \cos k\theta\end{pmatrix}
 # \begin{pmatrix}\sin p\theta\\ \cos p\theta\end{pmatrix}.$$
 #
-# The $2\times2$ matrix is a rotation by $k\theta$ and contains $k$ but not $p$. Stack one block per
-# pair on the diagonal and you have $M_k$. Vaswani et al. chose sinusoids because of this: "for any
-# fixed offset $k$, $PE_{pos+k}$ can be represented as a linear function of $PE_{pos}$".
+# The $2\times2$ matrix is a rotation by $k\theta$ (clockwise, because the pair lists the sine
+# first; 03 meets it as $R_k^\top$) and contains $k$ but not $p$. Stack one block per
+# pair on the diagonal and you have $M_k$. This is the reason Vaswani et al. give (§3.5), as a
+# hypothesis: they chose sinusoids "because we hypothesized it would allow the model to easily
+# learn to attend by relative positions, since for any fixed offset $k$, $PE_{pos+k}$ can be
+# represented as a linear function of $PE_{pos}$". (Their other reason, that sinusoids "may
+# allow the model to extrapolate", is tested in notebook 06.)
 
 # %% tags=["nbval-check-output"]
 def rotation_block(angle: float) -> torch.Tensor:
@@ -536,12 +543,18 @@ plt.show()
 # ## 7 · Two layouts: interleaved and concatenated
 #
 # **Question:** the paper interleaves sines and cosines, $[\sin_0, \cos_0, \sin_1, \cos_1, \dots]$,
-# but much code (tensor2tensor, fairseq, Hugging Face Marian) writes
-# $[\sin_0, \sin_1, \dots \mid \cos_0, \cos_1, \dots]$. Is that a different encoding? No: the
-# same numbers with the columns in another order. The library's tests check both layouts
-# against Hugging Face `transformers`: the interleaved table against DistilBERT's
-# `create_sinusoidal_embeddings`, the concatenated one against Marian's
+# but Hugging Face's Marian writes $[\sin_0, \sin_1, \dots \mid \cos_0, \cos_1, \dots]$. Is that
+# a different encoding? No: the same numbers with the columns in another order. The library's
+# tests check both layouts against Hugging Face `transformers`: the interleaved table against
+# DistilBERT's `create_sinusoidal_embeddings`, the concatenated one against Marian's
 # `MarianSinusoidalPositionalEmbedding` (`tests/lib/test_sinusoidal.py`).
+#
+# Not every concatenated table is a permutation. tensor2tensor (`get_timing_signal_1d`) and
+# fairseq (`SinusoidalPositionalEmbedding`) space their $h = d/2$ frequencies as
+# $10000^{-i/(h-1)}$, not $10000^{-i/h}$, so the slowest pair is exactly $1/10000$; fairseq's
+# docstring says it "differs slightly from the description in Section 3.5", and fairseq
+# numbers positions from `padding_idx + 1`, not 0. Those are other numbers: a checkpoint of
+# theirs needs their table, not ours permuted.
 
 # %% tags=["nbval-check-output"]
 concat = sinusoidal_table(max_len, d_model, layout="concat",
@@ -568,7 +581,8 @@ plt.show()
 
 # %% [markdown]
 # For a model trained from scratch the layout does not matter: a permutation of the input columns
-# is absorbed by the first weight matrix that reads them. It matters as soon as weights are
+# is absorbed by the weight matrices that read the residual stream (their columns permuted the
+# same way). It matters as soon as weights are
 # *loaded*: a checkpoint trained with one layout expects its columns in that order.
 
 # %% tags=["nbval-check-output"]
@@ -761,11 +775,12 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #   positions from 0; compute $\theta$ in log space and the angles in float64 (float32 angles are
 #   already wrong in the third decimal at position $10^5$).
 # - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
-#   nearly $10000\cdot2\pi$). The source article names them the other way round (erratum E1);
+#   $10000^{(d-2)/d}\cdot2\pi$, just under $10000\cdot2\pi$). The source article names them the other way round (erratum E1);
 #   the sign-change count settles it.
 # - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\theta_i)$: it depends only on the distance, is symmetric,
 #   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
-#   (for $d = 64$), it carries little distance information.
+#   (for $d = 64$), the plain dot product carries little distance information (learned weights
+#   can still weight the slow pairs, which keep changing).
 # - $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal rotations, the same for every $p$.
 # - The interleaved and concatenated layouts are one column permutation apart; it matters when
 #   loading weights.
@@ -838,18 +853,20 @@ answer_2 = ...  # "a", "b", "c" or "d"
 check_exercise_2(answer_2)
 
 # %% [markdown]
-# ### Exercise 3 · The shift matrix of the concatenated layout
-# Write `concat_shift(k, d_model)` returning the $(d, d)$ matrix $M$ with
-# $PE_{\text{concat}}(p+k) = M\,PE_{\text{concat}}(p)$ for every $p$ (base 10000). Hint: sine $i$
-# now sits in column $i$ and its cosine in column $i + d/2$; you can build it directly, or from
-# `shift_matrix` and `sinusoidal_layout_permutation` (the checker only tests the identity).
+# ### Exercise 3 · Design: frequencies for a short context
+# A model will only ever see 64 positions, with $d = 16$ (8 sin/cos pairs). With base 10000
+# most pairs are nearly constant over 64 positions (section 4). Design the 8 frequencies
+# `my_theta` (radians per position, a tensor of shape `(8,)`; any spacing you like) so that
+# - every $\theta_i$ lies strictly between 0 and $\pi$;
+# - the slowest pair is used: over the 64 positions it turns between a quarter and a half
+#   turn, $\pi/2 \le 63\,\theta_\text{min} < \pi$;
+# - any two of the 64 positions get encodings at least 0.5 apart (Euclidean).
+#
+# The checker builds the table from your frequencies and tests the three properties.
 
 # %% tags=["exercise", "nbval-check-output"]
-def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    raise NotImplementedError  # your code here
-
-
-check_exercise_3(concat_shift)
+my_theta = ...  # a tensor of 8 frequencies
+check_exercise_3(my_theta)
 
 # %% [markdown]
 # ## Further reading
@@ -890,20 +907,11 @@ check_exercise_2(answer_2)
 
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 3
-def concat_shift(k: int, d_model: int) -> torch.Tensor:
-    half = d_model // 2
-    angle = k * torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model * math.log(10000.0))
-    idx = torch.arange(half)
-    m = torch.zeros(d_model, d_model, dtype=torch.float64)
-    m[idx, idx] = angle.cos()                  # sin_i(p+k) = cos(k theta_i) sin_i(p) + sin(k theta_i) cos_i(p)
-    m[idx, idx + half] = angle.sin()
-    m[idx + half, idx] = -angle.sin()          # cos_i(p+k) = -sin(k theta_i) sin_i(p) + cos(k theta_i) cos_i(p)
-    m[idx + half, idx + half] = angle.cos()
-    return m
-
-
-check_exercise_3(concat_shift)
+# Exercise 3. Keep the geometric ladder and choose the base for the context:
+# theta_min = base^(-7/8) must lie in [pi/126, pi/63), so base^(7/8) is
+# between 20 and 40: a base from about 31 to 68. Base 40: 63 theta_min = 2.50.
+my_theta = 40.0 ** -(torch.arange(8) / 8)
+check_exercise_3(my_theta)
 
 # %% [markdown]
 # ## End of notebook 01

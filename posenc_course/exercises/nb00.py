@@ -3,23 +3,17 @@
 Exercise 1 (predict, then run): the exact best accuracy of a bag-of-words model on a lopsided
   "who did what" task, :data:`LOPSIDED_TASK`.
 Exercise 2 (explain why): why a causal decoder without positions is not permutation-equivariant.
-Exercise 3 (implement): undo a shuffle (inverse permutation) and use it to show a 2-layer encoder
-  is equivariant.
+Exercise 3 (design): agents and patients for a task whose bag-of-words ceiling is in [0.8, 1): the
+  checker computes the ceiling of the learner's task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import torch
-from torch import Tensor
-
 from posenc_course.data import WhoDidWhat
 from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
-from posenc_lib.models import TinyTransformer
 
-__all__ = ["LOPSIDED_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["ANIMALS", "LOPSIDED_TASK", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
 #: The task of exercise 1. Agents are only ever the cat or the dog; the mouse can only be chased, seen, bitten or fed.
 LOPSIDED_TASK = WhoDidWhat(agents=("cat", "dog"), patients=("cat", "dog", "mouse"), held_out_pairs=())
@@ -63,38 +57,29 @@ check_exercise_2 = choice(
 )
 
 
-def _encoder(causal: bool, seed: int = 0) -> TinyTransformer:
-    """A small float64 2-layer model without positions (encoder, or causal decoder)."""
-    torch.manual_seed(seed)
-    return TinyTransformer(vocab_size=11, n_outputs=3, d_model=16, n_heads=4, n_layers=2, causal=causal).double().eval()
+#: The animals of section 3's task, from which exercise 3's design draws.
+ANIMALS = WhoDidWhat().entities
 
 
-def _permutations(seq: int, count: int, seed: int) -> list[Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    return [torch.randperm(seq, generator=gen) for _ in range(count)]
-
-
-@checker(N_("Exercise 3 (undo a shuffle)"))
-def check_exercise_3(ex: Exercise, inverse_permutation: Callable[[Tensor], Tensor]) -> None:
-    """``inverse_permutation(perm)`` must return ``inv`` (int64) with ``perm[inv] == inv[perm] == arange``."""
-    for seq in (1, 2, 5, 9):
-        for perm in _permutations(seq, 4, seed=seq):
-            inv = ex.call(inverse_permutation, perm.clone())
-            ex.expect(isinstance(inv, Tensor), _("return a torch.Tensor, got {type}").format(type=type(inv).__name__))
-            ex.expect(inv.dtype == torch.long and inv.shape == perm.shape,
-                      _("return an int64 tensor of shape {shape}, got dtype {dtype}, shape {got_shape}").format(
-                          shape=tuple(perm.shape), dtype=inv.dtype, got_shape=tuple(inv.shape)))
-            ex.expect(torch.equal(perm[inv], torch.arange(seq)) and torch.equal(inv[perm], torch.arange(seq)),
-                      _("for perm={perm} you returned {inv}, but perm[inv] = {composed} is not 0..{last}. Position "
-                        "inv[j] must hold the index i where perm[i] == j.").format(
-                          perm=perm.tolist(), inv=inv.tolist(), composed=perm[inv].tolist(), last=seq - 1))
-    model = _encoder(causal=False)
-    tokens = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(1))
-    reference = model.features(tokens)
-    worst = 0.0
-    with torch.no_grad():
-        for perm in _permutations(9, 5, seed=2):
-            restored = model.features(tokens[:, perm])[:, ex.call(inverse_permutation, perm)]
-            worst = max(worst, (restored - reference).abs().max().item())
-    ex.expect(worst < 1e-12, _("un-shuffled outputs differ from the originals by {worst:.2e}").format(worst=worst))
-    ex.passed(_("shuffle -> 2-layer encoder -> un-shuffle reproduces every output (max |diff| < 1e-12)"))
+@checker(N_("Exercise 3 (design a task a bag of words almost solves)"))
+def check_exercise_3(ex: Exercise, agents: object, patients: object) -> None:
+    """``agents`` and ``patients`` (tuples of animals of :data:`ANIMALS`) must make a ``WhoDidWhat`` task whose
+    exact bag-of-words ceiling is at least 0.8 and below 1: most bags name their agent, not all."""
+    for name, value in (("my_agents", agents), ("my_patients", patients)):
+        ex.expect(isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value),
+                  _("`{name}` must be a tuple of animal names, got {value!r}").format(name=name, value=value))
+        unknown = sorted(set(value) - set(ANIMALS))
+        ex.expect(not unknown, _("`{name}` names {unknown}; the animals are {animals}").format(
+            name=name, unknown=unknown, animals=", ".join(ANIMALS)))
+    try:
+        task = WhoDidWhat(agents=tuple(agents), patients=tuple(patients), held_out_pairs=())
+    except ValueError as error:
+        ex.fail(str(error))
+    ceiling = task.bag_of_words_ceiling()
+    ex.expect(ceiling < 1 - 1e-9, _("the ceiling is 1: every bag names its agent, so word order no longer matters. "
+                                    "Let at least two animals act on each other."))
+    ex.expect(ceiling >= 0.8 - 1e-9, _("the ceiling is {ceiling:.3f}: too many bags hold two animals that can both act. "
+                                "Make most pairs ones in which only one of the two animals is ever an agent.").format(
+                                    ceiling=ceiling))
+    ex.passed(_("the bag-of-words ceiling of your task is {ceiling:.3f}: a model without positions gets most "
+                "sentences right, and only the bags of two possible agents need word order.").format(ceiling=ceiling))

@@ -6,22 +6,19 @@ Each checker and what it expects::
                                          (d = 64, base 10000) complete a full turn within 512
                                          positions (wavelength <= 512)
     check_exercise_2(letter)             explain why: a sine *and* a cosine per frequency
-    check_exercise_3(fn)                 fn(k, d_model) -> the shift matrix of the concat layout:
-                                         PE(p+k) = M @ PE(p)
+    check_exercise_3(theta)              design: 8 frequencies for a 64-position context, checked for
+                                         three properties (no aliasing, the slowest pair used, distinct rows)
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
 from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
-from posenc_lib.embeddings.sinusoidal import sinusoidal_table
 
-__all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
+__all__ = ["CONTEXT", "PAIRS", "check_exercise_1", "check_exercise_2", "check_exercise_3"]
 
 check_exercise_1 = prediction(
     N_("Exercise 1 (predict the pairs that turn within 512 positions)"), variable="predicted_turns", tolerance=0,
@@ -74,23 +71,32 @@ def _as_float64(ex: Exercise, answer: object, shape: tuple[int, ...]) -> Tensor:
     return answer.detach().to("cpu", torch.float64)
 
 
-@checker(N_("Exercise 3 (shift matrix, concatenated layout)"))
-def check_exercise_3(ex: Exercise, fn: Callable[[int, int], Tensor]) -> None:
-    """fn(k, d_model) must return M with concat_table[p + k] = M @ concat_table[p] for every p."""
-    n = 200
-    for k, d_model in [(1, 4), (5, 16), (-7, 16), (40, 32), (0, 8)]:
-        m = _as_float64(ex, ex.call(fn, k, d_model), (d_model, d_model))
-        table = sinusoidal_table(n, d_model, layout="concat", dtype=torch.float64)
-        p = torch.arange(max(0, -k), n - max(0, k))
-        err = (table[p + k] - table[p] @ m.T).abs().max().item()
-        if err > 1e-5:
-            transposed = (table[p + k] - table[p] @ m).abs().max().item()
-            ex.expect(transposed > 1e-5, _("for k={k} your matrix is the transpose of M_k: PE(p+k) = M_k @ PE(p) "
-                                           "treats PE(p) as a column vector").format(k=k))
-            backwards = (table[p] - table[p + k] @ m.T).abs().max().item()
-            ex.expect(backwards > 1e-5, _("for k={k} your matrix shifts by -k instead of +k (check the signs of "
-                                          "sin)").format(k=k))
-        ex.expect(err <= 1e-5, _("for k={k}, d_model={d_model}: max |PE(p+k) - M PE(p)| = {err:.3g}, expected < 1e-5 "
-                                 "(in the concat layout, sin_i sits in column i and cos_i in column i + "
-                                 "d_model/2)").format(k=k, d_model=d_model, err=err))
-    ex.passed(_("PE(p+k) = M_k PE(p) holds for 5 offsets, negative and zero included"))
+#: Exercise 3's context and width: 64 positions, d_model = 16 (8 sin/cos pairs).
+CONTEXT, PAIRS = 64, 8
+
+
+@checker(N_("Exercise 3 (design the frequencies for a 64-position context)"))
+def check_exercise_3(ex: Exercise, theta: object) -> None:
+    """``theta``: 8 frequencies (radians per position) with 0 < theta < pi, the slowest turning between a quarter
+    and a half turn over 64 positions (pi/2 <= 63 min(theta) < pi), and the 64 rows of the resulting sin/cos table
+    at least 0.5 apart."""
+    theta = _as_float64(ex, theta, (PAIRS,))
+    ex.expect(bool((theta > 0).all() and (theta < torch.pi).all()),
+              _("every frequency must lie strictly between 0 and pi, got {theta}: at pi or faster, a pair cannot tell a "
+                "step forward from a step back").format(theta=[round(t, 4) for t in theta.tolist()]))
+    slowest = (CONTEXT - 1) * theta.min().item()
+    ex.expect(slowest >= torch.pi / 2,
+              _("your slowest pair turns by {angle:.3f} rad over the 64 positions, less than a quarter turn (pi/2): it "
+                "is nearly constant there, a wasted pair (base 10000 gives 0.02 rad)").format(angle=slowest))
+    ex.expect(slowest < torch.pi,
+              _("your slowest pair turns by {angle:.3f} rad over the 64 positions, half a turn (pi) or more: no pair "
+                "then orders the positions from first to last").format(angle=slowest))
+    angles = torch.arange(CONTEXT, dtype=torch.float64)[:, None] * theta
+    table = torch.cat([angles.sin(), angles.cos()], dim=1)  # (64, 16)
+    distance = torch.cdist(table, table) + torch.eye(CONTEXT) * 1e9
+    closest = distance.min().item()
+    i, j = divmod(int(distance.argmin()), CONTEXT)
+    ex.expect(closest >= 0.5, _("positions {i} and {j} are only {closest:.3f} apart: spread the frequencies so that "
+                                "every pair of positions differs in some pair").format(i=i, j=j, closest=closest))
+    ex.passed(_("no pair aliases, the slowest turns {angle:.2f} rad (between pi/2 and pi) over the context, and any "
+                "two of the 64 positions are at least {closest:.2f} apart").format(angle=slowest, closest=closest))

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from posenc_course.exercises import ExerciseFailure
-from posenc_course.exercises.nb00 import LOPSIDED_TASK, check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_course.exercises.nb00 import ANIMALS, LOPSIDED_TASK, check_exercise_1, check_exercise_2, check_exercise_3
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
-
-
-def inverse_permutation(perm):
-    inv = torch.empty_like(perm)
-    inv[perm] = torch.arange(len(perm))
-    return inv
 
 
 # exercise 1: predict the lopsided ceiling, then run
@@ -49,23 +42,23 @@ def test_exercise_2_rejects_each_wrong_option_with_its_own_hint(letter, hint, se
         second_try(check_exercise_2, letter)
 
 
-# exercise 3: undo a shuffle
-def test_exercise_3_accepts_correct_answers(capsys):
-    check_exercise_3(inverse_permutation)
-    check_exercise_3(torch.argsort)  # another correct answer
-    assert capsys.readouterr().out.count("[passed] Exercise 3") == 2
+# exercise 3: design a task a bag of words almost solves
+@pytest.mark.parametrize(("agents", "patients"), [
+    (("cat", "dog"), ("cat", "dog", "mouse", "bird", "fox")),  # 1/4 * 1/2 + 3/4 = 0.875
+    (("cat", "dog"), ("cat", "dog", "mouse", "bird", "fox", "bear")),  # 1/5 * 1/2 + 4/5 = 0.9
+    (("cat", "dog", "mouse"), ANIMALS),  # exactly 0.8, computed as 0.7999999999999975
+])
+def test_exercise_3_accepts_designs_with_the_property(agents, patients, capsys):
+    check_exercise_3(agents, patients)
+    assert "[passed] Exercise 3" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    "wrong",
-    [
-        lambda perm: perm,  # the permutation itself (only right when it is an involution)
-        lambda perm: torch.arange(len(perm)),  # the identity
-        lambda perm: perm.flip(0),
-        lambda perm: inverse_permutation(perm).float(),  # right values, wrong dtype
-        lambda perm: inverse_permutation(perm).tolist(),  # not a tensor
-    ],
-)
-def test_exercise_3_rejects_wrong_answers(wrong):
+@pytest.mark.parametrize(("agents", "patients"), [
+    (("cat", "dog"), ("cat", "dog", "mouse")),  # 0.75: exercise 1's task
+    (ANIMALS, ANIMALS),  # section 3's task: 0.5
+    (("cat",), ("dog", "mouse")),  # 1: order no longer matters
+    (("cat", "lion"), ("dog",)), ("cat", ("dog",)), ((), ("dog",)),
+])
+def test_exercise_3_rejects_designs_without_it(agents, patients):
     with pytest.raises(ExerciseFailure, match="Exercise 3"):
-        check_exercise_3(wrong)
+        check_exercise_3(agents, patients)
