@@ -19,12 +19,13 @@
 #
 # **What you will learn**
 # - why rotating 2-D pairs makes a score depend on the offset only;
-# - the real and complex forms, the interleaved (Meta) and half-split (Hugging Face) layouts,
+# - the real and complex forms, the interleaved (Meta) and half-split (Hugging Face's Llama)
+#   layouts,
 #   and converting a checkpoint between them;
 # - where RoPE sits in attention, and the position of a KV-cache decode step;
 # - the decay bound, float32 angles, partial rotary;
-# - that plain RoPE does **not** extrapolate (erratum E3): beyond 4L it is no better than no
-#   position, and a control shows why.
+# - that plain RoPE does **not** extrapolate by itself (erratum E3): in a small decoder, from 4L
+#   on it is no better than no position, and a control shows that unseen distances break it.
 #
 # **Sections 1-5 are the 90-minute lesson.** Sections 6-10 are a second session, each
 # independent of the others.
@@ -391,8 +392,9 @@ print("complex form == real form (inline and library); score = Re sum_i q_i"
 #
 # Models run in bfloat16, and `view_as_complex` accepts only half, float and double tensors, so
 # a complex implementation up-casts q and k in every layer. The real form needs only elementwise
-# products and a `rotate_half` (or a pair swap) in any dtype: Hugging Face's models and this
-# library's `apply_rope` use it; Meta's reference code casts to float32.
+# products and a `rotate_half` (or a pair swap) in any dtype: that is one reason Hugging Face's
+# Llama code and this library's `apply_rope` use it. Meta's reference code casts to float32, and
+# so does Hugging Face's Llama 4 code, which uses the complex form.
 
 # %% tags=["deep-dive", "nbval-check-output"]
 try:
@@ -414,7 +416,7 @@ print("the real form runs in bfloat16 as it is")
 # common RoPE bug.
 #
 # - **Interleaved** (RoFormer, Meta's `llama/model.py`): pair $i$ is $(x_{2i}, x_{2i+1})$.
-# - **Half-split** (Hugging Face, `rotate_half`): pair $i$ is $(x_i, x_{i+d/2})$. With
+# - **Half-split** (Hugging Face's Llama code, `rotate_half`): pair $i$ is $(x_i, x_{i+d/2})$. With
 #   $x = [x_1 \,|\, x_2]$ split in halves,
 #   $\text{rotate\_half}(x) = [-x_2 \,|\, x_1]$ and
 #   $\text{RoPE}(x) = x \odot [\cos\,|\,\cos] + \text{rotate\_half}(x) \odot [\sin\,|\,\sin]$.
@@ -654,7 +656,7 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 # how do we fix it?
 #
 # Loading as is runs without any error. It is silently wrong (one trained model, as an
-# illustration; the size of the damage varies from model to model, its presence does not):
+# illustration; the size of the damage will vary from model to model):
 
 # %% tags=["nbval-check-output"]
 as_is = rope_decoder("half")
@@ -705,7 +707,7 @@ checked(
 # $$\Big|\sum_{i=0}^{d/2-1} h_i e^{j(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{r=1}^{d/2} |S_r|
 # \qquad (h_{d/2} = 0).$$
 # The content enters only through the first factor, the distance only through the second. We
-# plot $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$ as the paper does, up to 32768 tokens.
+# plot $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$, up to 32768 tokens.
 
 # %% tags=["nbval-check-output"]
 d_rf = 128
@@ -889,8 +891,13 @@ checked(
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
-# The source article (§4.1) says RoPE degrades 「相对平滑」 ("relatively smoothly") far past the
-# training length. Plain RoPE does not (erratum E3). A common explanation: the slow pairs never
+# The source article (§4.1):
+# 「长度外推性优秀：由于其数学形式，RoPE在处理远长于训练序列的文本时，性能下降相对平滑，外推能力显著优于绝对位置编码。」
+# ("Excellent length extrapolation: because of its
+# mathematical form, RoPE's performance degrades relatively smoothly on texts far longer than
+# the training sequences, and its extrapolation is markedly better than that of absolute
+# encodings.") The comparison with absolute encodings holds in part in 06's language models
+# (erratum E3). Here we ask the first half: does a small RoPE decoder degrade smoothly? A common explanation: the slow pairs never
 # complete a turn within the training length $L$, so beyond $L$ they meet new angles. How many
 # pairs turn within $L$ ($2\pi/\theta_i \le L$)? Base 2 makes all of ours turn: the control.
 
@@ -1037,7 +1044,7 @@ for length in (TRAIN_LEN, 4 * TRAIN_LEN, LONG):
 # %% [markdown]
 # **Reading the tables.** At $L$ every arm beats every floor. Beyond $L$ plain RoPE falls to the
 # floors: at 4L it is not separated from no position (0.076 against 0.107) and behind the bag
-# of tokens; at 8L it is level with all three (0.075 against 0.082). **From 4L on it is no
+# of tokens; at 8L it is not separated from any of the three (0.075 against 0.082). **From 4L on it is no
 # better than no position at all**, like both absolute
 # tables of [02 §8](02_learnable.ipynb) at unseen positions; so is the absolute sinusoid. Base 2
 # keeps 0.991 at 4L and 8L, ahead of every floor: with every pair turning within $L$ the
@@ -1139,7 +1146,7 @@ checked(
 # ## 10 · Partial rotary
 #
 # **Question.** Must every coordinate of a head be rotated? No. GPT-NeoX rotates the first
-# quarter of each head (`rotary_pct = 0.25` in its Hugging Face config), Phi-2 40%
+# quarter of each head (`rotary_pct = 0.25` in its `config.json`), Phi-2 40%
 # (`partial_rotary_factor = 0.4`): the other coordinates pass through unchanged. In the library,
 # `RotaryPE(head_dim, rotary_fraction=...)`; the rotated width gets its own frequencies
 # $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$, and the score splits into a rotated part,
@@ -1220,7 +1227,7 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 # - RoPE rotates each 2-D pair of the query and key by $m\theta_i$: the score depends on $m - n$
 #   only, norms are kept, nothing is learned (sections 1-2); the real and complex forms are one
 #   function (section 3).
-# - Interleaved (Meta) and half-split (Hugging Face) layouts differ by a fixed permutation of the
+# - Interleaved (Meta) and half-split (Hugging Face's Llama) layouts differ by a fixed permutation of the
 #   head dimension; a checkpoint loaded in the wrong layout fails silently, and converting it
 #   permutes the q and k rows within each head (sections 4, 6).
 # - RoPE acts on q and k after the head split, never on v; a KV-cache decode step rotates the
