@@ -909,7 +909,7 @@ display(
 # **Check.** On every seed the decoder's states name the position several times more often than
 # chance; without the mask the probe is at chance, as for any encoder without position.
 
-# %% tags=["nbval-check-output"]
+# %%
 assert min(nope_probe[MASKED[True]]) > 3 * chance_pos
 assert max(nope_probe[MASKED[False]]) < 1.5 * chance_pos
 

@@ -160,7 +160,7 @@ print(
 # (`posenc_lib.training.train`): AdamW, each step 32 random windows of $L$ characters from the
 # training plays, the learning rate decaying linearly to a tenth. Its source:
 
-# %%
+# %% tags=["nbval-check-output"]
 print(inspect.getsource(train_base_model))
 print(CONFIG)
 

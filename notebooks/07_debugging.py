@@ -281,7 +281,7 @@ checked(
 # (1/15) and the model without position trained the same way, in the same place (encoder or
 # decoder). The verdict lines apply the series' rule ([02 §3](02_learnable.ipynb)).
 
-# %% tags=["nbval-check-output"]
+# %%
 SHORT = {"RotaryPE": "RoPE", "T5RelativeBias": "T5", "ALiBi": "ALiBi"}
 start_tables = {}
 for where in ("decoder", "encoder"):
@@ -294,7 +294,7 @@ for where in ("decoder", "encoder"):
         metric="probe accuracy", digits=2,
     )
 
-# %% jupyter={"source_hidden": true} tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true}
 for short in SHORT.values():
     decoder, encoder = start_tables["decoder"], start_tables["encoder"]
     assert decoder.verdict(f"{short} decoder", "chance").a_ahead
@@ -348,7 +348,7 @@ e7_table = floors.with_floors(
     metric="article's test (decoder, start token)", digits=2,
 )
 
-# %% jupyter={"source_hidden": true} tags=["nbval-check-output"]
+# %% jupyter={"source_hidden": true}
 for name in SCHEMES:
     if name in ("SinusoidalPE", "LearnablePE"):
         assert (e7[name] == 1.0).all()
@@ -1030,7 +1030,7 @@ print("after convert_rope_checkpoint: golden-output test passes")
 # erratum E8.)
 
 
-# %%
+# %% tags=["nbval-check-output"]
 class Bf16AnglesRoPE(RotaryPE):
     """The bug: positions and angles in the model dtype."""
 

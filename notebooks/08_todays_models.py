@@ -249,7 +249,7 @@ print(f"Gemma 4 global layers: {int(keep.sum())} of {d // 2} pairs turn")
 # Against the models' own rotary modules, within and far beyond the original context: `agree`
 # asserts a bound (0: bit for bit) and records it.
 
-# %% tags=["nbval-check-output"]
+# %%
 agree = nb08.Agreement()
 module_of = {"Llama 3.1": hf_llama.LlamaRotaryEmbedding,
              "Phi-3": hf_phi3.Phi3RotaryEmbedding,
@@ -269,7 +269,7 @@ for (name, kind), ours in schemes.items():
 # A table is not yet a model: on a tiny Llama attention layer with Llama 3 scaling ($L_0 = 32$),
 # `attention_from_hf` copies the weights into the library's layer, which gives the same output:
 
-# %% tags=["nbval-check-output"]
+# %%
 x = torch.randn(2, 40, 64, generator=torch.Generator().manual_seed(1))
 positions = torch.arange(40)[None]
 llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -488,7 +488,7 @@ checked("DecoupledRoPE rotates as the inline slice does and carries the gain "
 #
 # Cohere pairs dims as neighbours, $(x_{2i}, x_{2i+1})$ (notebook 03), and Cohere2 rotates only
 # its sliding-window layers. One check per layer kind:
-# %% tags=["nbval-check-output"]
+# %%
 config = transformers.Cohere2Config(
     **nb08.TINY, layer_types=["sliding_attention", "full_attention"],
     sliding_window=6, rope_parameters={"rope_type": "default",
