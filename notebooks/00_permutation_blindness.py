@@ -98,14 +98,14 @@ plt.show()
 #   S = \tfrac{1}{\sqrt{d_h}}(XW_q)(XW_k)^\top .$$
 #
 # Shuffle the tokens with a permutation matrix $P$ (one 1 in each row and column). The
-# scores become $P S P^\top$: rows *and* columns shuffled the same way. A row-wise softmax
-# does not care in which order a row's entries come, so
+# scores become $P S P^\top$: rows *and* columns shuffled the same way. Permuting a row's
+# entries permutes its softmax the same way, so
 # $\mathrm{softmax}(PSP^\top) = P\,\mathrm{softmax}(S)\,P^\top$, and since $P^\top P = I$:
 #
 # $$\mathrm{Attn}(PX) = P\,\mathrm{softmax}(S)\,P^\top P X W_v = P\,\mathrm{Attn}(X).$$
 #
 # The formula in a few lines, in float64, so that the only differences left are rounding
-# errors near $10^{-16}$:
+# errors, far below $10^{-12}$:
 
 # %% tags=["nbval-check-output"]
 def attention(X, W_q, W_k, W_v):
@@ -446,7 +446,7 @@ print("W [e; p] == W_e e + W_p p")
 # What concatenation costs: every block (attention $4d^2$, MLP $8d^2$ weights) grows with
 # the *square* of the width. The table counts parameters with the library's own
 # `TransformerBlock` for the size of the original Transformer base's encoder (width 512,
-# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. §5.1), built on
+# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. Table 3, "base"), built on
 # PyTorch's `meta` device, which records shapes without allocating memory. Its positions
 # are sinusoids, which have no parameters, however wide.
 

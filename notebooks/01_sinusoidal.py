@@ -775,12 +775,14 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #   positions from 0; compute $\theta$ in log space and the angles in float64 (float32 angles are
 #   already wrong in the third decimal at position $10^5$).
 # - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
-#   $10000^{(d-2)/d}\cdot2\pi$, just under $10000\cdot2\pi$). The source article names them the other way round (erratum E1);
-#   the sign-change count settles it.
+#   $10000^{(d-2)/d}\cdot2\pi$, just under $10000\cdot2\pi$). The source article names them the
+#   other way round (erratum E1); the sign-change count settles it.
 # - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\theta_i)$: it depends only on the distance, is symmetric,
 #   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
 #   (for $d = 64$), the plain dot product carries little distance information (learned weights
-#   can still weight the slow pairs, which keep changing).
+#   can still weight the slow pairs, which keep changing). Inside attention the score is
+#   $PE(p)^\top W_q^\top W_k\,PE(q)$, and learned weights need not keep it a function of $p - q$
+#   alone.
 # - $PE(p+k) = M_k\,PE(p)$ with $M_k$ block-diagonal rotations, the same for every $p$.
 # - The interleaved and concatenated layouts are one column permutation apart; it matters when
 #   loading weights.

@@ -17,8 +17,9 @@
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (the three places
 # position can enter, and why an encoder without position is blind to order),
-# [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb)
-# and [03 · RoPE](03_rope.ipynb) (the schemes compared here).
+# [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb),
+# [03 · RoPE](03_rope.ipynb) (the schemes compared here) and [04 · Vision](04_vision.ipynb) (the
+# one-layer ViT and its class token, in section 4).
 #
 # **Run time:** about 43 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 21 small training runs of 150 steps (7 schemes × 3 seeds).
@@ -175,7 +176,8 @@ plt.show()
 
 # %% [markdown]
 # **Check.** Bidirectional: distances 0-7 are exact on each side, keys after the query use
-# buckets 16-31. Causal: distances 0-15 are exact. The last bucket starts well before
+# buckets 17-31 (offset 0 counts with the keys before, so bucket 16 is never used). Causal:
+# distances 0-15 are exact. The last bucket starts well before
 # `max_distance`: the rounded-down log reaches $B - 1$ at distance 91 (bidirectional) and 113
 # (causal). T5 scales $q^\top k$ by 1, ALiBi by $1/\sqrt{d}$.
 
@@ -543,8 +545,9 @@ assert bytes_mask - bytes_folded > mask_bytes and bytes_folded < mask_bytes / 4
 # %% [markdown] tags=["deep-dive"]
 # **A caveat: precision.** The two forms are equal in exact arithmetic, not in 16-bit floats. The
 # compact values $m_h j$ grow with the position (up to 511 for head 1 at $L = 1024$), and bf16
-# keeps 8 significant bits, so near 511 it rounds to steps of 2; the full form's values that
-# matter (near the diagonal) are small and keep their digits. Measured: the same layer in bf16,
+# keeps 8 significant bits, so values that large round to steps of several units (the library
+# stores them divided by the score's scale, which changes the step, not the point); the full
+# form's values that matter (near the diagonal) are small and keep their digits. Measured: the same layer in bf16,
 # against a float64 run of the full form.
 
 # %% tags=["deep-dive", "nbval-check-output"]
@@ -796,7 +799,8 @@ display(
 
 # %% [markdown]
 # **Check.** On every seed, three zero-padded PEGs let the probe name most positions; one PEG
-# tells only the nine border classes apart; circular padding leaves the probe at chance.
+# tells only nine classes apart (four corners, four edges, the interior); circular padding
+# leaves the probe at chance.
 
 # %%
 assert min(peg_probe["3 PEG, zeros"]) > 0.5 > 10 * chance_peg
@@ -815,9 +819,10 @@ assert max(peg_probe["3 PEG, circular"]) < 2 * chance_peg
 # **Question.** An encoder without position cannot know where a token is (notebook 00). Does a
 # **decoder** without position know?
 #
-# Haviv et al. (2022) found that causal language models with no positional encoding (NoPE) come
-# close to those with one, and that their states encode position: under the causal mask token $i$
-# averages over exactly $i + 1$ tokens. Here: 1-layer decoders with no encoding (3 seeds),
+# Haviv et al. (2022) found that causal language models with no positional encoding (their
+# "NoPos"; NoPE is Kazemnejad et al.'s later name) come close to those with one, and that their
+# states encode position; they conjecture that the causal mask lets token $i$ count its $i + 1$
+# visible tokens. Here: 1-layer decoders with no encoding (3 seeds),
 # trained on the task of section 7, then a probe on their states; the same weights **without**
 # the mask are an encoder.
 
@@ -1316,7 +1321,7 @@ plt.show()
 # |---|---|---|---|
 # | bidirectional encoder | any encoding | 05 §5: probe at chance without the mask | which one, for text |
 # | causal decoder | the mask alone gives some position, not an exact offset | 05 §5: probe 5.0 times chance (3 seeds); 05 §7: no encoding stays at the bag of earlier tokens; 06 §4: NoPE 8.55 at $L$, behind the others | NoPE at scale |
-# | a fixed offset matters | any encoding but ALiBi | 05 §7: RoPE, T5, Transformer-XL and both added tables ahead of every floor; ALiBi at the bag of tokens (0.23) | relative against absolute; a ranking among them |
+# | a fixed offset matters | any encoding but ALiBi | 05 §7: RoPE, T5, Transformer-XL and both added tables ahead of every floor; ALiBi (0.238) at the bag of tokens | relative against absolute; a ranking among them |
 # | decoder with KV cache | RoPE works, angles in float32 | 03 §5, §8: RoPE alone | a comparison: no other scheme was run with a cache |
 # | train short, run long | Transformer-XL, ALiBi, or RoPE with a sliding window | 06 §4: 7.45 and 8.16 at $8L$; 06 §6: windowed RoPE 7.34 at positions 64-255; 08 §4 | beyond $8L$; whether the longer context is used |
 # | longer RoPE | a short fine-tune | 06 §4, §8: 12.39 at $8L$ after 40 steps; zero-shot YaRN 18.37 | larger models |

@@ -18,8 +18,9 @@
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
-# [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb) and
-# [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi).
+# [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb),
+# [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi) and, for dynamic NTK in
+# section 4, [06 · Length extrapolation](06_length_extrapolation.ipynb).
 #
 # **Run time:** about 67 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in section 1's probes and eighteen small decoders.
@@ -125,7 +126,9 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 #
 # Two checks on untrained models complete the picture: does the output change when all
 # positions move by 50 (`shift_sensitivity`), and does it depend on token order
-# (`permutation_sensitivity`, notebook 00)? Where three seeds spread widely (the relative
+# (`permutation_sensitivity`, notebook 00: shuffle the tokens, move the outputs back into place,
+# and take the largest change; a model blind to order just moves its outputs with the tokens,
+# a change at rounding level)? Where three seeds spread widely (the relative
 # encoders with a start token), we run ten.
 
 # %% tags=["nbval-check-output"]
@@ -313,7 +316,7 @@ assert not start_tables["encoder"].verdict("T5 encoder", "no position").a_ahead
 #   without position has no relative term, yet order matters to it: the causal mask gives token
 #   $i$ exactly $i+1$ keys.
 # - **With a start token** the decoder without position learns absolute position (1.00; Haviv et
-#   al. 2022 probed the same in language models), and no relative decoder is ahead of it: in a
+#   al. 2022 probed related questions in language models), and no relative decoder is ahead of it: in a
 #   decoder the mask is enough. In an encoder RoPE is ahead of both floors, ALiBi by a small
 #   margin over ten widely spread seeds, and T5 is not separated from them. One explanation, not
 #   tested here: the weight a token puts on the start token depends on its distance.
@@ -954,8 +957,8 @@ checked(
 # The lag-3 models survive: their task is the same at every position they learned. The
 # first-token models fail: the first real token of a row of $n$ tokens sits at position $16 - n$,
 # and the model looks for position 0, a masked pad. At 0.30 they fall behind the bag of tokens
-# (0.38) and the decoder without position (0.44), both scored on the same positions: wrong
-# positions are worse than none. Positions
+# (0.38) and the decoder without position (0.44), both scored on the same positions: on this
+# task, wrong positions are worse than none. Positions
 # from the mask restore them, ahead of every floor.
 
 # %% [markdown]
@@ -1365,7 +1368,7 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 #   and ALiBi stay exactly at chance. With a start token every decoder learns it, the one without
 #   position too. The article's test keeps the relative schemes at chance (E7).
 # - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; only the
-#   gradient check names a detached table.
+#   the probe does not name a detached table; the gradient check (or a weight diff) does.
 # - **Attention maps** (§3): with all position ids 0, RoPE decoders lose their stripes and fall
 #   from 1.00 to 0.16, behind a bag of earlier tokens (0.25).
 # - **Padding** (§4): left padding with default positions breaks absolute encodings (first-token
@@ -1481,7 +1484,7 @@ check_exercise_5(answer_5)
 # - Hugging Face [`convert_llama_weights_to_hf.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/convert_llama_weights_to_hf.py): the q/k permutation between Meta's interleaved
 #   and Hugging Face's half-split RoPE layout (notebook 03, section 6).
 # - Haviv et al., *[Transformer Language Models without Positional Encodings Still Learn Positional
-#   Information](https://arxiv.org/abs/2203.16634)* (2022): the causal mask as a position signal, with probes like section 1's.
+#   Information](https://arxiv.org/abs/2203.16634)* (2022): the causal mask as a position signal (their conjecture), with probes of trained language models.
 # - Kazemnejad et al., *[The Impact of Positional Encoding on Length Generalization in Transformers](https://arxiv.org/abs/2305.19466)*
 #   (2023): NoPE, relative and absolute schemes compared.
 # - Su et al., *[RoFormer](https://arxiv.org/abs/2104.09864)* (2021); Raffel et al., *[T5](https://arxiv.org/abs/1910.10683)* (2020); Press et al., *[ALiBi](https://arxiv.org/abs/2108.12409)* (2022); Vaswani

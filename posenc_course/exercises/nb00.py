@@ -46,7 +46,7 @@ check_exercise_2 = choice(
            "which is why decoders without any encoding can still learn positions (the open-ended experiment, "
            "and 05)."),
     hints={
-        "a": N_("a row-wise softmax does not care in which order the entries come (section 1 uses exactly "
+        "a": N_("permuting a row's entries permutes its softmax the same way (section 1 uses exactly "
                 "this): the encoder, with the same softmax, has a gap at rounding level."),
         "b": N_("both models are untrained (fresh random weights); the gap is there before any training."),
         "c": N_("rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "

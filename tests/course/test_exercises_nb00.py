@@ -35,7 +35,7 @@ def test_exercise_2_accepts_the_mask(capsys):
     assert "[passed] Exercise 2" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("a", "softmax does not care"), ("b", "untrained"),
+@pytest.mark.parametrize(("letter", "hint"), [("a", "permutes its softmax"), ("b", "untrained"),
                                               ("c", "rounding differences"), ("e", "one of")])
 def test_exercise_2_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_try):
     with pytest.raises(ExerciseFailure, match=hint):
