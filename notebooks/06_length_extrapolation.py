@@ -257,7 +257,7 @@ print(
 
 # %% tags=["nbval-check-output"]
 ngram, ngram_loss = {}, {}  # order -> the model, its (32, 8L) losses
-for n in range(3, 9):
+for n in (1, *range(3, 9)):  # 1: a unigram, no context at all
     ngram[n] = KneserNey(corpus.train, n, V)
     ngram_loss[n] = ngram[n].window_losses(inputs, targets).float()
 baseline = {
@@ -496,7 +496,7 @@ print(
 )
 
 # %% [markdown]
-# **A short fine-tune.** PI slows every pair, the fast ones that carry local order included, so
+# **A short fine-tune.** PI slows every pair, the fast ones that carry local order included;
 # Chen et al. fine-tune briefly at the new length. Here: 40 steps at $sL$ on a copy of each RoPE
 # model with PI at factor $s$, 1024 characters per batch. The control: the same fine-tune of
 # plain RoPE at $8L$.
@@ -642,7 +642,8 @@ from_scratch = PANELS["Trained at L = 32, evaluated longer"]
 at_8L = {name: ppl[name][:, -1] for name in from_scratch if name != "NoPE"}
 table_8L = with_floors(
     at_8L,
-    [ngram_floor(6, -1), ngram_floor(4, -1), no_position(ppl["NoPE"][:, -1])],
+    [ngram_floor(6, -1), ngram_floor(4, -1), no_position(ppl["NoPE"][:, -1]),
+     fixed("unigram", baseline["1-gram"][-1], "no context: letter counts")],
     metric="perplexity at 8L", higher_is_better=False, relative=True, digits=2,
 )
 print(compare(
@@ -710,13 +711,18 @@ assert all(
     for m in ("sinusoidal", "learnable (clamped)", "RoPE", "T5 bias")
 )
 assert not any(v.a_ahead for v in gains.values())
+# the sinusoid and RoPE at 8L: worse than no context at all
+assert all(
+    table_8L.verdict(m, "unigram").b_ahead for m in ("sinusoidal", "RoPE")
+)
 checked(
     "the growth factors; at 8L Transformer-XL < ALiBi < T5 bias < NoPE <"
     " RoPE and the sinusoid (those two not separated); NoPE behind at L; PI ×8"
     " worst; YaRN best of the zero-shot rescalings at 8L; PI ×8 flat after its"
     " fine-tune; NTK-aware flat to 2L, dynamic NTK free at L, both rising past"
     " 2L; at 8L Transformer-XL level with the 6-gram, ALiBi behind it, the"
-    " others behind the 4-gram; neither flat model gains on the 6-gram"
+    " others behind the 4-gram, the sinusoid and RoPE behind the unigram;"
+    " neither flat model gains on the 6-gram"
 )
 
 # %% [markdown]
@@ -741,8 +747,9 @@ checked(
 # - **Erratum E3:** RoPE is well below the sinusoid at $2L$, not separated from it at $8L$
 #   (44.53), and behind NoPE and every bias.
 # - At $8L$ Transformer-XL is not separated from the Kneser-Ney 6-gram (7.46) and ALiBi is behind
-#   it; the other models are behind even the 4-gram (8.37). Unlike in Press et al., no model gains
-#   from the longer input.
+#   it; the other models are behind even the 4-gram (8.37), and the sinusoid and RoPE behind a
+#   unigram that reads no context at all: their $8L$ comparison is between broken models.
+#   Unlike in Press et al., no model gains from the longer input.
 #
 # ## 5 · Where inside a long sequence each scheme fails
 #
@@ -1251,7 +1258,8 @@ for verdict in ntk_verdicts.values():
 # RoPE's perplexity by 11.31 at $8L$, ahead by the rule, but does not make RoPE flat (§4).
 #
 # **Erratum E5: position interpolation needs its short fine-tune.** The source article (§6.1)
-# divides positions by $s$ 「推理时」 ("at inference") and says no more.
+# divides positions by $s$ 「推理时」 ("at inference"), says why (it lowers the frequencies so that
+# they cover a longer range) and that LLaMA-type models use it; it does not mention a fine-tune.
 
 # %% tags=["nbval-check-output"]
 pi = pd.DataFrame(
