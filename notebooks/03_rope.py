@@ -11,24 +11,19 @@
 # - nothing to learn and nothing to store per position, and each vector encoded alone, by its
 #   own position, so a key can be cached once and reused.
 #
-# Put differently: a map $f(x, m)$ applied to each query and key with
-# $\langle f(q, m), f(k, n)\rangle$ a function of $q$, $k$ and $m - n$ only. Rotations do
-# exactly that: turning $q$ by $m\theta$ and $k$ by $n\theta$ leaves the angle between them
-# changed by $(n - m)\theta$ only, and changes no length. That is RoPE (Su et al., RoFormer),
-# used by most open large language models (LLaMA, Mistral, Qwen, ...).
+# Rotations do exactly that: turning $q$ by $m\theta$ and $k$ by $n\theta$ changes the angle
+# between them by $(n - m)\theta$ only, and changes no length. That is RoPE (Su et al.,
+# RoFormer), used by most open large language models (LLaMA, Mistral, Qwen, ...).
 #
 # **What you will learn**
 # - why rotating 2-D pairs makes a score depend on the offset only;
 # - the real and complex forms, the interleaved (Meta) and half-split (Hugging Face's Llama)
-#   layouts,
-#   and converting a checkpoint between them;
+#   layouts, and converting a checkpoint between them;
 # - where RoPE sits in attention, and the position of a KV-cache decode step;
 # - the decay bound, float32 angles, partial rotary;
-# - that plain RoPE does **not** extrapolate by itself (erratum E3): in a small decoder, from 4L
-#   on it is no better than no position, and a control shows that unseen distances break it.
+# - that plain RoPE does **not** extrapolate by itself (erratum E3), and what breaks it.
 #
-# **Sections 1-5 are the 90-minute lesson.** Sections 6-10 are a second session, each
-# independent of the others.
+# **Sections 1-5 are the 90-minute lesson.** Sections 6-10 are a second session.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (attention,
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
@@ -149,7 +144,6 @@ plt.show()
 
 # %% [markdown]
 # The picture on the right is constant along every diagonal: the score only knows $n - m$.
-# Checked entry by entry against $q^\top R((n-m)\theta)\,k$, and as a shift of both positions.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 for m in range(n_pos):
@@ -178,13 +172,11 @@ checked(
 #
 # Cut the vector into $d/2$ pairs and give pair $i$ its own frequency, those of notebook 01:
 # $$\theta_i = \text{base}^{-2i/d},\qquad i = 0, \dots, d/2 - 1,\qquad \text{base} = 10000 .$$
-# Position $m$ turns pair $i$ by $m\,\theta_i$. The whole operation is a block-diagonal rotation
-# $R_m$. Notebook 01's shift matrix is its transpose, $M_k = R_k^\top$, only because of order:
-# 01's pairs are $(\sin, \cos)$, a point that turns *clockwise* as $p$ grows, while $R$ turns
-# $(x, y)$ counter-clockwise, and $R(-k\theta) = R(k\theta)^\top$.
-# RoFormer and Meta's LLaMA take
-# neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the **interleaved** layout. Written
-# out for teaching (angles in float64):
+# Position $m$ turns pair $i$ by $m\,\theta_i$: a block-diagonal rotation $R_m$. Notebook 01's
+# shift matrix is its transpose, $M_k = R_k^\top$, only because 01's pairs are $(\sin, \cos)$,
+# which turn *clockwise* as $p$ grows, while $R$ turns $(x, y)$ counter-clockwise. RoFormer and
+# Meta's LLaMA take neighbouring coordinates $(x_{2i}, x_{2i+1})$ as pair $i$: the
+# **interleaved** layout. Written out for teaching (angles in float64):
 
 
 # %%
@@ -208,9 +200,8 @@ def rope_inline(x: torch.Tensor, positions: torch.Tensor,
 
 
 # %% [markdown]
-# Four checks, on a random query and key at every position: every pair is section 1's rotation;
-# shifting *all* positions changes no score; norms are kept; $R_k^\top$ is 01's $M_k$, and $R_k$
-# advances pairs written $(\cos, \sin)$.
+# On a random query and key: each pair turns as in section 1, shifting *all* positions changes no
+# score, norms are kept, and $R_k^\top$ is 01's $M_k$.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 head_dim, seq = 64, 16
@@ -253,8 +244,8 @@ checked(
 )
 
 # %% [markdown]
-# A picture: give *one* fixed vector every position. Without position all 64 x 64 scores would be
-# equal; with RoPE the matrix is constant along diagonals, largest on the diagonal.
+# Give *one* fixed vector every position. Without position all 64 x 64 scores would be equal;
+# with RoPE the matrix is constant along diagonals, largest on the diagonal.
 
 # %% tags=["nbval-check-output"]
 x_same = torch.randn(head_dim, dtype=torch.float64, generator=gen)
@@ -292,8 +283,7 @@ print(f"fastest pair: theta_0 = {inv_freq[0]:.4f} rad/token; slowest:"
 # %% [markdown]
 # ### Explorer · A query at m, a key at n
 #
-# **Question:** as the positions of one query and one key move, what happens to each of their
-# pairs, and to their score?
+# **Question:** as one query and one key move, what happens to their pairs and their score?
 #
 # A fixed query and key of 4 pairs (head_dim 8). Top: each pair of $R_m q$ (solid) and $R_n k$
 # (dashed). Bottom: the score of the query at $m$ with a key at every position 0-47, against the
@@ -341,9 +331,9 @@ checked(
 #
 # **Question.** Why does Meta's reference code multiply complex numbers instead?
 #
-# Read the pair $(a, b)$ as the complex number $a + jb$. (We write the imaginary unit $j$, as
-# Python does with `1j`, because $i$ already numbers the pairs.) Turning it by $\alpha$ is
-# multiplying by $e^{j\alpha}$. So RoPE is one complex multiplication per pair, and the score becomes
+# Read the pair $(a, b)$ as the complex number $a + jb$ (the imaginary unit is $j$, as Python's
+# `1j`, since $i$ numbers the pairs). Turning it by $\alpha$ is multiplying by $e^{j\alpha}$. So
+# RoPE is one complex multiplication per pair, and the score becomes
 # $$\langle R_m q, R_n k\rangle = \operatorname{Re}\sum_{i=0}^{d/2-1} q_i\,\overline{k_i}\,e^{j(m-n)\theta_i},$$
 # with $q_i, k_i$ the complex pairs: only $m - n$ appears, now visibly. We use this form in
 # section 7.
@@ -447,8 +437,8 @@ plt.show()
 # gather the even coordinates first, then the odd ones,
 # `perm = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]`. Then
 # $$\text{half}(x[\text{perm}]) = \text{interleaved}(x)[\text{perm}] .$$
-# Because a dot product does not care about the order of coordinates (as long as query and key
-# use the same order), the scores agree too.
+# A dot product ignores the order of coordinates (if query and key share it), so the scores
+# agree too.
 
 # %% tags=["nbval-check-output"]
 perm = rope_layout_permutation(head_dim)
@@ -524,8 +514,8 @@ assert on_lag.max(0).values.min() > 0.5
 
 # %% [markdown]
 # A stripe at $n = m - 3$: the model attends 3 tokens back at every query, using nothing but the
-# rotation of q and k. Its attention layer, redone by hand (project, split heads, rotate q and k,
-# then a causal softmax, by `scaled_dot_product_attention` or explicitly), agrees with the library.
+# rotation of q and k. Its attention layer redone by hand (project, split heads, rotate q and k,
+# causal softmax) agrees with the library.
 
 # %% tags=["nbval-check-output"]
 attn = model.blocks[0].attn
@@ -563,8 +553,8 @@ print("hand-written layer (SDPA and explicit softmax) == MultiHeadAttention"
 
 # %% [markdown]
 # **Why not rotate the values too?** With q and k rotated, moving the whole sequence to positions
-# $c, c+1, \dots$ leaves the layer's output unchanged; rotate v as well and the output carries
-# absolute positions. The same holds for the whole trained model.
+# $c, c+1, \dots$ leaves the layer's output, and the trained model's, unchanged; rotate v as well
+# and the output carries absolute positions.
 
 
 # %% tags=["nbval-check-output"]
@@ -638,25 +628,24 @@ assert gap > 1.0 and acc_right > 0.95 and acc_wrong < 0.5
 
 # %% [markdown]
 # **Takeaway.**
-# - RoPE rotates q and k after the head split and before the scores, never v: that makes a RoPE
-#   model's output unchanged when all position ids shift together, and sensitive to relative
-#   position;
+# - RoPE rotates q and k after the head split and before the scores, never v: the output is
+#   unchanged when all position ids shift together;
 # - that is not blindness to absolute position: a causal decoder still gets order from its mask
 #   (the token at index $t$ attends to exactly $t+1$ tokens; exercise 2 of
-#   [00 · Permutation blindness](00_permutation_blindness.ipynb), and decoders without any encoding
-#   in [05 · Relative biases](05_relative_biases.ipynb));
+#   [00](00_permutation_blindness.ipynb), and decoders without any encoding in
+#   [05](05_relative_biases.ipynb));
 # - a decode step must rotate the new token by its absolute position, the cache length.
 #
 # ## 6 · Converting a checkpoint between layouts
 #
-# *Second session: sections 6-10 build on sections 1-5, not on each other.*
+# *Second session: sections 6-10, each independent of the others.*
 #
 # **Question.** The model above was trained with interleaved pairs (as Meta's LLaMA checkpoints).
 # What happens if we load its weights into a half-split implementation (as Hugging Face's), and
 # how do we fix it?
 #
-# Loading as is runs without any error. It is silently wrong (one trained model, as an
-# illustration; the size of the damage will vary from model to model):
+# Loaded as is, it runs without error and is silently wrong (one trained model; the damage
+# varies from model to model):
 
 # %% tags=["nbval-check-output"]
 as_is = rope_decoder("half")
@@ -672,7 +661,7 @@ assert acc_as_is < 0.5
 # The fix permutes, **inside every head**, the output rows of $W_q$ and $W_k$ (and their biases)
 # with `perm`, so that pair $i$ lands at dimensions $(i, i + d/2)$; $W_v$ and $W_o$ stay, since
 # values are not rotated. `convert_qk_weight` does it on one weight, `convert_rope_checkpoint` on
-# the q and k rows of every layer of a state_dict. Converted, the model is exactly the same:
+# every layer of a state_dict. Converted, the model is exactly the same:
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 original = model.state_dict()
@@ -706,8 +695,8 @@ checked(
 # $S_r = \sum_{i=0}^{r-1} e^{j(m-n)\theta_i}$ gives (RoFormer, section 3.4.3)
 # $$\Big|\sum_{i=0}^{d/2-1} h_i e^{j(m-n)\theta_i}\Big| \le \Big(\max_i |h_{i+1}-h_i|\Big)\sum_{r=1}^{d/2} |S_r|
 # \qquad (h_{d/2} = 0).$$
-# The content enters only through the first factor, the distance only through the second. We
-# plot $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$, up to 32768 tokens.
+# The content enters only through the first factor, the distance only through the second,
+# plotted as $\frac{1}{d/2}\sum_{r=1}^{d/2}|S_r|$ for $d = 128$, up to 32768 tokens.
 
 # %% tags=["nbval-check-output"]
 d_rf = 128
@@ -761,8 +750,7 @@ plt.show()
 # %% [markdown]
 # At distance 0 every $|S_r| = r$, so the bound is $(d/2 + 1)/2 = 32.5$. It falls fast over the
 # first hundred tokens, then **flattens** instead of going to zero: beyond a thousand tokens its
-# average stays near 5 while single distances still reach 11-14 (table above). The decay is a
-# property of a bound, not a promise that every far-away score is small.
+# average stays near 5 while single distances still reach 11-14 (table above).
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 means, peaks = table["mean bound"], table["max bound"]
@@ -781,10 +769,10 @@ checked(
 
 # %% [markdown]
 # **Takeaway.**
-# - the bound drops with distance on average over the first few hundred tokens, then levels off;
-# - why it levels off is not derived here. One explanation, which this notebook does not test:
-#   far away the pairs' phases look unrelated, and a sum of unit terms with unrelated phases
-#   stops cancelling further.
+# - the bound drops on average over the first few hundred tokens, then levels off: it is a bound,
+#   not a promise that every far-away score is small;
+# - why it levels off is not derived here (a hypothesis this notebook does not test: far away the
+#   pairs' phases look unrelated, and such a sum stops cancelling).
 #
 # ## 8 · Precision: compute the angles in float32
 #
@@ -793,8 +781,8 @@ checked(
 #
 # bfloat16 keeps 8 significant bits: near position 30000 neighbouring numbers are 128 apart, so
 # `position.to(bf16)` is wrong by up to 64 positions before any trigonometry. The fix (Hugging
-# Face, this library's `rope_cos_sin`): angles, cos and sin in float32, cast last. The error: the
-# worst pair's distance on the unit circle from the exact value (0 exact, 2 opposite).
+# Face, `rope_cos_sin`): angles, cos and sin in float32, cast last. The error below: the worst
+# pair's distance on the unit circle from the exact value (0 exact, 2 opposite).
 
 # %% tags=["nbval-check-output"]
 d_prec = 128
@@ -853,11 +841,10 @@ display(pd.DataFrame(
 
 # %% [markdown]
 # From position ~1000 on, bf16 angles are as good as random for the fast pairs, fp16 by 32k.
-# Float32 angles are better, not exact: $m\theta_i$ rounded to float32 is off by a small multiple
-# of $2^{-24}$ of its size ($\theta_i$ is rounded too), so **the error grows with $m$**: 3.2e-06
+# Float32 angles are not exact: $m\theta_i$ rounded to float32 is off by a small multiple of
+# $2^{-24}$ of its size ($\theta_i$ is rounded too), so **the error grows with $m$**: 3.2e-06
 # at position 100, 1.7e-03 at 32767, above fp16's rounding up to 8192. The float64 control stays
-# at float32's rounding everywhere; cast to bf16, the final rounding (2.5e-03 to 2.7e-03)
-# dominates in this range.
+# at float32's rounding; cast to bf16, the final rounding (2.5e-03 to 2.7e-03) dominates here.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 late = all_pos >= 1000
@@ -885,9 +872,8 @@ checked(
 # **Takeaway.**
 # - keep positions as integers, build the angles and cos/sin in float32, and cast to the model
 #   dtype last (as Hugging Face's `LlamaRotaryEmbedding.forward` does);
-# - float32 angles drift in proportion to $m\theta_i$: at 32k positions the drift is larger
-#   than casting to fp16 costs, and it keeps growing with the context length;
-# - angles in bfloat16 are as good as random for the fast pairs from position ~1000 on.
+# - float32 angles still drift in proportion to $m\theta_i$: at 32k positions more than casting
+#   to fp16 costs, and the drift grows with the context length.
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
@@ -897,9 +883,10 @@ checked(
 # mathematical form, RoPE's performance degrades relatively smoothly on texts far longer than
 # the training sequences, and its extrapolation is markedly better than that of absolute
 # encodings.") The comparison with absolute encodings holds in part in 06's language models
-# (erratum E3). Here we ask the first half: does a small RoPE decoder degrade smoothly? A common explanation: the slow pairs never
-# complete a turn within the training length $L$, so beyond $L$ they meet new angles. How many
-# pairs turn within $L$ ($2\pi/\theta_i \le L$)? Base 2 makes all of ours turn: the control.
+# (erratum E3). Here we ask the first half: does a small RoPE decoder degrade smoothly? A common
+# explanation: the slow pairs never complete a turn within the training length $L$, so beyond
+# $L$ they meet new angles. How many pairs turn within $L$ ($2\pi/\theta_i \le L$)? Base 2 makes
+# all of ours turn: the control.
 
 
 # %% tags=["nbval-check-output"]
@@ -930,15 +917,13 @@ assert turns["full turn within L"].tolist() == closed_form
 assert turns.loc["our tiny decoder, base 2", "full turn within L"] == 8
 
 # %% [markdown]
-# Now section 5's decoder in four arms, five seeds each, differing only in the scheme (seed $s$:
-# the same initial weights and batches in every arm): **RoPE** (base 10000); **RoPE, base 2**
-# (the control); an **absolute sinusoid** (01's table, added), which the article compares RoPE
-# with; and **no position**, the floor.
-#
-# The task needs only the token 3 steps back, a distance seen at every training step. Each
-# decoder reads 512 sequences of 256 tokens (8L) once: in a causal decoder the query at position
-# $n - 1$ sees what the last query of the first $n$ tokens sees, so one pass gives the last query
-# at every length. RoPE also runs with a window of 32 keys.
+# Section 5's decoder in four arms, five seeds each, differing only in the scheme (seed $s$: the
+# same initial weights and batches in every arm): **RoPE** (base 10000); **RoPE, base 2** (the
+# control); an **absolute sinusoid** (01's table, added: the article's comparison); and **no
+# position**, the floor. The task needs only the token 3 steps back, a distance seen at every
+# training step. Each decoder reads 512 sequences of 256 tokens (8L) once (in a causal decoder
+# the query at position $n - 1$ sees what the last query of the first $n$ tokens sees). RoPE
+# also runs with a window of 32 keys.
 
 
 # %% tags=["nbval-check-output"]
@@ -1018,9 +1003,9 @@ assert seen > 0.99 and far < 0.3
 assert curves["RoPE, window of 32 keys"].min() > 0.97
 
 # %% [markdown]
-# Beyond the training length RoPE with full attention fails; with a window it does not. How
-# badly? The last query of every arm, beside the floors: no position, the bag-of-tokens rule
-# ("answer the token most frequent so far", exact) and chance (1/16), at $L$, 4L and 8L:
+# Beyond $L$ RoPE with full attention fails; with a window it does not. How badly? The last
+# query of every arm, beside the floors: no position, the bag-of-tokens rule ("answer the token
+# most frequent so far", exact) and chance (1/16), at $L$, 4L and 8L:
 
 
 # %% tags=["nbval-check-output"]
@@ -1044,18 +1029,17 @@ for length in (TRAIN_LEN, 4 * TRAIN_LEN, LONG):
 # %% [markdown]
 # **Reading the tables.** At $L$ every arm beats every floor. Beyond $L$ plain RoPE falls to the
 # floors: at 4L it is not separated from no position (0.076 against 0.107) and behind the bag
-# of tokens; at 8L it is not separated from any of the three (0.075 against 0.082). **From 4L on it is no
-# better than no position at all**, like both absolute
-# tables of [02 §8](02_learnable.ipynb) at unseen positions; so is the absolute sinusoid. Base 2
-# keeps 0.991 at 4L and 8L, ahead of every floor: with every pair turning within $L$ the
-# decoders extrapolate. That fits the slow-pair explanation but does not isolate it: base 2
+# of tokens; at 8L it is not separated from any of the three (0.075 against 0.082). **From 4L
+# on it is no better than no position at all**, and neither is the absolute sinusoid (as both
+# tables of [02 §8](02_learnable.ipynb) at unseen positions). Base 2 keeps 0.991 at 4L and 8L,
+# ahead of every floor. That fits the slow-pair explanation but does not isolate it: base 2
 # changes the fast pairs too, so the slow pairs remain a hypothesis here.
 #
-# Two things change beyond $L$: keys at **unseen distances**, and more keys sharing the softmax
-# (**dilution**). Two controls on the RoPE decoders separate them: **all keys, seen distances**
-# gives the keys before the last 32 ids 4 to 31 steps back, so the target is still the only key
-# 3 back (dilution only); **16 near + 16 farthest keys** shows 32 keys as in training, half at
-# unseen distances (unseen distances only).
+# Beyond $L$ keys sit at **unseen distances**, and more keys share the softmax (**dilution**).
+# Two controls on the RoPE decoders separate them: **all keys, seen distances** gives the keys
+# before the last 32 ids 4 to 31 steps back, the target still the only key 3 back (dilution
+# only); **16 near + 16 farthest keys** shows 32 keys as in training, half at unseen distances
+# (unseen distances only).
 
 # %% tags=["nbval-check-output"]
 def seen_distances(decoder: TinyTransformer, length: int) -> float:
@@ -1139,17 +1123,16 @@ checked(
 
 # %% [markdown]
 # Dilution costs nothing here (0.997 ± 0.007 at 256 with every distance seen); unseen distances
-# alone break it (0.384 ± 0.196 at 64, 0.242 ± 0.126 at 256), and each verdict above holds with
-# five seeds. One tiny model, one key to find: [06 · Length extrapolation](06_length_extrapolation.ipynb)
-# measures both on language models.
+# alone break it (0.384 ± 0.196 at 64, 0.242 ± 0.126 at 256). One tiny model, one key to find:
+# [06](06_length_extrapolation.ipynb) measures both on language models.
 #
 # ## 10 · Partial rotary
 #
 # **Question.** Must every coordinate of a head be rotated? No. GPT-NeoX rotates the first
 # quarter of each head (`rotary_pct = 0.25` in its `config.json`), Phi-2 40%
-# (`partial_rotary_factor = 0.4`): the other coordinates pass through unchanged. In the library,
-# `RotaryPE(head_dim, rotary_fraction=...)`; the rotated width gets its own frequencies
-# $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$, and the score splits into a rotated part,
+# (`partial_rotary_factor = 0.4`); the rest pass through. In the library,
+# `RotaryPE(head_dim, rotary_fraction=...)`, with frequencies
+# $\theta_i = \text{base}^{-2i/\text{rotary\_dim}}$; the score splits into a rotated part,
 # which depends on $m - n$, and a pass-through part, which depends on neither position.
 
 # %% tags=["nbval-check-output"]
@@ -1180,10 +1163,10 @@ for offset in (5, 1000):
 print(f"rotary_dim = {rot} of 64; scores unchanged under shifts by 5 and 1000")
 
 # %% [markdown]
-# What the pass-through part changes: give one fixed vector every position, as in section 2, and
-# follow its score with itself as the distance grows. The 48 untouched coordinates add the same
-# amount at every distance (their share of $|x|^2$), so the score swings less: that part of the
-# head matches content at any distance, the rotated part carries the relative position.
+# Give one fixed vector every position, as in section 2, and follow its score with itself as the
+# distance grows. The 48 untouched coordinates add the same amount at every distance (their
+# share of $|x|^2$), so the score swings less: that part matches content at any distance, the
+# rotated part carries the relative position.
 
 # %% tags=["nbval-check-output"]
 one_vector = torch.randn(64, dtype=torch.float64, generator=gen)
@@ -1217,8 +1200,8 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 
 # %% [markdown]
 # **Takeaway.**
-# - partial rotary applies RoPE to the first `rotary_dim` coordinates of each head (with
-#   frequencies over that width) and leaves the rest alone; scores stay relative;
+# - partial rotary applies RoPE to the first `rotary_dim` coordinates of each head and leaves
+#   the rest alone; scores stay relative;
 # - converting such a checkpoint between layouts permutes only the rotated rows
 #   (`convert_qk_weight(..., rotary_dim=...)`).
 #
@@ -1227,12 +1210,12 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 # - RoPE rotates each 2-D pair of the query and key by $m\theta_i$: the score depends on $m - n$
 #   only, norms are kept, nothing is learned (sections 1-2); the real and complex forms are one
 #   function (section 3).
-# - Interleaved (Meta) and half-split (Hugging Face's Llama) layouts differ by a fixed permutation of the
-#   head dimension; a checkpoint loaded in the wrong layout fails silently, and converting it
-#   permutes the q and k rows within each head (sections 4, 6).
+# - Interleaved (Meta) and half-split (Hugging Face's Llama) layouts differ by a fixed
+#   permutation of the head dimension; a checkpoint loaded in the wrong layout fails silently;
+#   converting it permutes the q and k rows within each head (sections 4, 6).
 # - RoPE acts on q and k after the head split, never on v; a KV-cache decode step rotates the
-#   new token by its absolute position, the cache length (section 5).
-# - The decay bound falls, then levels off (section 7); angles in float32, cast last, still drift
+#   new token by the cache length (section 5).
+# - The decay bound falls, then levels off (section 7); float32 angles, cast last, still drift
 #   with the position (section 8); partial rotary rotates part of each head (section 10).
 # - Plain RoPE does not extrapolate (erratum E3): from 4L on it is no better than no position;
 #   the controls tie the failure to unseen distances; base 2 extrapolates, but the slow pairs

@@ -9,8 +9,8 @@
 # **What you will learn**
 # - why a 1-D encoding of a row-major patch grid makes the end of one row a neighbour of the
 #   start of the next;
-# - the 2-D encodings (learned row + column tables, 2-D sin-cos, axial and mixed 2-D RoPE), each
-#   as a formula and a few lines checked against the library, and what a wrong axis order does;
+# - the 2-D encodings (learned row + column tables, 2-D sin-cos, axial and mixed 2-D RoPE), from
+#   formula to code, and what a wrong axis order does;
 # - how eight schemes compare when trained (3 seeds each) on a task a bag of
 #   patches cannot solve, and on real digits;
 # - what a learned table and a trained model's attention look like;
@@ -159,9 +159,8 @@ assert sim_1d[2, 0] > sim_1d[2, 3] + 0.1
 #
 # ## 2 · The 2-D encodings, from formula to code
 #
-# **Question.** What does each 2-D scheme compute for patch (r, c)? Each formula comes with a
-# short implementation and a check against the library. Patches are row-major after one class
-# token; *d* is the model width, $d_h$ one head's width.
+# **Question.** What does each 2-D scheme compute for patch (r, c)? Patches are row-major after
+# one class token; *d* is the model width, $d_h$ one head's width.
 #
 # **Learned row + column tables** (Dosovitskiy et al. 2021). Two learned tables,
 # $R \in \mathbb{R}^{H \times d}$ and $C \in \mathbb{R}^{W \times d}$, and patch (r, c) gets
@@ -218,8 +217,8 @@ print(
 # $$p_{(r,c)} = \big[\,\sin(r\omega) \;\|\; \cos(r\omega) \;\|\; \sin(c\omega) \;\|\; \cos(c\omega)\,\big]
 # \qquad\text{(four blocks of } d/4) .$$
 #
-# The library puts the row first; MAE's own code puts the column first (the same table, halves
-# swapped), so MAE weights are loaded in MAE's order.
+# The library puts the row first; MAE's code puts the column first (halves swapped), so MAE
+# weights are loaded in MAE's order.
 
 # %% tags=["nbval-check-output"]
 def sincos_2d(
@@ -253,11 +252,10 @@ print(
 )
 
 # %% [markdown]
-# **Axial 2-D RoPE** (Heo et al. 2024). RoPE ([03](03_rope.ipynb)) turns each pair of a query
-# or key by an angle proportional to its position. On a grid the $d_h/2$ pairs of a head are
-# split between the axes, with frequencies $\theta_k = b^{-k/(d_h/4)}$: pair $k$ turns by
-# $c\,\theta_k$ and pair $d_h/4 + k$ by $r\,\theta_k$ ($\oplus$: the rotations side by side, one
-# $2\times2$ block per pair),
+# **Axial 2-D RoPE** (Heo et al. 2024). On a grid the $d_h/2$ rotary pairs of a head
+# ([03](03_rope.ipynb)) are split between the axes, with frequencies $\theta_k = b^{-k/(d_h/4)}$:
+# pair $k$ turns by $c\,\theta_k$ and pair $d_h/4 + k$ by $r\,\theta_k$ ($\oplus$: the rotations
+# side by side, one $2\times2$ block per pair),
 #
 # $$\begin{aligned} q_{(r,c)} &\mapsto \Big(\textstyle\bigoplus_{k} R(c\,\theta_k)\Big) \oplus \Big(\textstyle\bigoplus_{k} R(r\,\theta_k)\Big)\; q,\\
 # \text{so}\quad \langle \tilde q_{(r,c)}, \tilde k_{(r',c')}\rangle &\text{ depends only on } (r - r',\, c - c') . \end{aligned}$$
@@ -403,7 +401,6 @@ assert (angles[1 + G, :2] == 0).all() and (
 # transposed; section 4 measures what that does.
 #
 # **Takeaway**
-# - Each 2-D scheme is a few lines from its formula; the library computes the same numbers.
 # - Sin-cos splits the channels between the axes, axial RoPE the rotary pairs; mixed RoPE learns
 #   a direction per pair.
 # - The order of the halves is a convention (MAE and Heo et al.: column first); a short grid
@@ -415,8 +412,8 @@ assert (angles[1 + G, :2] == 0).all() and (
 # **Question.** What do the models train on, and how well can a model do that sees only the bag
 # of patches?
 #
-# *Digits.* The UCI 8x8 handwritten digits (1,797 images, in `data/`, checked against their
-# SHA-256), cut into 2x2-pixel patches: a 4x4 grid of 16 tokens.
+# *Digits.* The UCI 8x8 handwritten digits (1,797 images, in `data/`), cut into 2x2-pixel
+# patches: a 4x4 grid of 16 tokens.
 #
 # *Relative direction* (`RelativeDirection`). Two marked cells A (channel 0) and B (channel 1)
 # on a grid of 1x1 patches, B at offset (Δr, Δc) from A, rows growing downwards. The label is
@@ -531,8 +528,8 @@ right.suptitle("images: A red, B blue; title: label, offset", fontsize=10)
 plt.show()
 
 # %% [markdown]
-# **Check.** The ceiling is exactly 1/4, the classes are balanced, no held-out offset is in
-# training, and the data file has its recorded checksum.
+# **Check.** The ceiling is exactly 1/4, the classes are balanced, and no held-out offset is in
+# training.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert (
@@ -598,7 +595,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # | PEG (CPVT) | added, from the tokens | a 3x3 depthwise convolution | yes |
 #
 # Here PEG acts on the patch embeddings, before the one block; CPVT applies it after the first
-# encoder block (so does the Twins code of the same authors, timm's `twins.py`).
+# encoder block.
 #
 # AdamW, batches of 64, learning rate 5e-3: 150 steps on the 1,300 training digits (tested on
 # 497), 200 steps on the 148 direction images (tested on the 36 held out); seeds 0, 1, 2 for
@@ -777,15 +774,13 @@ fig.suptitle(
 plt.show()
 
 # %% [markdown]
-# **Check.** Orderings by the series' rule ([02](02_learnable.ipynb), `clearly_ahead`); any other
-# pair is *not separated*: the seeds cannot tell. *Held-out offsets:* (1) no position sits
-# exactly at the ceiling; (2) axial and mixed RoPE stay above 0.95 in every seed, ahead of PEG
-# and the 1-D sinusoid; (3) the two learned tables, whose seeds disagree (a standard deviation
-# above 0.1 held out, as for 2-D sin-cos), are not separated from any other scheme with position:
-# some of their seeds fit, others stall; (4) PEG fits its training images and is clearly lower held out. *Digits:*
-# (5) every seed with position beats every seed without; (6) no scheme with position is ahead of
-# another. First the floors: the model without position, the best rule that sees only the bag
-# of patches (or, for the digits, always the most frequent training label), and chance.
+# **Reading the results.** Orderings are by the series' rule ([02](02_learnable.ipynb),
+# `clearly_ahead`); any other pair is *not separated*: the seeds cannot tell. Held out, no
+# position sits exactly at the ceiling; axial and mixed RoPE stay above 0.95 in every seed, ahead
+# of PEG and the 1-D sinusoid; the two learned tables, whose seeds disagree (a standard deviation
+# above 0.1, as for 2-D sin-cos), are not separated from any other scheme with position. The
+# floors: the model without position, the best rule that sees only the bag of patches (for the
+# digits, the most frequent training label), and chance.
 
 # %% tags=["nbval-check-output"]
 def held(
@@ -878,18 +873,18 @@ checked("the orderings (1)-(6) of section 4 hold by the rule")
 #   one layer, RoPE acts here as a smooth *absolute* code (§5, Exercise 4).
 # - The RoPEs, PEG, 2-D sin-cos and the 1-D sinusoid beat every floor of the direction task; the
 #   learned tables, whose slow seeds stay well below 1, are not separated from them.
-# - PEG fits its training images but gets 0.71 held out. Why, this notebook does not test: the
-#   reach of its 3x3 window cannot be the reason alone: in most training images too (the count
+# - PEG fits its training images but is clearly lower held out (0.71). Why, this notebook does
+#   not test; its 3x3 window cannot be the reason alone: in most training images too (the count
 #   above), B is more than one patch from A, and PEG fits them all.
 # - Learned tables stall in some seeds; 2-D sin-cos in one, yet it is ahead of the 1-D sinusoid,
 #   the lowest (0.54).
-# - On the digits, content alone gives 0.42 (the model without position); every scheme with
-#   position beats it, and they are not separated from each other.
+# - On the digits, content alone gives 0.42 (the model without position); every seed with
+#   position beats every seed without, and the schemes with position are not separated from
+#   each other.
 
 # %% [markdown]
-# **A checkpoint read with the other axis order.** Load the axial-RoPE model of seed 0 into code
-# that turns the first half of the pairs with the *row*: the same as showing the model every
-# image transposed (the cell checks this on q and k).
+# **A checkpoint read with the other axis order** (section 2): the axial-RoPE model of seed 0,
+# loaded into code that turns the first half of the pairs with the *row*.
 
 # %% tags=["nbval-check-output"]
 t_index = (
@@ -933,9 +928,9 @@ assert acc_wrong < ceiling < 0.75 < acc_swapped
 #
 # **Question.** Does a learned table discover the grid by itself? And where does a trained model look?
 #
-# Each patch's learned position vector is compared (cosine similarity) with every other patch's;
-# each small square is one patch's map over the grid, placed at that patch, which is marked by a
-# dot (Dosovitskiy et al. 2021, Fig. 7); seed 0, both tasks.
+# Each small square is one patch's map: the cosine similarity of its learned position vector
+# with every other patch's, placed at that patch (the dot), as in Dosovitskiy et al. 2021, Fig. 7;
+# seed 0, both tasks.
 
 # %% tags=["nbval-check-output"]
 def mosaic(sim: torch.Tensor) -> np.ndarray:
@@ -1042,10 +1037,9 @@ assert clearly_ahead(
 # **Takeaway**
 # - On the direction task the 1-D table learns clear 2-D neighbourhoods in every seed (seeds 0-2,
 #   contrast 1.08); on the digits it shows none (-0.08), yet its models reach 0.80 (§4).
-# - The 2-D table has the grid built in: its maps are row and column bands. A 1-D table can
-#   learn such maps from a small task, as the direction task shows, or not at all (the digits).
+# - The 2-D table has the grid built in: its maps are row and column bands.
 #
-# The attention of the axial-RoPE model (seed 0) on one held-out image, mean over heads, with the
+# The axial-RoPE model's attention (seed 0) on one held-out image, mean over heads, with the
 # class token and patch A as queries. Only the class token's row reaches the answer.
 
 # %% tags=["nbval-check-output"]
@@ -1105,9 +1099,8 @@ assert min(on_a_b) > 2 * (2 / 17)
 # %% [markdown]
 # **Takeaway**
 # - On unseen images the class token puts far more of its attention on the two marked patches
-#   than the 2/17 of uniform attention, in every seed (the mean over all 36 printed above).
-#   This is a measurement, not an explanation of RoPE's held-out accuracy: the other schemes'
-#   class tokens are not measured here.
+#   than the 2/17 of uniform attention, in every seed (the mean over all 36 printed above): a
+#   measurement, not an explanation of RoPE's held-out accuracy (other schemes are not measured).
 # - Those scores compare the unrotated class token with keys turned by each patch's own (r, c):
 #   they depend on where A and B are, not on their offset. RoPE uses the offset only when one
 #   patch's query meets another's key and reaches the output (a second layer).
@@ -1127,13 +1120,12 @@ assert min(on_a_b) > 2 * (2 / 17)
 #   trained 0-3, like position interpolation ([06](06_length_extrapolation.ipynb));
 # - the 1-D sinusoid keeps its formula (the index now runs to 36), PEG its convolution.
 #
-# Three tests, zero-shot and after 10 fine-tune steps. *Direction* on a larger canvas of the
-# same cells and *digits* upsampled to 12x12 pixels are both nearly scale-invariant: shrink the
-# coordinates by 0.6 and the answer stays right, which favours interpolation from the start.
-# Upsampling also changes the patches' content. So a **control** with a rule in absolute patch
-# units (`ColumnGap`): is B at least 2 columns right of A? Trained for 200 steps on 4x4 (64
-# images, 32 per class; tested on 32 others), tested on 400 of the 6x6 pairs. There,
-# interpolation shrinks an offset of 2 columns to 1.2: it should now hurt.
+# Three tests, zero-shot and after 10 fine-tune steps. *Direction* on a larger canvas and
+# *digits* upsampled to 12x12 pixels are nearly scale-invariant: shrink the coordinates by 0.6
+# and the answer stays right, which favours interpolation. Upsampling also changes the patches'
+# content. So a **control** with a rule in patch units (`ColumnGap`): is B at least 2 columns
+# right of A? Trained for 200 steps on 4x4 (64 images, 32 per class; tested on 32 others), tested
+# on 400 of the 6x6 pairs. Interpolation shrinks an offset of 2 columns to 1.2: it should hurt.
 
 # %% tags=["nbval-check-output"]
 BIG = 6
@@ -1332,20 +1324,17 @@ fig.suptitle(f"Models trained on {G}x{G} patches, tested on {BIG}x{BIG}")
 plt.show()
 
 # %% [markdown]
-# **Check.** By the rule; interpolated against extrapolated coordinates is a *paired* comparison
-# (the same trained model, measured two ways), over seeds 0, 1, 2.
-# *Digits:* (1) without position the model falls from 0.42 to 0.16: the new content alone, so
-# every digits number is read against 0.16. (2) Zero-shot, no extrapolated scheme is ahead of that
-# model; the resampled tables and the interpolated RoPEs are. The resampled tables are ahead of
-# every extrapolated scheme and not separated from any interpolated one.
-# *Direction and digits:* (3) interpolated coordinates add at least 0.2 zero-shot to every fixed
-# 2-D scheme, and put both RoPEs ahead of themselves extrapolated.
-# *Column gap:* (4) zero-shot they add less than on either task above, and none of the three is
-# ahead; (5) on the pairs exactly 2 columns apart (all "yes"), interpolated 2-D
-# sin-cos and mixed RoPE answer "no" in nearly every case, behind their extrapolated selves
-# (axial RoPE in two seeds of three; the resampled 2-D table, an interpolation too, also errs);
-# (6) after 10 fine-tune steps on the 6x6 control, interpolated coordinates are higher in every
-# seed of every scheme.
+# **Reading the results.** By the rule; interpolated against extrapolated coordinates is a
+# *paired* comparison (the same trained model, measured two ways, seeds 0, 1, 2).
+# - *Digits, zero-shot:* no extrapolated scheme is ahead of the model without position; the
+#   resampled tables and the interpolated RoPEs are. The resampled tables are ahead of every
+#   extrapolated scheme and not separated from any interpolated one.
+# - *Direction and digits:* interpolated coordinates add at least 0.2 zero-shot to every fixed
+#   2-D scheme, and put both RoPEs ahead of themselves extrapolated.
+# - *Column gap:* zero-shot they add less than on either task above, and none of the three is
+#   ahead. On the pairs exactly 2 columns apart (all "yes"), interpolated 2-D sin-cos and mixed
+#   RoPE answer "no" in nearly every case, behind their extrapolated selves (axial RoPE in two
+#   seeds of three; the resampled 2-D table, an interpolation too, also errs).
 
 # %%
 def at(task_name: str, variant: str, stage: str) -> list[float]:
@@ -1432,11 +1421,11 @@ checked("the orderings (1)-(6) of section 6 hold by the rule")
 #   "interpolated beats extrapolated": at interpolated coordinates the fixed schemes are not
 #   separated from the resampled tables; extrapolated, on the digits, they are not separated
 #   from the model without position.
-# - Part of that is built into those tasks. On the control, whose rule is in patch units,
-#   interpolation adds little zero-shot and calls 2-column pairs "no"; fine-tuned, it is higher
-#   again in every seed.
+# - Part of that is built into those tasks: on the control, interpolation adds little zero-shot
+#   and calls 2-column pairs "no"; after 10 fine-tune steps it is higher again in every seed of
+#   every scheme.
 # - Upsampling changes the content too: the digits model without position falls from 0.42 to
-#   0.16.
+#   0.16, the floor for every zero-shot digits number.
 
 # %% [markdown]
 # ## 7 · What each scheme costs
@@ -1526,11 +1515,11 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 #   every answer.
 # - Digits (§4): the model without position reaches 0.42; every scheme with position beats it,
 #   and they are not separated from each other.
-# - Growing the grid (§6): where the answer survives rescaling, interpolated coordinates match the
-#   resampled tables; on the digits, extrapolated ones are not separated from the model without
-#   position (on the direction task some keep much of their accuracy); on a control in patch
-#   units, interpolation errs where predicted. The new content alone takes the digits without position from 0.42 to
-#   0.16.
+# - Growing the grid (§6): where the answer survives rescaling, interpolated coordinates are not
+#   separated from the resampled tables; on the digits, extrapolated ones are not separated from
+#   the model without position, which the new content alone takes from 0.42 to 0.16 (on the
+#   direction task some keep much of their accuracy); on a control in patch units,
+#   interpolation errs where predicted.
 # - Position costs little: at most 544 parameters of 13,834 (§7).
 #
 # ### Open-ended experiment · How few offsets can a scheme learn the rule from?
