@@ -864,7 +864,7 @@ assert not any(
     for a in with_position
     for b in with_position
 )  # (6)
-checked("the orderings (1)-(6) of section 4 hold by the rule")
+checked("every ordering in the reading of section 4 holds by the rule")
 
 # %% [markdown]
 # **Takeaway**
@@ -1413,7 +1413,7 @@ for n in FIXED:  # (6)
     assert all(i > e for i, e in zip(
         at("column gap", f"{n}, interpolated", FT),
         at("column gap", f"{n}, extrapolated", FT), strict=True))
-checked("the orderings (1)-(6) of section 6 hold by the rule")
+checked("every ordering in the reading of section 6 holds by the rule")
 
 # %% [markdown]
 # **Takeaway**
