@@ -1,26 +1,25 @@
 # %% [markdown]
 # # 07 · Debugging and practice
 #
-# A broken positional encoding rarely crashes. The model trains, the loss goes down, and the
-# accuracy is a little worse than it should be, or fine in training and wrong in batched
-# generation. This notebook turns the series into checks that tell whether position reaches
-# a model and arrives right, and a zoo of bugs, each reproduced, measured and caught. The checks
-# live in `posenc_lib.analysis.probes`, for your own models.
+# A broken positional encoding rarely crashes: the accuracy is a little worse than it should
+# be, or fine in training and wrong in batched generation. This notebook turns the series into
+# checks (`posenc_lib.analysis.probes`, for your own models) and a zoo of bugs, each
+# reproduced, measured and caught.
 #
 # **What you will learn**
-# - the **position probe** (identical tokens, predict each index): *absolute*, *relative* or
-#   *none*, and what a start token and the causal mask add; the source article's version, run
-#   (erratum E7 of 《Transformer位置编码原理与实现：从正弦编码到RoPE》);
+# - the **position probe**: *absolute*, *relative* or *none*, and what a start token and the
+#   causal mask add; the source article's version, run (erratum E7 of
+#   《Transformer位置编码原理与实现：从正弦编码到RoPE》);
 # - a **gradient check** that catches a detached learnable table;
 # - **attention maps** with position working, and lost;
 # - **padding**: left padding needs position ids from the mask (`cumsum - 1`) for absolute
-#   encodings (erratum E6); RoPE and relative biases are immune, except under dynamic NTK;
+#   encodings (erratum E6); relative schemes are immune, except under dynamic NTK;
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb),
-# [05 · Relative biases](05_relative_biases.ipynb) (T5 and ALiBi) and, for dynamic NTK in
-# section 4, [06 · Length extrapolation](06_length_extrapolation.ipynb).
+# [05 · Relative biases](05_relative_biases.ipynb) and, for section 4's dynamic NTK,
+# [06 · Length extrapolation](06_length_extrapolation.ipynb).
 #
 # **Run time:** about 67 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in section 1's probes and eighteen small decoders.
@@ -114,22 +113,22 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # ## 1 · The position probe: who gets absolute position?
 #
 # **Question:** after adding a positional encoding, how do you know the model can *use* it? Take
-# the content away. The probe (`probe` below, the library's `position_probe` written out) feeds
-# 16 copies of the same token and trains the model for 100 steps to output each token's index
-# $0, \dots, 15$. Whatever the model gets right, it got from position.
+# the content away: the probe (`probe` below, `position_probe` written out) feeds 16 copies of
+# one token and trains the model for 100 steps to output each index $0, \dots, 15$. What it
+# gets right, it got from position.
 #
 # What to expect. With identical tokens every value vector is the same, so attention returns
 # that vector whatever its weights: a scheme that only *reweights* attention (RoPE, T5, ALiBi)
 # gives every token the same output, and the probe stays at chance, $1/16$, **exactly**. Only a
-# vector *added* to the embeddings (sinusoidal, learnable) makes the tokens differ. A second
-# variant puts one distinct token at index 0, like a BOS token.
+# vector *added* to the embeddings (sinusoidal, learnable) makes the tokens differ. A variant
+# puts one distinct token at index 0, like a BOS token. In a decoder the causal mask then lets
+# token $i$ see $i+1$ keys: with equal weights it puts $1/(i+1)$ on the one distinct value, a
+# share that differs at every position.
 #
-# Two checks on untrained models complete the picture: does the output change when all
-# positions move by 50 (`shift_sensitivity`), and does it depend on token order
-# (`permutation_sensitivity`, notebook 00: shuffle the tokens, move the outputs back into place,
-# and take the largest change; a model blind to order just moves its outputs with the tokens,
-# a change at rounding level)? Where three seeds spread widely (the relative
-# encoders with a start token), we run ten.
+# Two checks on untrained models: does the output change when all positions move by 50
+# (`shift_sensitivity`), and does it depend on token order
+# (`permutation_sensitivity`, notebook 00: shuffle the tokens, put the outputs back in place,
+# take the largest change; rounding level means blind to order)?
 
 # %% tags=["nbval-check-output"]
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
@@ -280,9 +279,9 @@ checked(
 )
 
 # %% [markdown]
-# With a start token the probes are trained results, so they stand beside their floors: chance
-# (1/15) and the model without position trained the same way, in the same place (encoder or
-# decoder). The verdict lines apply the series' rule ([02 §3](02_learnable.ipynb)).
+# With a start token the probes stand beside their floors: chance (1/15) and the same kind of
+# model without position, trained the same way. The verdicts apply the series' rule
+# ([02 §3](02_learnable.ipynb)).
 
 # %%
 SHORT = {"RotaryPE": "RoPE", "T5RelativeBias": "T5", "ALiBi": "ALiBi"}
@@ -308,18 +307,16 @@ assert not start_tables["encoder"].verdict("T5 encoder", "no position").a_ahead
 
 # %% [markdown]
 # **Reading the tables.**
-# - **Absolute:** only the *added* encodings solve the probe (1.00 on every seed); their output
-#   changes when all positions shift.
-# - **Relative:** RoPE, T5 and ALiBi sit exactly at chance and ignore a shift, but a permutation
-#   changes their output.
+# - **Absolute, relative:** only the *added* encodings solve the probe (1.00 on every seed) and
+#   change under a common shift; RoPE, T5 and ALiBi sit exactly at chance and change under a
+#   permutation only.
 # - **None:** an encoder without position stays at chance even with a start token. A decoder
-#   without position has no relative term, yet order matters to it: the causal mask gives token
-#   $i$ exactly $i+1$ keys.
-# - **With a start token** the decoder without position learns absolute position (1.00; Haviv et
-#   al. 2022 probed related questions in language models), and no relative decoder is ahead of it: in a
-#   decoder the mask is enough. In an encoder RoPE is ahead of both floors, ALiBi by a small
-#   margin over ten widely spread seeds, and T5 is not separated from them. One explanation, not
-#   tested here: the weight a token puts on the start token depends on its distance.
+#   without position has no relative term, yet order matters to it, through the mask.
+# - **With a start token** the decoder without position learns absolute position (1.00), and no
+#   relative decoder is ahead of it: in a decoder the mask is enough. In an encoder RoPE is ahead
+#   of both floors, ALiBi by a small margin over ten widely spread seeds, and T5 is not
+#   separated from them. One explanation, not tested here: the weight a token puts on the start
+#   token depends on its distance.
 
 # %% [markdown]
 # **The source article's test, run (E7).** Its §6.3:
@@ -359,27 +356,25 @@ for name in SCHEMES:
         assert np.allclose(e7[name], 1 / (PROBE_LEN - 1)), (name, e7[name])
 
 # %% [markdown]
-# RoPE, T5 and ALiBi sit exactly at chance on every seed, the start token notwithstanding
+# RoPE, T5 and ALiBi sit exactly at chance on every seed, start token notwithstanding
 # (Exercise 5 asks why); the added encodings score 1.00. The test only asks "is a vector added
-# to the input?", so it declares every relative scheme broken, those of notebook 08's models
-# included: erratum E7. In an *encoder*, use the probe with a start token instead; in a decoder
-# the causal mask alone passes it (the no-position decoder above), so there only a task that
-# needs a relative offset, trained beside the no-position floor, tells a broken rotation from a
-# working one (section 3).
+# to the input?", so it declares every relative scheme broken, notebook 08's models included:
+# erratum E7. In an *encoder*, use the probe with a start token instead; in a decoder the mask
+# alone passes that, so only a task that needs a relative offset, trained beside the
+# no-position floor, tells a broken rotation from a working one (section 3).
 
 # %% [markdown]
 # **Takeaway:**
 # - a relative encoding gives a model no absolute position *by itself*;
-# - real inputs have boundaries (a BOS token, the causal mask), and models use them to learn it;
-# - when a probe says a model knows absolute position, check where it comes from.
+# - real inputs have boundaries (a BOS token, the causal mask) that models use to learn it: when
+#   a probe finds absolute position, check where it comes from.
 
 # %% [markdown]
 # ## 2 · Gradient check: which rows of a learnable table train?
 #
-# **Question:** a learnable table is a parameter like any other, so it must receive gradient, but
-# only at the rows a batch uses. Here is a right-padded batch of lengths 4, 7 and 10 (max_len 128);
-# the loss covers the real tokens only, and `row_gradient_norms` reads the gradient of every row
-# after `backward()`.
+# **Question:** a learnable table must receive gradient, but only at the rows a batch uses. A
+# right-padded batch of lengths 4, 7 and 10 (max_len 128), the loss on the real tokens only;
+# `row_gradient_norms` reads the gradient of every row after `backward()`.
 
 # %% tags=["nbval-check-output"]
 lengths = torch.tensor([4, 7, 10])
@@ -409,9 +404,9 @@ print(
 
 # %% [markdown]
 # **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none: a row trains only when a real
-# token sits at its position (Exercise 3). The heights are not counts: row 8, used by one
-# sequence, gets more than row 2, used by all three, since a row's gradient sums one vector per
-# token and vectors of different sequences partly cancel. Read the chart for zero or not.
+# token sits at its position (Exercise 3). Read the chart for zero or not: row 8, used by one
+# sequence, gets more than row 2, used by all three, since the vectors of different sequences
+# partly cancel.
 
 # %%
 assert (norms[:10] > 0).all() and (norms[10:] == 0).all()
@@ -424,7 +419,7 @@ assert uses[8] < uses[2] and norms[8] > 1.05 * norms[2]
 # %% [markdown]
 # **The common bug.** A table that never trains: detached (`.detach()`, `.data`,
 # `torch.no_grad()`) or frozen. Nothing fails; the model trains around it. A learnable scheme
-# whose author wrote `self.weight.detach()`, trained on the probe of section 1:
+# whose author wrote `self.weight.detach()`, on section 1's probe:
 
 
 # %%
@@ -456,11 +451,10 @@ assert moved == 0.0 and (detached_runs > 1 / PROBE_LEN).all()
 assert detached_runs.mean() > 4 / PROBE_LEN  # and far above it on average
 
 # %% [markdown]
-# The probe alone does not name this bug: on every seed the accuracy is above the 1/16 of a
-# position-blind model, on average far above (below a healthy table on some seeds, which a
-# reader could take for noise). The random rows still differ: a fixed position
-# code the layers above learn to read. The one symptom is a table that never moved, and the
-# gradient check says so:
+# The probe does not name this bug: on every seed it is above a position-blind model's 1/16, on
+# average far above (below a healthy table on some seeds, easy to take for noise). The random
+# rows still differ: a fixed code the layers above learn to read. The one symptom is a table
+# that never moved, which the gradient check reports:
 
 # %% tags=["nbval-check-output"]
 for label, weight in [
@@ -480,17 +474,16 @@ for label, weight in [
 
 # %% [markdown]
 # **Takeaway:** after one `backward()`, look at the gradient of the table:
-# - rows used by the batch have non-zero gradient, rows unused exactly zero;
-# - `grad is None` means the table is detached or frozen, and the probe does not notice.
+# - rows the batch uses have non-zero gradient, the others exactly zero;
+# - `grad is None`: the table is detached or frozen, which the probe does not notice.
 
 # %% [markdown]
 # ## 3 · Attention maps as a diagnostic
 #
 # **Question:** what does a working position signal look like inside a trained model, and a lost
-# one? Small RoPE decoders (three seeds) learn to repeat the token 3 steps back (notebook 03); we
-# look at their attention once with the right positions, once with every position id 0, as a
-# pipeline that forgets them would. The maps show seed 0. Beside them, as a floor, decoders
-# without position trained the same way.
+# one? Small RoPE decoders (three seeds) learn to repeat the token 3 steps back (notebook 03);
+# we look at their attention with the right positions and with every position id 0, as a
+# pipeline that forgets them would. The maps show seed 0.
 
 # %% tags=["nbval-check-output"]
 VOCAB, SEQ, LAG = 16, 16, 3
@@ -572,9 +565,9 @@ weights.groupby(["offset", "positions"], sort=False)["weight"].agg(
 # %% [markdown]
 # **Check.** The healthy maps are stripes parallel to the diagonal: each query puts most of its
 # weight on the key 3 back, the task's lag (0.83 of a head's weight). With every position 0 RoPE
-# rotates nothing, and the stripes dissolve into content-driven smears. The accuracies beside
-# their floors: the decoder without position, and a rule that knows which tokens came earlier
-# and how often, not where (`bag_of_tokens`: the most frequent, or one drawn).
+# rotates nothing, and the stripes dissolve into content-driven smears. The floors: a decoder
+# without position trained the same way, and a rule that knows which tokens came earlier and
+# how often, not where (`bag_of_tokens`: the most frequent, or one drawn).
 
 # %% tags=["nbval-check-output"]
 acc_none = [accuracy(lag3_models["none", seed], *lag_test) for seed in SEEDS]
@@ -621,14 +614,14 @@ checked(
 # ## 4 · Padding: right is harmless, left needs position ids from the mask
 #
 # **Question:** does padding change the outputs of the real tokens? Three ways to pad the same
-# three sequences (lengths 5, 9 and 12), for every scheme, in a decoder (and right padding in an
+# three sequences (lengths 5, 9 and 12), for every scheme, in a decoder (right padding in an
 # encoder too):
 #
-# - **right** padding, attention mask, positions $0, 1, \dots$ (the default);
+# - **right** padding, attention mask, default positions $0, 1, \dots$;
 # - **left** padding (batched generation), attention mask, default positions: a row with 7 pad
 #   slots puts its first real token at position 7;
-# - **left** padding with positions from the mask, `position_ids_from_mask(mask)` (cumulative
-#   sum of the mask minus one, pads 0), as Hugging Face's `generate` does.
+# - **left** padding, positions from the mask: `position_ids_from_mask(mask)` (cumulative sum
+#   of the mask minus one, pads 0), as Hugging Face's `generate` does.
 #
 # We compare the real tokens' logits with each sequence run alone. To make position matter in
 # these untrained models, the learnable table and the T5 bias start at std 1.
@@ -699,9 +692,8 @@ gaps.map(lambda v: "0" if v == 0 else f"{v:.0e}" if v < 1e-4 else f"{v:.2f}")
 # $10^{-7}$). Left padding with default positions moves the two *absolute* encodings by whole
 # logits. RoPE, T5 and ALiBi (like no encoding) are **immune in exact arithmetic**: every real
 # token moves by the same number of pad slots, and they see only differences of positions (for
-# RoPE: $\langle R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n k\rangle$). In float32 they
-# differ by rounding only, as with right padding. With positions from the mask, every scheme
-# gives the unpadded result.
+# RoPE: $\langle R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n k\rangle$); in float32, up to
+# rounding. With positions from the mask, every scheme gives the unpadded result.
 
 # %%
 rounding = 1e-5
@@ -726,9 +718,7 @@ checked(
 # **Not immune: a scaling that depends on the length.** Dynamic NTK
 # ([06](06_length_extrapolation.ipynb)) grows the RoPE base with the sequence length $L$ past
 # $L_0$, taken from the largest position id of the call (as Hugging Face's per-call length,
-# without its cache): with default ids a padded batch is rotated with the frequencies of its
-# padded width, a sequence alone with its own. The same
-# sequences through an untrained RoPE model with dynamic NTK ($L_0 = 8$, factor 4), also
+# without its cache). An untrained RoPE model with dynamic NTK ($L_0 = 8$, factor 4), also
 # right-padded to 12, 16 and 24 slots:
 
 # %% tags=["nbval-check-output"]
@@ -771,9 +761,10 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 
 # %% [markdown]
 # Every setting moves the real tokens' logits far above rounding, positions from the mask
-# included: the ids are right, but the frequencies are those of the batch's longest sequence,
-# not of each sequence; and with default ids, the more padding, the larger the change. The cure: batch sequences of similar length, or
-# use a scaling that does not depend on the length (linear, static NTK, YaRN, notebook 06).
+# included: the ids are right, but the frequencies follow the batch's longest sequence, not
+# each sequence; with default ids they follow the padded width, so the more padding, the larger
+# the change. The cure: batch sequences of similar length, or use a scaling that does not depend
+# on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
 # The source article (§6.3) says of padded training batches that adding the position code
@@ -958,22 +949,21 @@ checked(
 # first-token models fail: the first real token of a row of $n$ tokens sits at position $16 - n$,
 # and the model looks for position 0, a masked pad. At 0.30 they fall behind the bag of tokens
 # (0.38) and the decoder without position (0.44), both scored on the same positions: on this
-# task, wrong positions are worse than none. Positions
-# from the mask restore them, ahead of every floor.
+# task, wrong positions are worse than none. Positions from the mask restore them, ahead of
+# every floor.
 
 # %% [markdown]
 # **Takeaway:**
 # - pad on the right when you can;
-# - when you pad on the left (batched generation), compute the position ids from the mask,
-#   `cumsum(mask) - 1`, and keep counting from there in every decode step (Exercise 2);
-# - a scaling that depends on the length (dynamic NTK) sees the batch's largest position id: the
-#   padded width with default ids, the batch's longest sequence with ids from the mask, so a
-#   sequence is still rotated differently in a batch than alone.
+# - when you pad on the left (batched generation), take the position ids from the mask,
+#   `cumsum(mask) - 1`, and count on from there in every decode step (Exercise 2);
+# - a scaling that depends on the length (dynamic NTK) rotates a sequence differently in a
+#   batch than alone, even with ids from the mask.
 
 # %% [markdown]
 # ## 5 · A bug zoo
 #
-# Seven bugs met in real code, each run, measured, and caught by a check or a library error.
+# Seven bugs from real code, each run, measured, and caught by a check or a library error.
 #
 # ### 5.1 · Wrong RoPE layout when loading weights
 # The RoPE models of section 3 were trained with interleaved pairs (Meta's layout). Loading their
@@ -999,9 +989,8 @@ assert max(acc_loaded) < 0.5
 
 # %% [markdown]
 # **Caught by** a golden-output test: after loading a checkpoint, compare logits on a fixed batch
-# with the logits of the implementation it came from. The fix converts the q and k rows of every
-# head (`convert_rope_checkpoint`, which applies `convert_qk_weight` to each $W_q$ and $W_k$,
-# notebook 03).
+# with those of the implementation it came from. The fix converts the q and k rows of every head
+# (`convert_rope_checkpoint` applies `convert_qk_weight` to each $W_q$ and $W_k$, notebook 03).
 
 # %% tags=["nbval-check-output"]
 golden_batch = lag_test[0][:8]
@@ -1025,12 +1014,11 @@ print("after convert_rope_checkpoint: golden-output test passes")
 
 # %% [markdown]
 # ### 5.2 · Half-precision angles
-# A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. The trained
-# RoPE models in bfloat16, all positions shifted by 0, 1000 and 4000 (RoPE should not care),
-# with float32 angles (the library) and with bfloat16 angles. (The source article, §4.2, warns
-# instead that `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta is large"): true
-# only in float16, for a base above 65504. The problem is $m\theta_i$ in low precision:
-# erratum E8.)
+# Computing the angles $m\theta_i$ in the model's dtype. Section 3's RoPE models in bfloat16,
+# all positions shifted by 0, 1000 and 4000 (RoPE should not care), with the library's float32
+# angles and with bfloat16 ones. (The source article, §4.2, warns instead that
+# `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta is large"): true only in
+# float16, for a base above 65504. The problem is $m\theta_i$ in low precision: erratum E8.)
 
 
 # %% tags=["nbval-check-output"]
@@ -1079,8 +1067,8 @@ bf16_runs.groupby(["angles", "shift"], sort=False)["accuracy"].agg(
 ).unstack("shift").rename_axis(columns=None)
 
 # %% [markdown]
-# **Caught by** the shift check: a RoPE model's outputs must not depend on a common shift of all
-# positions beyond rounding.
+# **Caught by** the shift check: a RoPE model's outputs must not move, beyond rounding, when all
+# positions shift.
 
 # %% tags=["nbval-check-output"]
 shift_ok, shift_bug = (
@@ -1102,7 +1090,7 @@ assert max(shift_ok) < 0.25 < 2.0 < min(shift_bug)
 # %% [markdown]
 # ### 5.3 · Odd `head_dim`
 # Sin/cos and RoPE work on pairs, so the width must be even. A hand-written table with $d = 15$
-# fails, but with a message about tensor sizes, not about the width:
+# fails with a message about tensor sizes, not the width:
 
 
 # %% tags=["nbval-check-output"]
@@ -1142,8 +1130,7 @@ for build_it, expected, fragment in odd_widths:
         assert type(err) is expected and fragment in str(err), (expected, err)
 
 # %% [markdown]
-# **Caught by** the library's argument checks, which name the parameter and the rule; the first
-# error only says two sizes differ.
+# **Caught by** the library's argument checks, which name the parameter and the rule.
 #
 # ### 5.4 · Positions past a learnable table's `max_len`
 # The lag-3 models of section 4 have 16 rows. A common "fix" for the index error is to clamp
@@ -1209,11 +1196,10 @@ pd.DataFrame(saturation).T.round(3)
 
 # %% [markdown]
 # Without the scale the rows are nearly one-hot before anything is learned, and a checkpoint
-# trained with the scale computes something else; with ALiBi the scale also sets how loud
-# content is against the bias. T5 is the bug in reverse: it does **not** scale its scores
-# (Hugging Face's `T5Attention` folds the factor into the queries' initialisation). Scale as
-# the model you copy does (`score_scale(head_dim)`). **Caught by** comparing with PyTorch's
-# `scaled_dot_product_attention` on random inputs (`scale=1.0` for T5):
+# trained with the scale computes something else. T5 is the bug in reverse: it does **not**
+# scale its scores (Hugging Face's `T5Attention` folds the factor into the queries'
+# initialisation). Scale as the model you copy does (`score_scale(head_dim)`). **Caught by**
+# comparing with PyTorch's `scaled_dot_product_attention` on random inputs (`scale=1.0` for T5):
 
 # %% tags=["nbval-check-output"]
 reference = F.scaled_dot_product_attention(q, k, v)
@@ -1277,7 +1263,7 @@ print(
 # %% [markdown]
 # **Caught by** the cache test: "prefix into the cache, then one step" must equal a full
 # recomputation (`last_token_logits_two_ways`). The library's step counts on from the cache
-# length; the buggy loop does not:
+# length:
 
 # %% tags=["nbval-check-output"]
 for model in lag_models:
@@ -1337,8 +1323,7 @@ print(
 )
 
 # %% [markdown]
-# **Caught by** the shift check of section 1: a RoPE layer's output must not change when all
-# positions move together.
+# **Caught by** the shift check of section 1, on the layer itself.
 
 # %%
 assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
@@ -1348,27 +1333,27 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 #
 # | # | Check | How | Where |
 # |---|---|---|---|
-# | 1 | Position reaches the model, of the kind you expect | probe on identical tokens, with and without a start token; shift and permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
-# | 2 | A learnable table trains at the rows the batch uses | row gradients after one `backward()`; `grad is None`: detached or frozen | §2; `row_gradient_norms` |
-# | 3 | The trained model uses position | attention maps tied to the diagonal change when positions are wrong | §3; `TinyTransformer.attention_weights` |
-# | 4 | Padding does not change real tokens | padded vs unpadded outputs; left padding uses `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
+# | 1 | Position arrives, of the expected kind | probe on identical tokens (with, without a start token); shift, permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
+# | 2 | A learnable table trains at the rows used | row gradients after one `backward()`; `grad is None`: detached or frozen | §2; `row_gradient_norms` |
+# | 3 | The trained model uses position | diagonal attention maps change with wrong positions | §3; `TinyTransformer.attention_weights` |
+# | 4 | Padding does not change real tokens | padded vs unpadded outputs; left padding: `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
 # | 5 | A checkpoint matches its source, layout included | golden-output test after loading | §5.1; `convert_qk_weight` |
-# | 6 | Angles are computed in float32 | shift check in the model dtype at large positions | §5.2; `rope_cos_sin` |
-# | 7 | Widths are even where pairs are used | the library raises a clear error | §5.3 |
-# | 8 | Positions stay inside a learned table | `LearnablePE` raises past `max_len`; never clamp | §5.4 |
-# | 9 | Scores are scaled as the reference model does ($1/\sqrt{d}$ for ALiBi, none for T5) | compare with `scaled_dot_product_attention` | §5.5 |
+# | 6 | Angles in float32 | shift check in the model dtype at large positions | §5.2; `rope_cos_sin` |
+# | 7 | Even widths where pairs are used | a clear library error | §5.3 |
+# | 8 | Positions inside a learned table | `LearnablePE` raises past `max_len`; never clamp | §5.4 |
+# | 9 | Scores scaled as in the reference model ($1/\sqrt{d}$ for ALiBi, none for T5) | compare with `scaled_dot_product_attention` | §5.5 |
 # | 10 | A decode step uses the right positions | cached step == full recomputation | §5.6; `last_token_logits_two_ways` |
 # | 11 | Position touches q and k only (RoPE) | shift check on the attention layer | §5.7 |
-# | 12 | The scales of token and position vectors match | compare row norms before the first layer | [02](02_learnable.ipynb), section 7 |
+# | 12 | Token and position vectors have matching scales | row norms before the first layer | [02](02_learnable.ipynb), section 7 |
 
 # %% [markdown]
 # ## Summary
 #
 # - **Probe** (§1): only *added* encodings give absolute position on identical tokens; RoPE, T5
 #   and ALiBi stay exactly at chance. With a start token every decoder learns it, the one without
-#   position too. The article's test keeps the relative schemes at chance (E7).
-# - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; only the
-#   the probe does not name a detached table; the gradient check (or a weight diff) does.
+#   position too; the article's test keeps the relative schemes at chance (E7).
+# - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; a detached
+#   table escapes the probe, not the gradient check (or a weight diff).
 # - **Attention maps** (§3): with all position ids 0, RoPE decoders lose their stripes and fall
 #   from 1.00 to 0.16, behind a bag of earlier tokens (0.25).
 # - **Padding** (§4): left padding with default positions breaks absolute encodings (first-token
