@@ -5,7 +5,8 @@ Each checker and the function it expects::
     check_exercise_1(predicted, actual)  predict, then run: the accuracy of section 4's model with the
                                          inputs at positions 1-12 instead of 0-11
     check_exercise_2(letter)  explain why: no row past max_len, and no generalisation past the training length
-    check_exercise_3(fn)  fn(pe, new_max_len) -> a new LearnablePE of new_max_len rows, row p = pe row (p mod max_len)
+    check_exercise_3(fn)  design: fn(pe, new_max_len) -> a new LearnablePE of new_max_len rows that keeps pe's rows and
+                          starts the new ones at their scale, neighbours alike, no two the same
     check_exercise_4(fn)  fn(d_model) -> std of N(0, std) token embeddings that, once multiplied by sqrt(d_model),
                           have the same mean squared norm as a sinusoidal row (d_model / 2)
 """
@@ -66,12 +67,26 @@ check_exercise_2 = choice(
 )
 
 
-@checker(N_("Exercise 3 (extend a table by copying)"))
+def _trained_like(max_len: int, d: int, seed: int) -> LearnablePE:
+    """A table with the structure of a trained one (section 4): rows of similar size, neighbours alike."""
+    pe = LearnablePE(d, max_len)
+    noise = torch.randn(max_len, d, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        pe.weight.copy_(0.3 * sinusoidal_table(max_len, d, base=100.0) + 0.02 * noise)
+    return pe
+
+
+def _neighbour_cosine(rows: torch.Tensor) -> float:
+    """Mean cosine similarity of consecutive rows."""
+    return torch.nn.functional.cosine_similarity(rows[1:], rows[:-1], dim=-1).mean().item()
+
+
+@checker(N_("Exercise 3 (design new rows for a longer table)"))
 def check_exercise_3(ex: Exercise, fn: Callable[[LearnablePE, int], LearnablePE]) -> None:
-    """fn(pe, new_max_len) must return a new, independent LearnablePE whose row p is pe.weight[p % pe.max_len]."""
-    torch.manual_seed(5)
-    for old_len, new_len, d in [(4, 10, 3), (6, 6, 2), (8, 16, 8)]:
-        pe = LearnablePE(d, old_len, init_std=0.5)
+    """fn(pe, new_max_len) must return a new, independent, trainable LearnablePE whose first rows are pe's and whose
+    new rows have the old rows' scale, neighbours alike (mean cosine >= 0.5) but not equal."""
+    for old_len, new_len, d, seed in [(12, 24, 16, 0), (8, 20, 16, 1), (6, 6, 8, 2)]:
+        pe = _trained_like(old_len, d, seed)
         before = pe.weight.detach().clone()
         new = ex.call(fn, pe, new_len)
         ex.expect(isinstance(new, LearnablePE), _("return a LearnablePE, got {type}").format(type=type(new).__name__))
@@ -82,18 +97,31 @@ def check_exercise_3(ex: Exercise, fn: Callable[[LearnablePE, int], LearnablePE]
                     "{d}), got max_len {got_len} and shape {got_shape}").format(
                       new_len=new_len, d=d, got_len=new.max_len, got_shape=tuple(new.weight.shape)))
         ex.expect(isinstance(new.weight, torch.nn.Parameter) and new.weight.requires_grad,
-                  _("the new weight must be a trainable nn.Parameter (the copied rows are a starting point)"))
-        want = before[torch.arange(new_len) % old_len]
-        got = new.weight.detach()
+                  _("the new weight must be a trainable nn.Parameter (the new rows are a starting point)"))
+        got = new.weight.detach().clone()
         ex.expect(torch.equal(got[:old_len], before), _("the first max_len rows must be the trained rows, unchanged"))
-        ex.expect(torch.equal(got, want), _("row p must be a copy of row p % {old_len} (positions {old_len}.. start "
-                                            "again at row 0, as Longformer initialised its longer table)").format(
-                                                old_len=old_len))
         with torch.no_grad():
             new.weight.add_(1.0)
         ex.expect(torch.equal(pe.weight.detach(), before),
                   _("the new table shares memory with the old one; copy the data (clone) into a new parameter"))
-    ex.passed(_("rows copied periodically into a new, independent table for 3 sizes"))
+        if new_len == old_len:
+            continue
+        rows, size = got[old_len:], before.norm(dim=1).mean().item()
+        norms = rows.norm(dim=1)
+        ex.expect(bool((norms >= 0.5 * size).all() and (norms <= 2 * size).all()),
+                  _("your new rows have norms from {low:.3f} to {high:.3f}, the trained rows about {size:.3f}: a new "
+                    "row should start at the scale of the rows the model knows (section 3)").format(
+                      low=norms.min().item(), high=norms.max().item(), size=size))
+        alike = _neighbour_cosine(rows)
+        ex.expect(alike >= 0.5, _("neighbouring new rows have a mean cosine of {alike:.2f}, as unrelated as random "
+                                  "rows; the trained rows' neighbours have {old:.2f} (section 4): start the new rows "
+                                  "with that order").format(alike=alike, old=_neighbour_cosine(before)))
+        gap = (rows[1:] - rows[:-1]).norm(dim=1).min().item()
+        ex.expect(gap >= 0.1 * size, _("two neighbouring new rows are only {gap:.3g} apart: the positions they stand "
+                                       "for would look the same to the model").format(gap=gap))
+    ex.passed(_("the trained rows kept, the new rows at their scale, ordered and distinct from their neighbours, in a new "
+                "trainable table "
+                "(3 sizes)"))
 
 
 @checker(N_("Exercise 4 (matching the scales)"))

@@ -30,7 +30,6 @@ TRAINING_CALLS = {"train", "run_each", "train_char_lm", "train_base_model", "loa
 
 #: Notebooks that train and do not show floors yet, each with the issue that gives them floors.
 PENDING = {
-    "02_learnable": "#50 (00-02 rewritten with floors)",
 }
 
 
