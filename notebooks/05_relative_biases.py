@@ -1,22 +1,21 @@
 # %% [markdown]
 # # 05 · Relative biases
 #
-# Notebooks 01-03 put position into a vector added to the tokens, or into a rotation of queries
-# and keys. There is a third place: the attention **scores**. A relative bias adds a number
-# $b(i, j)$ to the score of query $i$ and key $j$ that depends only on where the two tokens are
-# relative to each other. How can such a number be built, what does it cost, and what else can
-# carry position when no encoding is given at all?
+# Notebooks 01-03 put position into the token vectors or into a rotation of queries and keys. A
+# relative bias puts it into the attention **scores**: a number $b(i, j)$ added to the score of
+# query $i$ and key $j$ that depends only on their relative position. How can it be built, what
+# does it cost, and what else carries position when no encoding is given?
 #
 # **What you will learn**
-# - T5's bucketed bias and ALiBi's fixed slopes, each as a formula and a few lines of code, and
-#   why ALiBi's compact per-key form is exact under a causal mask;
+# - T5's bucketed bias and ALiBi's fixed slopes, in formula and code, and why ALiBi's compact
+#   per-key form is exact under a causal mask;
 # - Swin's 2-D table and its index, and BEiT's class-token variant;
 # - Transformer-XL's four-term score and its relative shift;
 # - that PEG's zero padding, and a decoder's causal mask, give a model position with no encoding;
 # - how every family does on one task (3 seeds), and what each costs as the sequence grows.
 #
-# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (the three places
-# position can enter, and why an encoder without position is blind to order),
+# **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why an encoder
+# without position is blind to order),
 # [01 · Sinusoidal encoding](01_sinusoidal.ipynb), [02 · Learnable absolute encoding](02_learnable.ipynb),
 # [03 · RoPE](03_rope.ipynb) (the schemes compared here) and [04 · Vision](04_vision.ipynb) (the
 # one-layer ViT and its class token, in section 4).
@@ -107,22 +106,19 @@ def mib(n_bytes: float) -> str:
 # T5 (Raffel et al. 2020) keeps one scalar per head and shares it between offsets: how are
 # offsets grouped?
 #
-# The offset $j - i$ is put into one of 32 buckets. In an encoder (**bidirectional**) half of
-# them serve keys before the query, half keys after it; a decoder (**causal**) gives all 32 to
-# the past. Near the query each distance has its own bucket; farther ones are **log-spaced** up to
-# `max_distance` = 128, and the last bucket takes everything from where the rounded-down log
-# reaches it (before 128, as the check below shows). With $B$ buckets per side
-# ($B = 16$ bidirectional, 32 causal), a key at distance $n$ gets
+# The offset goes into one of 32 buckets: an encoder (**bidirectional**) gives half to keys before
+# the query and half to keys after it, a decoder (**causal**) all 32 to the past. Near the query
+# each distance has its own bucket; farther ones are **log-spaced** up to `max_distance` = 128.
+# With $B$ buckets per side ($B = 16$ bidirectional, 32 causal), a key at distance $n$ gets
 #
 # $$\text{bucket}(n) = \begin{cases} n & n < B/2\\
 # \min\Big(B - 1,\; \tfrac{B}{2} + \Big\lfloor \tfrac{B}{2}\,
 # \tfrac{\log(2n/B)}{\log(2\,\text{max\_distance}/B)} \Big\rfloor\Big) & n \ge B/2 \end{cases}$$
 #
 # plus $B$ for keys after the query in the bidirectional case. The score is
-# $q_i^\top k_j + b_{h}(\text{bucket}(j - i))$, a learned `(32, heads)` table shared by every
-# layer, with no $1/\sqrt{d}$: T5 folds the scale into the initialisation of its query weights,
-# and so does the library (`T5RelativeBias.score_scale()` is 1). In code, checked against the
-# library (itself tested against Hugging Face's `_relative_position_bucket`):
+# $q_i^\top k_j + b_{h}(\text{bucket}(j - i))$, from a learned `(32, heads)` table shared by every
+# layer, with no $1/\sqrt{d}$ (T5 folds the scale into its query weights' initialisation). In
+# code, checked against the library:
 
 # %% tags=["nbval-check-output"]
 def t5_bucket(offset, bidirectional=True, num_buckets=32, max_distance=128):
@@ -254,10 +250,8 @@ plt.show()
 # The library computes the bias without bucketing all $L^2$ pairs. Only the offsets matter, and
 # every offset beyond $\pm$`max_distance` shares the last bucket, so `T5RelativeBias.offset_bias()`
 # buckets the 257 offsets $-128 \dots 128$ once, and each pair only **gathers** the row of its
-# (clamped) offset. The result is the same table entries, bit for bit (the conformance tests in
-# `tests/lib/test_relative.py` compare it with Hugging Face's `T5Attention.compute_bias`). Below: both
-# ways at $L = 1024$, their equality, and the bytes each allocates (counted exactly by
-# `posenc_lib.analysis.cost.allocated_bytes`, temporaries included).
+# (clamped) offset: the same table entries, bit for bit. Below: both ways at $L = 1024$, their
+# equality, and the bytes each allocates (temporaries included).
 
 # %% tags=["deep-dive", "nbval-check-output"]
 t5 = T5RelativeBias(4, bidirectional=False)
@@ -441,16 +435,12 @@ assert full_bytes[torch.float32] // compact_bytes == length
 # ### Explorer · T5 buckets for a length, ALiBi for a head count
 #
 # **Question:** what do T5's buckets look like at the lengths a model meets, and ALiBi's slopes
-# and penalties for your head count?
+# and penalties for your head count? Sliders choose the heads (1 to 16) and the length (8 to
+# 256); the executed notebook shows 8 heads at $L = 64$.
 #
-# The explorer draws T5's bucket of every offset (both kinds), ALiBi's slope per head, and the
-# ALiBi bias of the last query against the keys, one labelled line per head. In JupyterLab two
-# sliders choose the heads (1 to 16) and the length (8 to 256); the executed notebook shows 8
-# heads at $L = 64$.
-#
-# **What to try.** Lengthen the sequence to 256: offsets beyond $\pm 128$ all fall into the last
-# bucket of their side. Try 12 heads: the slopes are no longer in order. Each ALiBi head has its
-# own range, about $1/m_h$ tokens before its penalty reaches $-1$.
+# **What to try.** Length 256: offsets beyond $\pm 128$ fall into the last bucket of their side.
+# 12 heads: the slopes are out of order. Each ALiBi head's penalty reaches $-1$ after about
+# $1/m_h$ tokens.
 
 # %% tags=["nbval-check-output"]
 relative_explorer()
@@ -495,8 +485,7 @@ print(
 #
 # **Takeaway:**
 # - ALiBi has no parameters: each head gets a fixed recency penalty, geometric across heads.
-# - Under a causal mask it collapses to a per-key vector $m_h j$: no (heads, L, L) tensor
-#   (8 GiB per layer at 8192 tokens in float32 otherwise).
+# - Under a causal mask it collapses to a per-key vector $m_h j$: no (heads, L, L) tensor.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
 # ### Deep dive (optional) · Compact ALiBi inside SDPA, and its cost in bf16
@@ -656,9 +645,8 @@ plt.show()
 
 # %% [markdown]
 # The index is block-Toeplitz: one block per pair of patch rows, each constant along its
-# diagonals. Offset $(0, 0)$ is used by all 9 patches, each corner offset by one pair. BEiT puts
-# a class token in front, with three extra table rows of its own (class → patch, patch → class,
-# class → class), outlined in the last panel; the patches keep Swin's index.
+# diagonals. BEiT puts a class token in front, with three table rows of its own (class → patch,
+# patch → class, class → class), outlined in the last panel; the patches keep Swin's index.
 #
 # **Check.** The index is the formula, every table row is used, and the library's scheme gathers
 # the table with it.
@@ -699,8 +687,7 @@ checked(
 # %% [markdown]
 # **Takeaway:**
 # - Swin's bias is T5's idea in 2-D without buckets: a window is small, so every 2-D offset gets
-#   its own learned value.
-# - A class token, which has no place on the grid, gets three entries of its own (BEiT).
+#   its own learned value. A class token, off the grid, gets three entries of its own (BEiT).
 #
 # ## 4 · PEG: zero padding leaks absolute position
 #
@@ -710,9 +697,9 @@ checked(
 #
 # From the border: the convolution pads the grid with zeros, so an edge token sees zeros where an
 # interior one sees neighbours. On a **constant** input only the padding can make the output
-# depend on position; **circular** padding (a torus) has no border. Below, one channel of the
-# output for a constant input, one PEG and three stacked. CPVT places its PEG after the first
-# block; the one-layer ViT of [04](04_vision.ipynb) puts it on the embeddings.
+# depend on position; **circular** padding (a torus) has none. Below: one output channel for a
+# constant input, after one PEG and after three. CPVT places its PEG after the first block; the
+# one-layer ViT of [04](04_vision.ipynb) puts it on the embeddings.
 
 # %% tags=["nbval-check-output"]
 G, D_PEG = 6, 16  # a 6 x 6 grid of 16-channel tokens
@@ -760,9 +747,9 @@ plt.show()
 assert float(outs[2].max() - outs[2].min()) < 1e-6  # no border, no position
 
 # %% [markdown]
-# A **probe** makes "leaks" a number: `position_probe_accuracy` (`posenc_lib.analysis.probes`) trains a small MLP to
-# name each token's index (0-35) from its output vector. Chance is $1/36$. Three seeds: seed $s$
-# draws the PEG weights, the inputs' noise and the probe.
+# A **probe** makes "leaks" a number: `position_probe_accuracy` trains a small MLP to name each
+# token's index (0-35) from its output vector. Chance is $1/36$. Seed $s$ (three of them) draws
+# the PEG weights, the inputs' noise and the probe.
 
 # %%
 chance_peg = 1 / G**2
@@ -929,9 +916,9 @@ assert max(nope_probe[MASKED[False]]) < 1.5 * chance_pos
 # **Question.** T5 and ALiBi add a number that depends on the offset alone. Can the position term
 # depend on *what* the query is looking for?
 #
-# Transformer-XL (Dai et al. 2019) expands the score of an absolute encoding,
-# $(x_i + p_i)^\top W_q^\top W_k (x_j + p_j)$, into four terms, replaces the key position by a
-# relative one $r_{i-j}$ and the query's by learned vectors $u$, $v$:
+# Transformer-XL (Dai et al. 2019) expands an absolute encoding's score,
+# $(x_i + p_i)^\top W_q^\top W_k (x_j + p_j)$, into four terms, with a relative $r_{i-j}$ for the
+# key's position and learned vectors $u$, $v$ for the query's:
 #
 # $$s_{ij} = \underbrace{q_i^\top k_j}_{\text{(a) content}} + \underbrace{q_i^\top W_R\, r_{i-j}}_{\text{(b) content-position}}
 #   + \underbrace{u^\top k_j}_{\text{(c) global content}} + \underbrace{v^\top W_R\, r_{i-j}}_{\text{(d) global position}},$$
@@ -941,7 +928,7 @@ assert max(nope_probe[MASKED[False]]) < 1.5 * chance_pos
 #
 # **The relative shift.** Term (b) for all pairs would need an $(L, L, d)$ tensor. Instead compute
 # $q_i^\top W_R r_t$ for the $2L - 1$ distances $t = L - 1, \dots, -(L - 1)$, an $(L, 2L - 1)$
-# matrix, and move row $i$ so that column $j$ holds distance $i - j$: pad a column, reshape,
+# matrix, and shift row $i$ so that column $j$ holds distance $i - j$: pad a column, reshape,
 # drop a row.
 
 # %% tags=["nbval-check-output"]
@@ -957,8 +944,7 @@ print(rel_shift(per_distance))  # row i: columns 4 - i to 8 - i of row i
 assert torch.equal(rel_shift(per_distance), relative_shift(per_distance, 5))
 
 # %% [markdown]
-# Row $i$ keeps the window that starts $L - 1 - i$ columns in; the library's `relative_shift`
-# reads the same diagonals as one strided view, with no copy. The check below:
+# Row $i$ keeps the window that starts $L - 1 - i$ columns in. The check:
 # `TransformerXLRelative.qk_bias` returns (b) + (c) + (d), equal to the formula pair by pair and
 # unchanged when every position moves by the same amount.
 
@@ -1006,11 +992,11 @@ print(
 #
 # Random tokens; at every position output the token **3 steps back** (as in [03](03_rope.ipynb)).
 # A 1-layer causal decoder (d_model 32, 4 heads), 150 steps per scheme, 3 seeds each. Token
-# accuracy on 512 held-out sequences (positions 3-23). What the task tests: whether a scheme lets
-# attention *select one fixed offset*. It does not test relative against absolute: train and test
-# sequences have the same length, so an absolute encoding can learn "position $i$ looks at
-# $i - 3$" too. The floors: the same decoder with no encoding (*no position*), the bag of earlier
-# tokens (answer the commonest token seen so far, which the answer is one of), and chance, $1/16$.
+# accuracy on 512 held-out sequences (positions 3-23). The task tests whether a scheme lets
+# attention *select one fixed offset*, not relative against absolute: train and test sequences
+# have the same length, so an absolute encoding can learn "position $i$ looks at $i - 3$" too.
+# The floors: the same decoder with no encoding (*no position*), the bag of earlier tokens
+# (answer the commonest token seen so far, which the answer is one of), and chance, $1/16$.
 
 # %% tags=["nbval-check-output"]
 todo = [
@@ -1055,8 +1041,7 @@ checked(
 # %% [markdown]
 # Every encoding but ALiBi selects the offset: RoPE, T5, Transformer-XL and the two added tables
 # are ahead of every floor, and no two of them are separated (T5's 0.99 against the others' 1.00
-# clears the seed spread, not the floor of two points). The absolute encodings solve it as well
-# as the relative ones: this task does not separate the two kinds.
+# clears the seed spread, not the floor of two points). The absolute encodings solve it too.
 #
 # **Why ALiBi stays at the bag of tokens.** With 4 heads ALiBi's slopes run from 1/4 to 1/256, so
 # even the steepest head weights distances 0-3 by 1, 0.78, 0.61, 0.47 (below): a gentle recency
@@ -1210,9 +1195,8 @@ checked(
 
 # %% [markdown]
 # On a log-log plot memory grows as $L$ (slope 1) for the added tables, RoPE and compact ALiBi,
-# and as $L^2$ for the pairwise biases. The cell asserts the memory slopes only: times vary with
-# the machine and its load (a busy machine can reorder them), so the time panel is a look, not a
-# check, and its output is not compared. `make bench` times whole layers on a quiet machine.
+# and as $L^2$ for the pairwise biases. Times vary with the machine and its load (a busy machine
+# can reorder them): the time panel is a look, not a check.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -1287,35 +1271,26 @@ for ax in axes:
 plt.show()
 
 # %% [markdown]
-# In a real model the scores are $O(L^2)$ in time for every scheme, but SDPA's fused kernels keep
-# memory linear; an $L^2$ bias mask is what makes it quadratic. SDPA takes a bias only as such a
-# mask: T5 and Swin need it there, and so does ALiBi without a causal mask. FlashAttention-2
-# (`alibi_slopes`) and FlexAttention (`score_mod`) compute the bias on the fly instead, causal or
-# not. `make bench` measures whole layers (`bench/results/schemes.md`).
+# In a real model the scores take $O(L^2)$ time for every scheme, but SDPA's fused kernels keep
+# memory linear unless given an $L^2$ bias mask, the only way SDPA takes a bias: T5 and Swin need
+# one, and so does ALiBi without a causal mask. FlashAttention-2 (`alibi_slopes`) and
+# FlexAttention (`score_mod`) compute the bias on the fly instead, causal or not.
 #
 # **Takeaway:**
 # - Added tables, RoPE and compact ALiBi cost $O(L)$ memory.
 # - T5 and full ALiBi as an SDPA mask cost $O(L^2)$; a kernel computing the bias avoids it.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
-# ### Deep dive (optional) · Why the timed lengths stop at 1024
-#
-# Beyond $L = 1024$ a fresh (heads, L, L) bias passes ~32 MB. The C library hands out buffers
-# that large as new memory pages, which the kernel faults in on first touch, so their time grows
-# faster than $L^2$ and the time slope measures the allocator, not the scheme. `make bench` sets
-# the allocator so that this does not happen, and measures whole layers up to $L = 2048$.
-
 # %% [markdown]
 # ## 9 · Which encoding when: the selection advice, with this series' evidence
 #
 # The source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》,
-# ends its §5.2 with advice by field (选择建议, four bullets: language, vision, audio and time
-# series, non-grid data). For vision it says 「对于计算机视觉（ViT），可学习的1D或2D位置编码仍是主流且有效
+# ends its §5.2 with advice by field (选择建议).
+# For vision it says 「对于计算机视觉（ViT），可学习的1D或2D位置编码仍是主流且有效
 # 的选择，简单可靠。」 ("For computer vision (ViT), learnable 1-D or 2-D position encodings remain
 # the mainstream and effective choice, simple and reliable."), which this toy does not test at
-# ViT scale. The table below is organised by situation instead, each row with a number this
-# series printed (05 by section; [03](03_rope.ipynb), [04](04_vision.ipynb),
-# [06](06_length_extrapolation.ipynb)). All of it is at toy scale.
+# ViT scale. The table below goes by situation, each row with a number this series printed
+# ([03](03_rope.ipynb), [04](04_vision.ipynb), 05, [06](06_length_extrapolation.ipynb)), all at
+# toy scale.
 #
 # | situation | choose | evidence | not shown |
 # |---|---|---|---|
@@ -1340,7 +1315,7 @@ plt.show()
 # - **Transformer-XL**: four terms; the position terms read sinusoidal $r_{i-j}$.
 # - **PEG**'s zero padding and **NoPE**'s causal mask give position (3 seeds each).
 # - On lag-3 every encoding but ALiBi selects the offset, ahead of every floor; ALiBi and no
-#   encoding stay at the bag of earlier tokens. The absolute encodings solve it too, so the task
+#   encoding stay at the bag of earlier tokens. The absolute encodings solve it too: the task
 #   does not separate relative from absolute.
 # - T5 and full ALiBi cost $O(L^2)$ memory as an SDPA mask.
 

@@ -1,27 +1,25 @@
 # %% [markdown]
 # # 08 · Position in today's models
 #
-# Notebooks 00-07 built each encoding from its paper. Today's models (Llama 3.1, Phi-3, Gemma 3,
-# Qwen2.5-VL, DeepSeek-V3) use schemes those papers do not show. **Why did each
-# family depart from plain RoPE, and what exactly does each compute?** Three pressures explain
-# most of it:
+# Today's models (Llama 3.1, Phi-3, Gemma 3, Qwen2.5-VL, DeepSeek-V3) use schemes that the papers
+# of notebooks 00-07 do not show. **Why did each family depart from plain RoPE, and what exactly
+# does each compute?** Three pressures explain most of it:
 #
-# - **Longer contexts.** Models train at 4K-8K tokens and serve 128K or more; past the training
-#   length the slow pairs reach angles never seen (notebook 06). So the frequencies are rescaled
-#   (Llama 3.1's bands, Phi-3's LongRoPE, DeepSeek's YaRN), the slow pairs are stopped (Gemma 4's
-#   p-RoPE), or some layers drop position (SmolLM3, Llama 4, Cohere2).
+# - **Longer contexts.** Models train at 4K-8K tokens and serve 128K or more, where the slow pairs
+#   reach angles never seen (notebook 06): the frequencies are rescaled (Llama 3.1's bands,
+#   Phi-3's LongRoPE, DeepSeek's YaRN), the slow pairs stopped (Gemma 4's p-RoPE), or some layers
+#   drop position (SmolLM3, Llama 4, Cohere2).
 # - **Memory.** The key-value cache grows with the context: local-window layers keep only their
-#   window, and DeepSeek caches one compressed vector per token, which plain RoPE does not survive.
+#   window; DeepSeek caches one compressed vector per token, which plain RoPE does not survive.
 # - **Images and video.** A video token has a frame, a row and a column (Qwen2-VL's M-RoPE).
 #
 # **What you will learn**
 # - read a model's position scheme off its `transformers` config, without the silent fall-back
 #   to base 10000;
-# - write Llama 3's bands, LongRoPE, p-RoPE, M-RoPE, Llama 4's temperature and DeepSeek's
-#   decoupled RoPE in a few lines each, equal to the model's own code;
+# - write each of these schemes in a few lines, equal to the model's own code;
 # - convert a checkpoint between the two RoPE layouts, and test it so a skipped permutation shows;
 # - measure, beside floors, what a local window does past the training length, which rotary
-#   pairs a small model uses, and why M-RoPE's pair order matters.
+#   pairs a small model uses, and what M-RoPE's pair order changes.
 #
 # **Prerequisites:** [03 · RoPE](03_rope.ipynb) (layouts, partial rotary),
 # [04 · Position in vision transformers](04_vision.ipynb) (2-D RoPE),
@@ -29,9 +27,7 @@
 # [06 · Length extrapolation](06_length_extrapolation.ipynb) (PI, YaRN) and
 # [07 · Debugging and practice](07_debugging.ipynb) (layout bugs).
 #
-# **Two sessions.** Session 1: sections 1 and 2 (configs, each scheme against the model's own
-# code) with Exercises 1 and 3. Session 2: sections 3 to 5 (the layout lab, trained models, the
-# video task) with Exercise 2. Subsections marked *optional* can be left for reading.
+# **Two sessions:** sections 1-2, then 3-5; subsections marked *optional* are reading.
 #
 # **Run time:** about 100 s on a laptop CPU (measured with `make execute`, one thread), most of it in
 # 15 training runs of a tiny video classifier; the language models are notebook 06's, loaded.
@@ -74,8 +70,7 @@ print("transformers", transformers.__version__)
 # say so?
 #
 # `family_table` builds each family's config offline from its `transformers` class, with a
-# published checkpoint's values (`posenc_course/nb08_families.py` names each `config.json`),
-# and reads every column from the config object.
+# published checkpoint's values, and reads every column from it.
 
 # %% tags=["nbval-check-output"]
 families = nb08.family_table().set_index("family")
@@ -85,16 +80,15 @@ display(families[["base", "scaling type", "factor", "rotary fraction",
                   "context length"]])  # max_position_embeddings
 
 # %% [markdown]
-# Most families since 2022 rotate, not all: Bloom (2022, in the table) adds ALiBi's score bias,
-# as do MPT (2023) and Baichuan2-13B (2023); Llama 4's and Cohere2's global layers have no
-# position encoding at all.
-# "context length" is the config's `max_position_embeddings`, which is not always the context a
-# model card promises (Command R7B's card gives a longer one than its config's 8,192).
+# Most families since 2022 rotate; Bloom (2022, in the table), MPT (2023) and Baichuan2-13B
+# (2023) add ALiBi's score bias instead.
+# "context length" is the config's `max_position_embeddings`, not always the context a model
+# card promises (Command R7B's card gives more than its config's 8,192).
 #
 # **The field that moved.** `transformers` 4.x kept the base in `config.rope_theta` and the
-# long-context settings in `config.rope_scaling`; 5.x keeps both in `config.rope_parameters`. A
-# line written for 4.x,
-# `getattr(config, "rope_theta", 10000.0)`, still runs on a 5.x config and returns its default:
+# long-context settings in `config.rope_scaling`; 5.x keeps both in `config.rope_parameters`.
+# Code for 4.x, `getattr(config, "rope_theta", 10000.0)`, still runs on a 5.x config and returns
+# its default:
 # %% tags=["nbval-check-output"]
 config_of = {family.name: family.config for family in nb08.FAMILIES}
 llama31 = config_of["Llama 3.1"]()
@@ -115,7 +109,7 @@ print(f"slowest pair's wavelength: {slowest[0]:,.0f} tokens with the wrong "
 # **Which layers rotate.** SmolLM3 and Llama 4 carry a flag per layer, `no_rope_layers`, where
 # **1 means the layer uses RoPE** (the name says the opposite): by default every fourth layer
 # has none. Cohere2 rotates only its sliding-window layers. `rotating_layers` reads the flags
-# (R: rotates, N: does not; checked against the modules in the unit tests).
+# (R: rotates, N: does not).
 
 # %% tags=["nbval-check-output"]
 for name in ("SmolLM3", "Llama 4", "Cohere2", "Gemma 3"):
@@ -134,7 +128,7 @@ for name in ("SmolLM3", "Llama 4", "Cohere2", "Gemma 3"):
 # **Question:** what does each scheme compute, and does ours compute exactly that?
 #
 # The picture: new over plain frequency $\theta_i = b^{-2i/d}$ of each pair $i$ (base $b$, head
-# width $d$), for section 1's configs, read by `rotary_scheme(config, layer_type)`.
+# width $d$), for section 1's configs (`rotary_scheme(config, layer_type)`).
 
 # %% tags=["nbval-check-output"]
 hf_llama, hf_phi3, hf_gemma3, hf_gemma4 = (
@@ -246,8 +240,8 @@ torch.testing.assert_close(theta_g3 / 8, gemma3_global.inv_freq)
 print(f"Gemma 4 global layers: {int(keep.sum())} of {d // 2} pairs turn")
 
 # %% [markdown]
-# Against the models' own rotary modules, within and far beyond the original context: `agree`
-# asserts a bound (0: bit for bit) and records it.
+# Against the models' own rotary modules, within and far beyond the original context (a bound
+# of 0 is bit for bit):
 
 # %%
 agree = nb08.Agreement()
@@ -266,8 +260,8 @@ for (name, kind), ours in schemes.items():
         agree(label, torch.cat(ours.cos_sin(at)), torch.cat(theirs), tol=0.0)
 
 # %% [markdown]
-# A table is not yet a model: on a tiny Llama attention layer with Llama 3 scaling ($L_0 = 32$),
-# `attention_from_hf` copies the weights into the library's layer, which gives the same output:
+# Then a whole layer: `attention_from_hf` copies a tiny Llama attention layer with Llama 3
+# scaling ($L_0 = 32$) into the library's layer, which gives the same output:
 
 # %%
 x = torch.randn(2, 40, 64, generator=torch.Generator().manual_seed(1))
@@ -337,9 +331,8 @@ for label, section, interleaved in ORDERS:
 # The positions come from the model's `get_rope_index`, and the rules differ by model and
 # version. In `transformers` 5.x, Qwen2-VL: text counts 0, 1, 2, ...; a video starting at index
 # $s$ gives token (frame $f$, row $r$, column $c$) the coordinates $(s+f, s+r, s+c)$; text after
-# it resumes at $s + \max(H, W)$. Qwen2.5-VL puts absolute time on a video's $t$ axis, Qwen3-VL
-# writes text timestamps between frames. On text, $t = h = w$: M-RoPE is plain RoPE. The angles
-# in a few lines, against Qwen2-VL's and Qwen3-VL's modules:
+# it resumes at $s + \max(H, W)$. On text, $t = h = w$: M-RoPE is plain RoPE. The angles in a
+# few lines, against Qwen2-VL's and Qwen3-VL's modules:
 
 # %% tags=["nbval-check-output"]
 coords = mrope.mrope_positions(frames=3, height=2, width=4, n_text_before=3,
@@ -378,13 +371,12 @@ checked("the library's MRoPE gives the inline angles in both orders; on text "
 # ### NoPE layers and Llama 4's attention temperature (optional)
 #
 # Llama 4's global layers (one in four) have no position encoding, and their attention spreads
-# thinner as the context grows; Llama 4 scales their queries by a temperature growing with the
+# thinner as the context grows, so their queries are scaled by a temperature growing with the
 # position $m$:
 #
 # $$q_m' = \tau(m)\,q_m,\qquad \tau(m) = 1 + \sigma \ln\!\big(1 + \lfloor (m+1)/F \rfloor\big),$$
 #
-# with `attn_scale` $\sigma = 0.1$ and `floor_scale` $F = 8192$ (the library's
-# `QueryTemperature` scales $q$, not $k$).
+# with `attn_scale` $\sigma = 0.1$ and `floor_scale` $F = 8192$.
 
 # %% tags=["nbval-check-output"]
 m = torch.tensor([0, 8190, 8191, 65535, 1_048_575])
@@ -421,20 +413,20 @@ assert wrong > 0.01
 # ### DeepSeek-V3: decoupled RoPE beside compressed keys (optional)
 #
 # DeepSeek's multi-head latent attention (MLA) caches one compressed vector $c_n = W^{DKV} x_n$
-# per token; head $h$'s key is $W^{UK}_h c_n$. No key is decompressed: the up-projection moves
-# to the query side, $q^\top W^{UK}_h c_n = (W^{UK\top}_h q)^\top c_n$. RoPE would put a rotation
-# between them, $q^\top R_{n-m} W^{UK}_h c_n$, which depends on the offset, and $W^{UK}_h$ could
-# no longer be absorbed. So position gets a **separate slice**, a rotated query part $q^R_{m,h}$ per head and one
-# rotated key $k^R_n$ per token shared by the heads (`qk_rope_head_dim` 64):
+# per token; head $h$'s key is $W^{UK}_h c_n$, never decompressed: the up-projection moves to the
+# query side, $q^\top W^{UK}_h c_n = (W^{UK\top}_h q)^\top c_n$. A RoPE rotation between them,
+# $q^\top R_{n-m} W^{UK}_h c_n$, depends on the offset, and $W^{UK}_h$ could no longer be absorbed.
+# So position gets a **separate slice**: a rotated query part $q^R_{m,h}$ per head and one rotated
+# key $k^R_n$ per token shared by the heads (`qk_rope_head_dim` 64):
 #
 # $$s_{mn}^h = \big(W^{UK\top}_h q^C_{m,h}\big)^{\!\top} c_n
 #   + \mathrm{RoPE}_m(q^R_{m,h})^\top\,\mathrm{RoPE}_n(k^R_n).$$
 #
-# DeepSeek-V3 rotates that slice with YaRN ×40. Plain YaRN scales cos and sin by its gain $\mu$,
-# so the rotated part of a score grows by $\mu^2$; DeepSeek leaves cos and sin unscaled and puts
-# $\mu^2$ in the softmax scale, $\mu^2/\sqrt{d}$ with $\mu = 0.1 \ln 40 + 1$, so it covers the
-# unrotated part too, and in the interleaved layout (its Hugging Face
-# code permutes the slice to halves: evens, then odds). On a tiny config, slices of 8 and 8:
+# DeepSeek-V3 rotates that slice with YaRN ×40, in the interleaved layout (Hugging Face's code
+# permutes it to halves). Plain YaRN scales cos and sin by its gain $\mu$, so the rotated part of
+# a score grows by $\mu^2$; DeepSeek leaves cos and sin unscaled and puts $\mu^2$ in the softmax
+# scale, $\mu^2/\sqrt{d}$ with $\mu = 0.1 \ln 40 + 1$, so it covers the unrotated part too. On a
+# tiny config, slices of 8 and 8:
 # %% tags=["nbval-check-output"]
 yarn = {"rope_type": "yarn", "factor": 40.0, "beta_fast": 32, "beta_slow": 1,
         "original_max_position_embeddings": 4096, "mscale": 1.0,
@@ -482,12 +474,9 @@ checked("DecoupledRoPE rotates as the inline slice does and carries the gain "
         "mu^2; its cos/sin tables equal DeepSeek-V3's bit for bit")
 
 # %% [markdown]
-# The unit tests also compare a whole MLA layer with `DeepseekV3Attention`.
-#
 # ### Cohere2: the interleaved layout, on local layers only (optional)
 #
-# Cohere pairs dims as neighbours, $(x_{2i}, x_{2i+1})$ (notebook 03), and Cohere2 rotates only
-# its sliding-window layers. One check per layer kind:
+# Cohere pairs dims as neighbours, $(x_{2i}, x_{2i+1})$ (notebook 03). One check per layer kind:
 # %%
 config = transformers.Cohere2Config(
     **nb08.TINY, layer_types=["sliding_attention", "full_attention"],
@@ -509,8 +498,8 @@ for layer, scheme, mask in (
               module(x, cos_sin, mask)[0])
 
 # %% [markdown]
-# **Check.** The record of every bound asserted above: tables bit for bit (the same float32
-# operations in the same order), rotations and outputs to rounding.
+# **Check.** Every bound asserted above: tables bit for bit (the same float32 operations in the
+# same order), rotations and outputs to rounding.
 
 # %% tags=["nbval-check-output"]
 display(pd.Series(agree.bounds, name="ours against Hugging Face").to_frame())
@@ -518,10 +507,10 @@ display(pd.Series(agree.bounds, name="ours against Hugging Face").to_frame())
 # %% [markdown]
 # **Takeaway:**
 # - Each scheme is a short formula on top of RoPE: a change to the frequencies (bands, per-pair
-#   factors, p-RoPE), to the positions (M-RoPE), to the queries (Llama 4's temperature) or to
-#   which slice rotates (DeepSeek's MLA).
-# - `posenc_lib` computes each exactly as the model's own code does; watch the per-sequence
-#   switch of LongRoPE and the squared YaRN gain, which the configs do not spell out.
+#   factors, p-RoPE), the positions (M-RoPE), the queries (Llama 4's temperature) or which slice
+#   rotates (DeepSeek's MLA).
+# - `posenc_lib` computes each exactly as the model's own code does; watch LongRoPE's
+#   per-sequence switch and the squared YaRN gain, which the configs do not spell out.
 
 # %% [markdown]
 # ## 3 · A layout-conversion lab on real model classes
@@ -533,7 +522,7 @@ display(pd.Series(agree.bounds, name="ours against Hugging Face").to_frame())
 # Notebook 03's recipe permutes the rows of $W_q$ and $W_k$ within each head
 # (`convert_rope_checkpoint`). We copy a tiny random `LlamaForCausalLM` into a
 # `Llama4ForCausalLM` built as the same dense network, with and without the permutation, at two
-# initial scales, three random models (seeds) each.
+# initial scales, three seeds each.
 
 # %% tags=["nbval-check-output"]
 tokens = torch.randint(0, 64, (4, 48),
@@ -593,7 +582,7 @@ checked("on every seed, converted: the same logits; skipped: over 0.95 of the "
 # We measure on models that beat a character trigram: notebook 06's base models (4 layers, 4
 # heads of 16, i.e. 8 rotary pairs; 3000 steps at $L = 32$ characters; 3 seeds), on held-out
 # *Macbeth* at $L$ to $8L$. The experiment: the same RoPE weights as trained, and with every
-# layer limited to the last $L$ keys, a local window. The control: 06's models without
+# layer limited to a local window of the last $L$ keys. The control: 06's models without
 # position, with and without the window.
 # %% tags=["nbval-check-output"]
 corpus = char_corpus()
@@ -689,13 +678,13 @@ checked("at L every RoPE model beats the 3-gram; past L the RoPE models rise "
 #   the context is not by itself what keeps RoPE flat. That the window helps RoPE by bounding
 #   its distances is the explanation [06 §6](06_length_extrapolation.ipynb) tests (the same
 #   number of keys, some at unseen distances); this section alone does not separate the two.
-#   Why the models without position rise is not tested here (one explanation, Haviv et al.'s conjecture: they count the keys a
-#   query sees, and past $L$ the count is new).
+#   Why the models without position rise is not tested here (Haviv et al.'s conjecture: they
+#   count the keys a query sees, a count that is new past $L$).
 #
-# Cohere2 and Gemma train with their windows, and keep global layers for the whole context,
-# which this task does not test. SmolLM3's "NoPE 1 in 4", the hybrid and p-RoPE are not trained
-# here: at a size a notebook can train, every such model was worse than a character trigram
-# (the open-ended experiment trains them at 06's size).
+# Cohere2 and Gemma train with their windows and keep global layers for the whole context, which
+# this task does not test. SmolLM3's "NoPE 1 in 4", the hybrid and p-RoPE are not trained here:
+# at a notebook's size each was worse than a character trigram (the open-ended experiment
+# trains them at 06's size).
 
 # %% [markdown]
 # ### Which rotary pairs does the trained model use?
@@ -769,7 +758,7 @@ checked("in every seed and layer pairs 0-2 carry more than 3/8 of the scores; "
 # 0.7 of the scores in every layer (their count's share is 3/8), and switching pair 0 or 2 off
 # costs far more than any of pairs 3-7. Barbero et al. (2025) find that Gemma 7B builds its
 # positional heads from the highest frequencies but mostly uses the lowest, which they suspect
-# carry meaning, not position; they propose p-RoPE, which stops the slowest pairs.
+# carry meaning, not position; they propose p-RoPE (section 2).
 
 # %% [markdown]
 # **Takeaway:**
@@ -786,14 +775,14 @@ checked("in every seed and layer pairs 0-2 carry more than 3/8 of the scores; "
 #
 # `WhenAndWhere`: 4 frames of 3 × 3 patches, one token per patch. Two patches are marked, A and
 # B; the label says whether B comes later than A and whether it is to its right: 4 classes.
-# Every video is the same bag of tokens. Four arms, 12 rotary pairs per head, base 100:
+# Four arms, 12 rotary pairs per head, base 100:
 #
 # - **1-D RoPE**: the flattened index $n$, as if the video were text;
 # - **2-D RoPE per frame**: $(h, w)$ within the frame, the time pairs unrotated;
 # - **M-RoPE, sectioned** and **M-RoPE, interleaved**: $(t, h, w)$, 4 pairs each.
 #
-# First, the best accuracy any model could reach from B's offset relative to A as each arm sees
-# it (`WhenAndWhere.ceiling`, exact):
+# First, the best accuracy any model could reach from B's offset to A as each arm sees it
+# (`WhenAndWhere.ceiling`, exact):
 # %% tags=["nbval-check-output"]
 task = WhenAndWhere(frames=4, height=3, width=3)
 flat = torch.tensor([task.height * task.width, task.width, 1])
@@ -914,8 +903,7 @@ checked("interleaved M-RoPE is ahead of every other arm on both test sets; "
 # - **Sectioned M-RoPE** stays at 0.5 after 150 steps. One explanation, which this notebook
 #   does not test (it trains no longer): its width pairs are the 4 slowest of 12, the fastest
 #   turning 0.046 rad per column, so neighbouring columns give nearly the same scores and the
-#   model does not learn to tell them apart in that time. Qwen3-VL's interleaved order gives each
-#   axis fast pairs too.
+#   model does not learn to tell them apart in that time.
 #
 # This is not "sectioned M-RoPE fails in Qwen2-VL". Its width pairs turn even less (0.000178
 # rad per column, section 2), yet its vision encoder, a ViT with its own 2-D RoPE, already
@@ -933,13 +921,12 @@ checked("interleaved M-RoPE is ahead of every other arm on both test sets; "
 # %% [markdown]
 # ## Summary
 #
-# - Today's models left plain RoPE for longer contexts, for memory and for video. Read their
-#   scheme from `config.rope_parameters`: code for the 4.x field silently gets base 10,000.
-# - Each scheme is a few lines on top of RoPE, computed by `posenc_lib` as the model's own code
-#   does (section 2); LongRoPE switches per sequence, DeepSeek moves YaRN's gain from cos and
-#   sin into the softmax scale.
-# - A layout conversion is a per-head permutation of $W_q$, $W_k$; skipping it loads without
-#   error and hides on a fresh model.
+# - Today's models left plain RoPE for longer contexts, memory and video. Read their scheme from
+#   `config.rope_parameters`: code for the 4.x field silently gets base 10,000.
+# - Each scheme is a few lines on top of RoPE (section 2); LongRoPE switches per sequence,
+#   DeepSeek moves YaRN's gain from cos and sin into the softmax scale.
+# - Skipping a layout conversion (a per-head permutation of $W_q$, $W_k$) loads without error
+#   and hides on a fresh model.
 # - Limited to a window of $L$ keys, 06's RoPE models stay flat to $8L$; the window does not help
 #   models without position. A small model uses its fast pairs.
 # - Interleaved M-RoPE solves "when and where" on held-out videos and at a new resolution; the
