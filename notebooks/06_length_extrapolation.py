@@ -8,18 +8,18 @@
 # toy scale. Then the RoPE models' frequencies are rescaled as production models do.
 #
 # The models are small (4 layers, about 210 thousand parameters, 3 million training characters
-# each); the repository ships them. At $L$ they score about as well as a well-smoothed character
-# **6-gram**, and section 2's per-position test does not show them using more of the window
-# than the 6-gram does, so the curves answer *does it break past
-# $L$?*, not *does it use the longer context?*
+# each) and ship with the repository. At $L$ they score about as well as a well-smoothed
+# character **6-gram**, and section 2 does not show them using more of the window than the 6-gram:
+# the curves answer *does it break past $L$?*, not *does it use the longer context?*
 #
 # **What you will learn**
 # - how good the models are, against Kneser-Ney n-grams counted on the same plays;
 # - how each encoding behaves past $L$ (3 seeds), and where that departs from the paper;
 # - whether failure comes from *distances never seen in training* or from *more keys*;
 # - which RoPE pairs turn fully within $L$, and how PI, NTK-aware scaling and YaRN move each;
-# - two corrections to the source article, the Chinese tutorial
-#   《Transformer位置编码原理与实现：从正弦编码到RoPE》 (errata E4 and E5).
+# - three corrections to the source article, the Chinese tutorial
+#   《Transformer位置编码原理与实现：从正弦编码到RoPE》: erratum E3 in section 4, E4 and E5 in
+#   section 8.
 #
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (frequencies and wavelengths),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) (the table and its `max_len`),
@@ -118,8 +118,7 @@ assert (
 #
 # $$\mathrm{ppl}(n) = \exp\Big(\frac1n \sum_{p<n} \ell_p\Big),$$
 #
-# the mean over the first $n$ positions (`perplexity_at`). (Dynamic NTK, which changes its
-# frequencies with the length, gets one pass per length.)
+# the mean over the first $n$ positions (`perplexity_at`).
 
 # %% tags=["nbval-check-output"]
 CONFIG = CHECKPOINT_CONFIG  # the size and training of every model below
@@ -152,23 +151,20 @@ print(
 # The schemes: sinusoidal ([01](01_sinusoidal.ipynb)), learnable (a table of $L$ rows at the
 # tokens' scale, [02](02_learnable.ipynb)), RoPE ([03](03_rope.ipynb)), ALiBi, T5 bias (causal,
 # 32 buckets, `max_distance` $= L$: every distance from $L - 1$ on shares the last bucket, which
-# training reaches at distance 31 only, query 31 to key 0: one (query, key) pair in 528), NoPE
-# (the causal mask alone) and Transformer-XL (sinusoidal $r_{i-j}$ of any distance), from
-# [05](05_relative_biases.ipynb).
+# training reaches in one (query, key) pair in 528), NoPE (the causal mask alone) and
+# Transformer-XL (sinusoidal $r_{i-j}$ of any distance), from [05](05_relative_biases.ipynb).
 #
-# **The training.** `train_base_model` seeds, builds the model and runs the library's loop
-# (`posenc_lib.training.train`): AdamW, each step 32 random windows of $L$ characters from the
-# training plays, the learning rate decaying linearly to a tenth. Its source:
+# **The training.** `train_base_model` runs the library's loop (`posenc_lib.training.train`):
+# AdamW, 32 random windows of $L$ characters per step, the learning rate decaying linearly to a
+# tenth. Its source:
 
 # %% tags=["nbval-check-output"]
 print(inspect.getsource(train_base_model))
 print(CONFIG)
 
 # %% [markdown]
-# `make checkpoints-06` ran this function for every scheme and seed (over an hour of CPU); the
-# repository ships the weights and loss curves in `data/checkpoints/06/`, and `load_base_model`
-# checks each file's SHA-256. Here the first 100 steps of one run are trained again, beside the
-# stored curve.
+# The repository ships every run's weights and loss curve (`make checkpoints-06`, over an hour of
+# CPU); `load_base_model` checks their SHA-256. The first 100 steps of one run are trained again:
 
 # %% tags=["nbval-check-output"]
 SCHEME_NAMES = list(base_schemes())  # the seven schemes, built from a seed
@@ -189,16 +185,15 @@ print(
 print(f"largest difference: {np.abs(np.array(live) - stored).max():.1e}")
 
 # %% [markdown]
-# The stored training curves, every seed (smoothed over 100 steps), with the steps just rerun:
+# The stored curves (smoothed over 100 steps) and the steps just rerun:
 
 # %% tags=["nbval-check-output"]
 fig = training_curves_figure(train_curves, live, CONFIG["steps"])
 plt.show()
 
 # %% [markdown]
-# **The measurement.** One forward pass over the 32 windows of 256 characters, and the
-# cross-entropy kept at every position, averaged over the windows: that is all
-# `per_position_loss` does.
+# **The measurement.** `per_position_loss` is one forward pass over the 32 windows, the
+# cross-entropy kept at every position and averaged over the windows:
 
 # %%
 model = models["RoPE", 0]
@@ -210,7 +205,7 @@ with torch.no_grad():
 assert_close(nll.mean(0), per_position_loss(model, inputs, targets))
 
 # %% [markdown]
-# The same for every model but the learnable one (section 2's last part says why):
+# The same for every model but the learnable one (see the end of this section):
 
 
 # %% tags=["nbval-check-output"]
@@ -252,8 +247,8 @@ print(
 #
 # Would a model with no Transformer do as well? The standard answer is an $n$-gram: the
 # probability of the next character given the previous $n - 1$, counted on the training plays and
-# smoothed by interpolated **Kneser-Ney** (Chen & Goodman 1998). It is scored on the same 32
-# windows, each position seeing what a causal model sees: the window's last $n - 1$ characters.
+# smoothed by interpolated **Kneser-Ney** (Chen & Goodman 1998), scored on the same 32 windows,
+# each position seeing the window's last $n - 1$ characters.
 
 # %% tags=["nbval-check-output"]
 ngram, ngram_loss = {}, {}  # order -> the model, its (32, 8L) losses
@@ -411,7 +406,6 @@ print(
 # - No model pulls ahead of the 6-gram further into the window (its excess does not fall from
 #   positions 6-13 to 24-31). That does not show the models ignore the far context, only that
 #   it does not make them better than the 6-gram.
-#   The rest asks whether each *keeps* its quality past $L$.
 # - A learnable table does not extrapolate badly, it does not extrapolate at all; any extension
 #   is a decision made outside the model. Clamped to its last row it runs, and fails: 57.78 at
 #   $8L$.
@@ -425,13 +419,12 @@ print(
 # $s = 8$ (PI also 2 and 4), original length $L_0 = L$:
 #
 # - **PI** (linear position interpolation, Chen et al. 2023): every $\theta_i / s$, positions
-#   squeezed into the trained range (introduced to extend LLaMA after its release);
+#   squeezed into the trained range;
 # - **NTK-aware** (bloc97 2023): base $\to$ base $\cdot s^{d/(d-2)}$, no training;
 # - **dynamic NTK**: NTK-aware with $s' = s\,n/L_0 - (s-1)$ computed from the current length $n$
 #   (we use $s = 1$, so $s' = n/L_0$: just enough for the length at hand, and nothing at $n \le L_0$);
 # - **YaRN** (Peng et al. 2023): per pair, a ramp between $\theta_i / s$ (slow pairs) and
-#   $\theta_i$ (fast pairs), plus cos and sin times $0.1 \ln s + 1$. Which ramp exactly matters
-#   at this size: section 7's deep dive derives it.
+#   $\theta_i$ (fast pairs), plus cos and sin times $0.1 \ln s + 1$ (the exact ramp: section 7).
 #
 # `with_scheme` gives a copy of a trained model with another RoPE (RoPE has no weights).
 
@@ -545,9 +538,7 @@ evaluate({
 # ## 4 · Perplexity against evaluation length
 #
 # **Question:** which encodings keep their perplexity from $L$ to $8L$? Drawn like Figure 1 of the
-# ALiBi paper, mean of 3 seeds with the seed range shaded, the Kneser-Ney 4- and 6-grams in grey. First
-# figure: the encodings trained from scratch; second: RoPE rescaled without training; third and
-# fourth: PI at each factor, zero-shot and after its fine-tune.
+# ALiBi paper, mean of 3 seeds with the seed range shaded, the Kneser-Ney 4- and 6-grams in grey.
 
 # %% tags=["nbval-check-output"]
 table = pd.DataFrame(
@@ -727,15 +718,13 @@ checked(
 
 # %% [markdown]
 # **Where this toy departs from Press et al.** Their Figure 1 (WikiText-103, $L$ = 512 and 1,024
-# tokens) shows the sinusoidal, rotary and T5 models degrading past $L$ and ALiBi not, and their
+# tokens) shows the sinusoidal, rotary and T5 models degrading past $L$ and ALiBi not; their
 # abstract reports ALiBi trained at 1,024 tokens matching, at 2,048, a sinusoidal model *trained*
 # at 2,048: ALiBi gains from the longer input. The order of failure here is theirs (the sinusoid,
-# then RoPE, clearly lower at $2L$, then T5 bias; ALiBi flat), but two things differ:
-#
-# - at $8L$ RoPE ends as bad as the sinusoid (not separated by the rule);
-# - ALiBi's and Transformer-XL's small declines match the 6-gram's own (it reads five characters
-#   at every length; one explanation, not tested here: in a longer window fewer positions have a
-#   short history). Against the 6-gram neither gains by the rule.
+# then RoPE, clearly lower at $2L$, then T5 bias; ALiBi flat), but at $8L$ RoPE is not separated
+# from the sinusoid, and ALiBi's and Transformer-XL's small declines match the 6-gram's own (it
+# reads five characters at every length; one explanation, not tested: in a longer window fewer
+# positions have a short history). Against the 6-gram neither gains by the rule.
 #
 # On the second figure, zero-shot PI is worst everywhere; NTK-aware holds to $2L$, dynamic NTK
 # costs nothing at $L$, both rise past $2L$; YaRN pays at $L$ and is the best of them at $8L$.
@@ -749,7 +738,6 @@ checked(
 # - At $8L$ Transformer-XL is not separated from the Kneser-Ney 6-gram (7.46) and ALiBi is behind
 #   it; the other models are behind even the 4-gram (8.37), and the sinusoid and RoPE behind a
 #   unigram that reads no context at all: their $8L$ comparison is between broken models.
-#   Unlike in Press et al., no model gains from the longer input.
 #
 # ## 5 · Where inside a long sequence each scheme fails
 #
@@ -782,9 +770,8 @@ fig = onset_figure(x, curves, L, window)
 plt.show()
 
 # %% [markdown]
-# The text itself has harder and easier places; the 6-gram meets the same ones, so subtracting
-# its loss leaves what the model adds. The *onset* is the first position $p \ge L$ where this
-# excess rises 0.3 nats above its mean over positions $L/2..L-1$.
+# The *onset* is the first position $p \ge L$ where this excess rises 0.3 nats above its mean
+# over positions $L/2..L-1$.
 
 
 # %% tags=["nbval-check-output"]
@@ -831,7 +818,7 @@ checked(
 # %% [markdown]
 # **Takeaway:**
 # - The sinusoid and RoPE fail first, soon after $L$ (onsets 35 and 41, the smoothing included):
-#   past $L$ the absolute positions, and the slow rotary pairs' angles, are unseen (section 6
+#   past $L$ their absolute positions, or the slow rotary pairs' angles, are unseen (section 6
 #   tests this for RoPE).
 # - NoPE fails later (63) and T5 bias much later (110); ALiBi, Transformer-XL and PI ×8 after its
 #   fine-tune never cross the threshold.
@@ -848,11 +835,10 @@ checked(
 # | window $L/2$ + first $L/2$ | the last 16 and the first 16 of the sequence | 16 seen, 16 **unseen** (all $> 1.5L$) | 32 (= $L$, as in training) |
 # | full (causal) | all earlier ones | mostly **unseen** | up to 256 (**more** than in training) |
 #
-# The first two masks also differ in how many keys there are and what they hold, so RoPE's first
-# step is read against controls that take it too: NoPE (no explicit distance signal,
-# [07 §1](07_debugging.ipynb)), T5 bias, whose buckets for every distance met here were
-# trained (the far ones share the last bucket), and ALiBi, whose fixed bias is defined at every
-# distance (a difference in differences). Keeping the first tokens is
+# The first two masks also differ in the number and content of keys, so RoPE's step between them
+# is read against controls that take the same step (a difference in differences): NoPE (no
+# explicit distance signal, [07 §1](07_debugging.ipynb)), T5 bias (every distance met here falls
+# in a trained bucket) and ALiBi (a fixed bias at every distance). Keeping the first tokens is
 # StreamingLLM's "attention sink" (Xiao et al. 2023).
 
 # %% tags=["nbval-check-output"]
@@ -946,13 +932,12 @@ assert (
 )  # ALiBi: no step matters; and a window does not rescue the sinusoid
 
 # %% [markdown]
-# RoPE's rise is larger than each control's by the rule (a difference in differences, paired by
-# seed; the smallest effect that counts is 2% of RoPE's perplexity under the window, as for any
-# perplexity). NoPE is the odd one out: it does worse with the window alone (25.63) than with the
-# first 16 tokens added. Its only position signal is how many keys precede a query
-# ([07 §1](07_debugging.ipynb)), and under a window every query sees 16. So the difference
-# against it (16.94) overstates the cost of unseen distances; T5 bias and ALiBi are the cleaner
-# controls: the same 16 keys move them by 0.4 at most.
+# RoPE's rise is larger than each control's by the rule (paired by seed; the smallest effect that
+# counts is 2% of RoPE's perplexity under the window). NoPE is the odd one out: it does worse
+# with the window alone (25.63) than with the first 16 tokens added, since its only position
+# signal is how many keys precede a query ([07 §1](07_debugging.ipynb)), and under a window every
+# query sees 16. So the difference against it (16.94) overstates the cost of unseen distances;
+# T5 bias and ALiBi are the cleaner controls.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
 # ### Deep dive (optional) · Attention entropy
@@ -1051,8 +1036,8 @@ fig = wavelength_figure(wavelength.numpy(), new_over_old, L)
 plt.show()
 
 # %% [markdown]
-# **Check.** PI divides every frequency by 8; YaRN keeps the fastest pair, interpolates the slow
-# ones fully and ramps in between; NTK-aware keeps pair 0 and reaches $1/8$ at the last pair.
+# **Check.** PI: $1/8$ for every pair; NTK-aware: 1 at pair 0 falling to $1/8$; YaRN: 1, a ramp,
+# then $1/8$.
 
 # %%
 assert_close(
@@ -1125,23 +1110,20 @@ assert np.allclose(((1 - code) / 8 + code).numpy(), yarn)
 # under PI, NTK-aware, dynamic NTK, YaRN and Llama 3 (with Llama 3.1's low and high frequency
 # factors 1 and 4), and draws each pair's wavelength before and after the rule against the trained
 # context $L_0$ and the extended one $sL_0$, and each pair's rotation ratio, new frequency over
-# old. Dynamic NTK is drawn at the length $sL_0$, where it is NTK-aware at factor $s$ (as in
-# section 3); below $L_0$ it changes nothing. In JupyterLab a menu picks the rule and a slider the
-# factor (×1 to ×32); the executed notebook shows YaRN at ×8.
+# old. Dynamic NTK is drawn at the length $sL_0$, where it is NTK-aware at factor $s$ (section 3).
+# In JupyterLab a menu picks the rule and a slider the factor (×1 to ×32); the executed notebook
+# shows YaRN at ×8.
 #
-# **What to try.**
-# - PI: every pair drops to $1/s$, the fastest ones included.
-# - NTK-aware: the ratio falls smoothly from exactly 1 at pair 0 to exactly $1/s$ at pair 63.
-# - YaRN and Llama 3: three zones, pairs kept as they are, pairs divided by $s$, and a ramp
-#   between. Move the factor and watch which pairs each one moves.
-# - Factor ×1: every rule leaves every pair where it was.
+# **What to try.** Move the factor and watch which pairs each rule moves: PI every pair, the
+# fastest included; NTK-aware every pair but pair 0, from 1 down to exactly $1/s$ at pair 63;
+# YaRN and Llama 3 three zones (pairs kept, pairs divided by $s$, a ramp between). At ×1 every
+# rule leaves every pair where it was.
 #
 # **What to look for.** A pair whose wavelength is longer than $L_0$ never completed a turn in
 # training: it only ever took the angles of its first partial turn. YaRN and Llama 3 divide
-# exactly these pairs by $s$, so that at the new length $sL_0$ they take those same angles again,
-# and they keep the fast pairs, which turned many times within $L_0$ and took every angle. PI
-# moves the fast pairs too; NTK-aware moves every pair but pair 0 a little. The check below counts
-# the pairs of each zone.
+# exactly these pairs by $s$, so that at $sL_0$ they take those same angles again, and they keep
+# the fast pairs, which took every angle within $L_0$. The check below counts the pairs of each
+# zone.
 
 # %% tags=["deep-dive", "nbval-check-output"]
 context_explorer()
@@ -1193,12 +1175,10 @@ print(
 #
 # **Erratum E4: NTK-aware scaling.** The source article (§6.1) applies it 「在训练时」 ("in
 # training") and scales most the 「高频维度（对应i大的维度）」 ("high-frequency dimensions, large i").
-# As published it is an inference-time change of one number, the base: $b' = b \cdot
-# s^{d/(d-2)}$, applied to a trained model without any fine-tuning. Because pair $i$'s frequency
-# is $b^{-2i/d}$, the ratio new/old is $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest),
-# exactly $1/s$ for the last (the slowest).
-# With a production head width ($d = 128$, factor 8) the fastest pairs barely move, and the
-# change grows pair by pair towards the slow end:
+# As published it is an inference-time change of one number, the base ($b' = b \cdot
+# s^{d/(d-2)}$), with no fine-tuning: pair $i$'s ratio new/old is $s^{-2i/(d-2)}$, exactly 1 for
+# pair 0 (the fastest), exactly $1/s$ for the last (the slowest). On a production head
+# ($d = 128$, factor 8) the fastest pairs barely move:
 
 # %% tags=["nbval-check-output"]
 # only the base changes
@@ -1252,10 +1232,10 @@ for verdict in ntk_verdicts.values():
     print(verdict)
 
 # %% [markdown]
-# NTK-aware scaling changes the base and nothing else (first assertion), with no training step.
-# The source article is right by index: the large-index pairs are scaled most, but they are the
-# low frequencies (erratum E1). On the same three models (a **paired** comparison) it lowers
-# RoPE's perplexity by 11.31 at $8L$, ahead by the rule, but does not make RoPE flat (§4).
+# Only the base changes (first assertion), with no training step. The source article is right
+# by index: the large-index pairs are scaled most, but they are the low frequencies (erratum E1).
+# On the same three models (a **paired** comparison) NTK-aware scaling lowers RoPE's perplexity
+# by 11.31 at $8L$, ahead by the rule, but does not make RoPE flat (§4).
 #
 # **Erratum E5: position interpolation needs its short fine-tune.** The source article (§6.1)
 # divides positions by $s$ 「推理时」 ("at inference"), says why (it lowers the frequencies so that
@@ -1302,11 +1282,10 @@ checked(
 # %% [markdown]
 # ## Summary
 #
-# - The models are of Kneser-Ney 6-gram quality at $L$ and not shown to use more of the window:
-#   their curves answer *does it break past $L$?*, not *does it use more context?*
+# - The models are of Kneser-Ney 6-gram quality at $L$ and not shown to use more of the window.
 # - The order of failure is that of Press et al.'s Figure 1 (sinusoid, RoPE, T5 bias; ALiBi
-#   flat; Transformer-XL, not in that figure, flat too), but RoPE ends level with the sinusoid
-#   and no model gains from the longer input. The learnable table cannot run past position 31.
+#   flat; Transformer-XL, not in that figure, flat too), but no model gains from the longer
+#   input. The learnable table cannot run past position 31.
 # - Against "far better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
 #   separated from the sinusoid and is behind NoPE and every bias; unseen distances alone raise
 #   its perplexity many times more than the biases'.
@@ -1317,11 +1296,10 @@ checked(
 # %% [markdown]
 # ### Open-ended experiment · A T5 bias whose far buckets were never trained
 #
-# **Question.** Section 6 offers a hypothesis for T5 bias's gentle rise: with `max_distance`
-# $= L$, every distance from $L - 1$ on shares the last bucket, which training reached at one
-# distance only. What if
-# `max_distance` is $8L$, so that distances past $L$ land in buckets training never updated?
-# Does T5 bias then fail like RoPE, at unseen distances?
+# **Question.** Section 6's hypothesis for T5 bias's gentle rise rests on its last bucket, shared
+# by every distance from $L - 1$ on but trained at one distance only. What if `max_distance` is
+# $8L$, so that distances past $L$ land in buckets training never updated? Does T5 bias then
+# fail like RoPE, at unseen distances?
 #
 # ```python
 # from posenc_lib.score_bias.t5 import T5RelativeBias, t5_relative_bucket
