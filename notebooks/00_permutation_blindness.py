@@ -25,7 +25,7 @@
 # **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention
 # formula. No earlier notebook is needed: this is the first one.
 #
-# **Run time:** about 25 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 77 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math

@@ -26,7 +26,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why attention
 # needs position information at all).
 #
-# **Run time:** about 10 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 20 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import io

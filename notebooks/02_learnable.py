@@ -17,7 +17,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 57 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 91 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import itertools
@@ -292,8 +292,8 @@ checked("the drowning table behind both matched pairs, 0.02/0.02 ahead of "
 
 # %% [markdown]
 # **Takeaway:**
-# - a table that drowns the tokens is the costly mistake; one smaller than the tokens cost
-#   nothing here;
+# - a table that drowns the tokens is the costly mistake; one smaller than the tokens is
+#   slower over the first 50 steps, then catches up;
 # - compare trained runs by the series' rule, beside their floors: a gap beyond twice the
 #   larger spread and the floor; otherwise "not separated".
 
@@ -588,8 +588,10 @@ checked("both encodings memorise 64 sequences and solve 2048, more data "
 # ## 7 · Why multiply token embeddings by $\sqrt{d_\text{model}}$?
 #
 # **Question:** Vaswani et al. write "in the embedding layers, we multiply those weights by
-# $\sqrt{d_\text{model}}$" (§3.4), and give no reason. One plausible reason, tested here:
+# $\sqrt{d_\text{model}}$" (§3.4), and give no reason. One plausible reason, explored here:
 # token and position vectors are added, so they should start at comparable sizes (section 3).
+# (The sinusoid's size is fixed, so this experiment cannot tell the ratio from the tokens' own
+# size; rescaling the sinusoid with the tokens fixed would. It is a hypothesis here.)
 # A sinusoidal row has squared norm exactly $d/2$ (each sin/cos pair gives
 # $\sin^2 + \cos^2 = 1$); their code (tensor2tensor) draws tokens with standard deviation
 # $d^{-1/2}$, rows of norm about 1, which $\sqrt d$ brings to entries of size 1. Another, not
@@ -707,8 +709,8 @@ checked("the factor matches Vaswani's tokens and overshoots PyTorch's default; "
 
 # %% [markdown]
 # **Takeaway:**
-# - $\sqrt{d}$ is not a property of positional encodings but a correction that fits one
-#   initialisation of the token embeddings (std $d^{-1/2}$);
+# - $\sqrt{d}$ is not a property of positional encodings; it fits one initialisation of the
+#   token embeddings (std $d^{-1/2}$), and matching the scales is one explanation for it;
 # - a fixed table's scale cannot move: match the tokens to it, and check the ratio first,
 #   though it does not order every run.
 
@@ -764,12 +766,13 @@ checked("at positions 12-23 both encodings fall below half their accuracy at "
 # | | pros (measured above) | cons (measured above) |
 # |---|---|---|
 # | **learnable** | learns an ordered geometry (§4); not separated from the sinusoid at any data size (§6); an `nn.Embedding` | $L_\text{max} \cdot d$ parameters (768 here); untrained rows give wrong answers *silently* (§5); no row from `max_len` on; its initial scale must suit the tokens (§3) |
-# | **sinusoidal** | no parameters; a vector at every position, so no error past `max_len` | defined is not learned: it fails at untrained positions too; its scale is fixed, so the tokens must match it (§7) |
+# | **sinusoidal** | no parameters; a vector at every position, so no error past `max_len` | defined is not learned: at positions 12-23, never trained, it fails too (§8); its scale is fixed, so the tokens must match it (§7) |
 #
 # **Common to both:** at positions 12-23, never seen in training, both are *behind the model with
 # no position at all* (0.169 and 0.141 against 0.211): a wrong position signal is worse than
-# none. One explanation, which this notebook does not test: an unseen vector points to some
-# wrong rank. An *absolute* encoding ties what the model learns to the positions it saw;
+# none. Read it with care: the answer depends on the index from the sequence's start, so a
+# model that read positions 12-23 perfectly would still be wrong; the test shows that both tie
+# their answer to absolute positions, not that the unseen vectors are the cause. An *absolute* encoding ties what the model learns to the positions it saw;
 # encodings that depend only on the *distance*
 # between tokens ([03 · RoPE](03_rope.ipynb), [05 · Relative biases](05_relative_biases.ipynb),
 # [06 · Length extrapolation](06_length_extrapolation.ipynb)) attack that.
@@ -780,7 +783,7 @@ checked("at positions 12-23 both encodings fall below half their accuracy at "
 # - A learnable absolute encoding is a `(max_len, d)` parameter table looked up by position and
 #   added to the token embeddings (GPT-2's `wpe`, BERT's `position_embeddings`) (§1).
 # - Its initial scale must suit the tokens: a table that drowns them learns far more slowly;
-#   a smaller one costs nothing measurable (§3).
+#   a smaller one starts slower and catches up (§3).
 # - Trained on sorting, the rows become ordered by position (§4); rows training never reaches
 #   stay random and are used silently; from `max_len` on there is no row (§5).
 # - With the same tokens, the learned table and the sinusoid are not separated at any data size,

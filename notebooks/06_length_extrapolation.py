@@ -28,7 +28,7 @@
 #
 # **Two sessions:** sections 1-5 measure, sections 6-8 explain; deep dives are optional.
 #
-# **Run time:** about 79 s on a laptop CPU (measured with `make execute`, one thread), mostly
+# **Run time:** about 131 s on a laptop CPU (measured with `make execute`, one thread), mostly
 # 100 training steps, 12 short fine-tunes and evaluating the 21 models.
 
 # %%

@@ -29,7 +29,7 @@
 #
 # **Two sessions:** sections 1-2, then 3-5; subsections marked *optional* are reading.
 #
-# **Run time:** about 100 s on a laptop CPU (measured with `make execute`, one thread), most of it in
+# **Run time:** about 118 s on a laptop CPU (measured with `make execute`, one thread), most of it in
 # 15 training runs of a tiny video classifier; the language models are notebook 06's, loaded.
 # %%
 import copy

@@ -632,7 +632,7 @@ def test_the_chinese_site_marks_what_it_shows_in_english(bilingual_site):
 
 @pytest.fixture(scope="module")
 def edited_chinese_page(tmp_path_factory) -> tuple[BeautifulSoup, dict[str, str]]:
-    """A real page in Chinese, as make html renders it, after an English-only change: notebook 00 with one
+    """A real page in Chinese, as make html renders it, after an English-only change: a notebook with one
     paragraph edited in English (its new text is in no catalog) and the real catalog with another
     paragraph's entry made fuzzy (as make i18n-update leaves a changed one). The other notebooks are
     left out (the site's placeholders), to render one page."""
@@ -641,19 +641,28 @@ def edited_chinese_page(tmp_path_factory) -> tuple[BeautifulSoup, dict[str, str]
     from tools import i18n_common
 
     tmp = tmp_path_factory.mktemp("edited")
-    stem = "00_permutation_blindness"
     notebooks = tmp / "notebooks"
     notebooks.mkdir()
     (notebooks / "catalog.toml").write_bytes((ROOT / "notebooks" / "catalog.toml").read_bytes())
-    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
-    po = i18n_common.load(i18n_common.CATALOGS / f"{stem}.po")
+
+    def candidates(stem: str):
+        """The notebook, its catalog, and the paragraphs the catalog translates (not fuzzy), with no formula,
+        quote or dash for the page to typeset: cell, raw source, and the text the page shows."""
+        nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+        po = i18n_common.load(i18n_common.CATALOGS / f"{stem}.po")
+        current = {m.id: m.string for m in po if m.id and m.string and not m.fuzzy}
+        return nb, po, [(cell, raw, " ".join(raw.split())) for cell in nb.cells if cell.cell_type == "markdown"
+                        for raw in cell.source.split("\n\n")
+                        if " ".join(raw.split()) in current and not raw.startswith("**Run time")
+                        and re.fullmatch(r"[A-Z*][^$\"'<>|_\\#-]{60,}", " ".join(raw.split()))]
+
+    # the first notebook with three such paragraphs (an English change leaves a notebook's catalog fuzzy
+    # until it is translated again) and no Chinese in its English (a quote of the source article would be
+    # marked English with its Chinese in it, which the last assertion below could not tell from a translation)
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+                   if not re.search("[\u4e00-\u9fff]", p.with_suffix(".py").read_text(encoding="utf-8")))
+    stem, (nb, po, plain) = next((s, found) for s in stems if len((found := candidates(s))[2]) >= 3)
     current = {m.id: m.string for m in po if m.id and m.string and not m.fuzzy}
-    # paragraphs the catalog translates, with no formula, quote or dash for the page to typeset: raw source,
-    # msgid, and the text the page shows (its bold, code and links as plain text)
-    plain = [(cell, raw, " ".join(raw.split())) for cell in nb.cells if cell.cell_type == "markdown"
-             for raw in cell.source.split("\n\n")
-             if " ".join(raw.split()) in current and not raw.startswith("**Run time")
-             and re.fullmatch(r"[A-Z*][^$\"'<>|_\\#-]{60,}", " ".join(raw.split()))]
     (cell, raw, edited), (_, _, fuzzy), (_, _, kept) = plain[:3]
     cell.source = cell.source.replace(raw, raw + " One more sentence.", 1)
     nbformat.write(nb, notebooks / f"{stem}.ipynb")
