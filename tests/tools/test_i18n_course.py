@@ -20,7 +20,7 @@ from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import write_po
 
 from posenc_course import i18n, numerics
-from posenc_course.exercises import nb00, nb05, strict, ExerciseFailure
+from posenc_course.exercises import nb05, strict, ExerciseFailure
 from tools import i18n_course
 from tools.i18n_common import ERROR, OUT_OF_DATE
 
@@ -208,17 +208,17 @@ def test_join_sentences_is_english_join_and_drops_the_space_after_chinese_punctu
 
 # --- what a learner sees -------------------------------------------------------------------------------
 
-# Lines of the committed notebooks (05's solution cells; 00's stub): the English must stay byte-identical.
+# Lines of the committed notebooks (05's solution cells; 05's exercise 1 stub): the English must stay byte-identical.
 EN_T5 = ("[passed] Exercise 3 (where T5's exact buckets end): distances 0-7 have their own bucket; from 8 on, "
          "neighbours share (log spacing)\n")
 EN_ALIBI_WEIGHT = ("[passed] Exercise 5 (predict ALiBi's weight at distance 3, 8 heads): you predicted 0.22, the run "
                    "gives 0.2231 (within ±0.03). m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 "
                    "of the weight of distance 0: a clear recency preference, still no peak at distance 3.\n")
-EN_STUB = ("[to do] Exercise 3 (undo a shuffle): the stub above still raises NotImplementedError; write your code in "
+EN_STUB = ("[to do] Exercise 1 (ALiBi slopes): the stub above still raises NotImplementedError; write your code in "
            "its place, then run the cell again.\n")
 
 
-def _stub(perm):
+def _stub(n_heads):
     raise NotImplementedError
 
 
@@ -246,7 +246,7 @@ def _unbracketed(text: str) -> str:
 def _calls() -> None:
     nb05.check_exercise_3(8)
     nb05.check_exercise_5(0.22, 0.2231)
-    nb00.check_exercise_3(_stub)
+    nb05.check_exercise_1(_stub)
     nb05.check_exercise_4("a")
     nb05.check_exercise_5(0.5, 0.2231)
 
@@ -254,7 +254,7 @@ def _calls() -> None:
 def test_a_checker_speaks_chinese_with_posenc_lang_and_english_without(english, bracketed, monkeypatch, capsys):
     nb05.check_exercise_3(8)
     nb05.check_exercise_5(0.22, 0.2231)
-    nb00.check_exercise_3(_stub)
+    nb05.check_exercise_1(_stub)
     assert capsys.readouterr().out == EN_T5 + EN_ALIBI_WEIGHT + EN_STUB
     _calls()
     en = capsys.readouterr().out.splitlines()
