@@ -386,7 +386,7 @@ def test_training_shows_a_live_widget_bar_that_ends_as_its_final_line(session):
     [training] = [c for c in session.cells if "progress(" in c["source"] and "train(" in c["source"]]
     assert not [o for o in training["outputs"] if WIDGET_VIEW in o.get("data", {})], training["outputs"]
     finals = [o["data"]["text/plain"] for o in training["outputs"] if o.get("data", {}).keys() == {"text/plain"}]
-    assert len(finals) == 1 and re.match(r"training 2 schemes x 3 seeds: 100%\|.*\| 6/6 \[", finals[0]), finals
+    assert len(finals) == 1 and re.match(r"training 3 arms x 3 seeds: 100%\|.*\| 9/9 \[", finals[0]), finals
 
 
 @pytest.mark.jupyterlab
