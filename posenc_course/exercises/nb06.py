@@ -85,7 +85,7 @@ check_exercise_3 = choice(
                 "(section 4): the text got easier, not the model better."),
         "b": N_("Whether a model breaks past L depends on its encoding, at any quality: the sinusoid and RoPE "
                 "break at 6-gram quality, ALiBi does not (section 4)."),
-        "c": N_("Every model here, RoPE and T5 bias included, reads no further than the 6-gram (section 2): "
+        "c": N_("No model here, RoPE and T5 bias included, is shown to do better than the 6-gram further into the window (section 2): "
                 "that comes from the training, not from ALiBi's bias."),
     },
     nudge=N_("Compare ALiBi's perplexity from L to 8L with the 6-gram's own, and recall what section 2 measured "
