@@ -75,7 +75,7 @@ def check_exercise_3(ex: Exercise, fn: Callable[[int, int], Tensor]) -> None:
     n = 200
     for k, d_model in [(1, 4), (5, 16), (-7, 16), (40, 32), (0, 8)]:
         m = _as_float64(ex, ex.call(fn, k, d_model), (d_model, d_model))
-        table = sinusoidal_table(n, d_model, layout="concat", dtype=torch.float64)
+        table = sinusoidal_table(n, d_model, layout="half", dtype=torch.float64)
         p = torch.arange(max(0, -k), n - max(0, k))
         err = (table[p + k] - table[p] @ m.T).abs().max().item()
         if err > 1e-5:
