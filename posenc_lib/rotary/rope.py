@@ -150,56 +150,42 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def _rotate(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-    """The rotation: x (batch, heads, seq, head_dim) turned by half-width tables (batch|1, seq, c), a new tensor.
+def _multipliers(cos: Tensor, sin: Tensor, layout: str, dtype: torch.dtype) -> tuple[Tensor, ...]:
+    """Half-width cos, sin (batch|1, seq, c) as the rotation of ``layout`` multiplies by them, over heads.
+
+    In float32 (float64 for float64 x): for "half" the full-width ``[cos | cos]`` and ``[sin | sin]``,
+    for "interleaved" the complex ``cos + j sin``; each (batch|1, 1, seq, ...). Computed once for q and k.
+    """
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    cos, sin = cos.to(compute).unsqueeze(1), sin.to(compute).unsqueeze(1)  # (batch|1, 1, seq, c): over heads
+    if layout == "half":
+        return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+    return (torch.complex(cos, sin),)
+
+
+def _rotate(x: Tensor, multipliers: tuple[Tensor, ...], layout: str) -> Tensor:
+    """The rotation: x (batch, heads, seq, head_dim) turned by :func:`_multipliers`, a new tensor.
 
     Computed in float32 (float64 for float64 x) and cast back to x's dtype, so that bfloat16 and
-    float16 are rounded once; the first 2c dims rotate, the rest pass through. Per layout::
+    float16 are rounded once; the first rot_dim dims rotate, the rest pass through. Per layout::
 
         half          x * [cos | cos] + rotate_half(x) * [sin | sin]   (the sum as one multiply-add, addcmul)
         interleaved   (x[2i] + j x[2i+1]) * (cos_i + j sin_i)           (a complex multiply)
     """
-    c = cos.shape[-1]
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-    cos, sin = cos.to(compute).unsqueeze(1), sin.to(compute).unsqueeze(1)  # (batch|1, 1, seq, c): over heads
-    whole = 2 * c == x.shape[-1]
-    pairs = (x if whole else x[..., : 2 * c]).to(compute)
+    rot = multipliers[0].shape[-1] * (1 if layout == "half" else 2)
+    whole = rot == x.shape[-1]
+    pairs = (x if whole else x[..., :rot]).to(compute)
     if layout == "half":
-        rotated = torch.addcmul(pairs * torch.cat((cos, cos), dim=-1), rotate_half(pairs), torch.cat((sin, sin), dim=-1))
+        cos, sin = multipliers
+        rotated = torch.addcmul(pairs * cos, rotate_half(pairs), sin)
     else:
-        z = pairs.unflatten(-1, (c, 2))  # a complex view needs each pair's two floats adjacent, at an even offset
+        z = pairs.unflatten(-1, (rot // 2, 2))  # a complex view needs each pair's two floats adjacent, at an even offset
         if torch.compiler.is_compiling() or z.storage_offset() % 2 or any(step % 2 for step in z.stride()[:-1]):
             z = z.contiguous()
-        rotated = torch.view_as_real(torch.view_as_complex(z) * torch.complex(cos, sin)).flatten(-2)
+        rotated = torch.view_as_real(torch.view_as_complex(z) * multipliers[0]).flatten(-2)
     rotated = rotated.to(x.dtype)
-    return rotated if whole else torch.cat((rotated, x[..., 2 * c :]), dim=-1)
-
-
-class _Rotation(torch.autograd.Function):
-    """:func:`_rotate` with the backward pass every rotation has: the transpose of a rotation is the rotation by -angle.
-
-    So the gradient is :func:`_rotate` of the output gradient with ``-sin``: the same formula, one
-    more pass. For tables that are constants (every scheme but learned frequencies); measured against
-    autograd through :func:`_rotate` in ``docs/rope-speed.md``.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-        ctx.save_for_backward(cos, sin)
-        ctx.layout = layout
-        return _rotate(x, cos, sin, layout)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        cos, sin = ctx.saved_tensors
-        return _rotate(grad, cos, -sin, ctx.layout), None, None, None
-
-
-def _apply(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-    """:func:`_rotate` differentiated as a rotation (constant tables) or by autograd (tables that learn)."""
-    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
-        return _rotate(x, cos, sin, layout)
-    return _Rotation.apply(x, cos, sin, layout)
+    return rotated if whole else torch.cat((rotated, x[..., rot:]), dim=-1)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> Tensor:
@@ -216,10 +202,9 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> 
         The rotated tensor, x's shape and dtype.
 
     How: the half layout is ``x * [cos | cos] + rotate_half(x) * [sin | sin]``, the interleaved one
-    a complex multiply, both in float32 (float64 for float64 x) and cast back to x's dtype. The
-    backward pass turns the gradient back (the same formula with -sin); tables that require a
-    gradient (learned frequencies) are differentiated by autograd through the same formula. For
-    speed wrap the model (or the attention) in ``torch.compile``: see the module docstring.
+    a complex multiply, both in float32 (float64 for float64 x) and cast back to x's dtype; autograd
+    differentiates it (x, and cos and sin when they learn, as mixed 2-D RoPE's do). For speed wrap
+    the model (or the attention) in ``torch.compile``: see the module docstring.
 
     Accuracy. bfloat16/float16 x is rotated in float32 and rounded once, so the result is within
     about 1.5u ``|pair|`` of the exact rotation of the same x and tables (u the unit roundoff:
@@ -231,7 +216,7 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> 
     check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
     cos, sin = _table_3d(cos, sin, x)
-    return _apply(x, cos, sin, layout)
+    return _rotate(x, _multipliers(cos, sin, layout, x.dtype), layout)
 
 
 def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> tuple[Tensor, Tensor]:
@@ -248,8 +233,8 @@ def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout
             f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
             f"and k {tuple(k.shape)} {k.dtype}"
         )
-    cos, sin = _table_3d(cos, sin, q)
-    return _apply(q, cos, sin, layout), _apply(k, cos, sin, layout)
+    multipliers = _multipliers(*_table_3d(cos, sin, q), layout, q.dtype)
+    return _rotate(q, multipliers, layout), _rotate(k, multipliers, layout)
 
 
 # ----------------------------------------------------------------------------- the position scheme
