@@ -40,7 +40,8 @@ help:
 	@echo "make html    - execute every notebook into build/ and render the site: build/html/index.html,"
 	@echo "               and in Chinese: build/html/zh_CN/index.html (HTMLFLAGS=--no-execute: the committed outputs)"
 	@echo "make i18n-update - extract the English and update the Chinese catalogs (locale/zh_CN/, docs/i18n.md)"
-	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated (i18n-check: every problem)"
+	@echo "make i18n-status - per page: entries translated, fuzzy, untranslated, stale (i18n-check: every problem,"
+	@echo "               errors first, then what is out of date; make test fails on errors only)"
 	@echo "make student - the student edition (solutions removed) in build/student/ (中文: build/student/zh/)"
 	@echo "make check-site - the browser check's own tests, then every page of both sites in headless Chromium (CI runs it)"
 	@echo "make check-lab  - the JupyterLab session in headless Chromium (tests/tools/test_lab.py; CI runs it)"
@@ -153,8 +154,10 @@ html: $(STAMP)
 	$(PY) tools/build_site.py $(HTMLFLAGS)
 
 # The Chinese edition's catalogs (tools/i18n.py, docs/i18n.md): extract the English with Sphinx's gettext builder
-# and merge it into locale/zh_CN/LC_MESSAGES/*.po with sphinx-intl (a changed paragraph turns fuzzy);
-# i18n-status counts what is left to translate per page; i18n-check lists every problem the test fails on.
+# and merge it into locale/zh_CN/LC_MESSAGES/*.po with sphinx-intl (a changed paragraph turns fuzzy, a removed one
+# is dropped); i18n-status counts what is left to translate per page; i18n-check lists every problem: the errors
+# (a wrong translation: make test fails on them) and what is out of date (make test passes; the Chinese shows
+# the English, marked), with exit status 1 while anything is listed.
 i18n-update: $(STAMP)
 	$(PY) -m tools.i18n update
 

@@ -760,11 +760,14 @@ for causal in (False, True):
 # %% [markdown]
 # Why is the decoder's gap far from zero?
 #
-# - **(a)** The softmax of a row depends on the order of the row's entries.
-# - **(b)** The mask is fixed in index space: after a shuffle, a token sees a different set
-#   of earlier tokens, so its output changes, not only its place.
-# - **(c)** The decoder has learned positions during training.
-# - **(d)** Floating-point rounding differs from one order of the tokens to another.
+# - **(a)** The softmax of a row depends on the order of the row's entries, so shuffling the
+#   keys changes each token's weights.
+# - **(b)** The decoder has learned positions during training, and a shuffle moves each token
+#   away from the place it learned.
+# - **(c)** Floating-point rounding differs from one order of the tokens to another, and the
+#   decoder adds up its rows in a new order after a shuffle.
+# - **(d)** The mask is fixed in index space: after a shuffle, a token sees a different set
+#   of earlier tokens.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -801,6 +804,8 @@ check_exercise_3(inverse_permutation)
 # - Reference code: Hugging Face transformers, [`modeling_bert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/modeling_bert.py) (learned position embeddings
 #   added to the token embeddings) and [`modeling_llama.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/llama/modeling_llama.py) (`LlamaRotaryEmbedding`, applied to
 #   queries and keys); `posenc_lib/scheme.py` in this repository (the four hooks and the score scale).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
@@ -817,8 +822,8 @@ check_exercise_1(predicted_ceiling, LOPSIDED_TASK.bag_of_words_ceiling())
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2. (a): the encoder uses the same softmax and its gap is rounding;
-# (c): both models are untrained; (d): rounding is near 1e-16, the gap is not.
-answer_2 = "b"
+# (b): both models are untrained; (c): rounding is near 1e-16, the gap is not.
+answer_2 = "d"
 check_exercise_2(answer_2)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

@@ -17,8 +17,8 @@
 # - compute the table from its formula (frequencies in log space, angles in float64), in both
 #   layouts found in real code: interleaved and concatenated;
 # - read the frequencies the right way round: small index = high frequency, large index = low
-#   frequency (the source article, the Chinese-language tutorial
-#   *Transformer positional encoding: from sinusoidal to RoPE*, says the opposite: erratum E1);
+#   frequency (the source article, the Chinese tutorial
+#   《Transformer位置编码原理与实现：从正弦编码到RoPE》, names them the other way round: erratum E1);
 # - what the dot product of two encodings measures, and how it falls with distance;
 # - build the matrix $M_k$ with $PE(p+k) = M_k\,PE(p)$ for every $p$, and check it numerically;
 # - why the table is a non-persistent buffer and not a parameter, and what happens past `max_len`.
@@ -244,9 +244,13 @@ plt.show()
 # a geometric progression from $\lambda_0 = 2\pi$ up to $2\pi \cdot 10000^{(d-2)/d}$, which tends
 # to $10000 \cdot 2\pi$ as $d$ grows.
 #
-# **Erratum E1.** The source article calls the large-index dimensions "high-frequency". It is the
-# other way round: **small $i$ = high frequency** (short wavelength, the value changes every
-# position), **large $i$ = low frequency** (long wavelength, the value drifts slowly). We check it
+# **Erratum E1.** The source article (§3.1) writes
+# 「对于非常长的序列（接近或超过max_len），虽然可以计算，但高频维度（i较大的维度）的波长会非常长，可能导致位置信息区分度下降。」
+# ("for very long sequences the encoding can still be computed, but the wavelengths of the
+# high-frequency dimensions, those with larger i, become very long, which may make positions harder
+# to tell apart"). The wavelengths are right; the name is backwards: **small $i$ = high
+# frequency** (short wavelength, the value changes every position), **large $i$ = low frequency**
+# (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
 # first 4096 positions. A sine of wavelength $\lambda$ changes sign about $2N/\lambda$ times in $N$
 # positions; since $\theta_i \le 1 < \pi$ no two zeros fall between neighbouring integers, so the
@@ -757,8 +761,8 @@ for bad in (torch.tensor([[0, -1]]), torch.tensor([[0.0, 1.5]])):
 #   positions from 0; compute $\theta$ in log space and the angles in float64 (float32 angles are
 #   already wrong in the third decimal at position $10^5$).
 # - Small $i$ = high frequency (wavelength $2\pi$); large $i$ = low frequency (wavelength up to
-#   nearly $10000\cdot2\pi$). The source article has this backwards (erratum E1); the sign-change
-#   count settles it.
+#   nearly $10000\cdot2\pi$). The source article names them the other way round (erratum E1);
+#   the sign-change count settles it.
 # - $PE(p)\cdot PE(q) = \sum_i \cos((p-q)\theta_i)$: it depends only on the distance, is symmetric,
 #   and falls on average by about a quarter per decade of distance until, from about $10^3$ on
 #   (for $d = 64$), it carries little distance information.
@@ -820,12 +824,14 @@ check_exercise_1(predicted_turns, turns_512)
 # Each frequency $\theta_i$ gets two columns, $\sin p\theta_i$ and $\cos p\theta_i$. Why not a
 # sine alone, with twice as many frequencies?
 #
-# - **(a)** Without the cosine the values would not stay between -1 and 1.
-# - **(b)** With both, moving $k$ positions turns every pair by the same angle $k\theta_i$
-#   whatever $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$; from the sine alone,
-#   $\sin((p+k)\theta)$ also needs $\cos(p\theta)$, which the vector would not hold.
-# - **(c)** The cosines make the table trainable.
-# - **(d)** The cosines carry the low frequencies and the sines the high ones.
+# - **(a)** With both, a shift by $k$ turns every pair by the same angle $k\theta_i$ whatever
+#   $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$.
+# - **(b)** Without the cosine the values would not stay between -1 and 1, and a code that
+#   grows with $p$ would swamp the token embeddings.
+# - **(c)** The cosines make the table trainable, so the model can adapt half of the code to
+#   its task while the sines stay fixed.
+# - **(d)** The cosines carry the low frequencies and the sines the high ones, so together they
+#   cover every wavelength from $2\pi$ to $10000 \cdot 2\pi$.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -859,6 +865,8 @@ check_exercise_3(concat_shift)
 #   interleaved), [`modeling_marian.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/modeling_marian.py) (`MarianSinusoidalPositionalEmbedding`, concatenated).
 # - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding` with `register_buffer`.
 # - PyTorch documentation, [`torch.nn.Module.register_buffer`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer) (the `persistent` flag).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 # - Next: [02 · Learnable absolute encoding](02_learnable.ipynb) (a learned table instead of a formula) and
 #   [03 · RoPE](03_rope.ipynb) (which applies
 #   the rotation $M_k$ to queries and keys instead of adding a vector).
@@ -875,9 +883,9 @@ predicted_turns = 16
 check_exercise_1(predicted_turns, turns_512)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2. (a) a sine is bounded too; (c) the table is a buffer (section 8);
+# Exercise 2. (b) a sine is bounded too; (c) the table is a buffer (section 8);
 # (d) both columns of a pair share one frequency.
-answer_2 = "b"
+answer_2 = "a"
 check_exercise_2(answer_2)
 
 

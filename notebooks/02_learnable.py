@@ -665,10 +665,11 @@ checked("the factor matches Vaswani's tokens and overshoots PyTorch's default; t
 # %% [markdown]
 # ## 8 · Pros and cons, measured
 #
-# The source article, the Chinese-language tutorial *Transformer positional encoding: from
-# sinusoidal to RoPE*, left this table empty (erratum E2). Here it is, filled with this
-# notebook's numbers (section 6's models, three seeds each), with the model without position
-# beside them.
+# Our copy of the source article, the Chinese tutorial
+# 《Transformer位置编码原理与实现：从正弦编码到RoPE》, has nothing under its heading
+# 「优点与缺点分析：」 ("pros and cons", §3.2), probably a table lost in copying (erratum E2).
+# Here is one, filled with this notebook's numbers (section 6's models, three seeds each), with
+# the model without position beside them.
 
 # %% tags=["nbval-check-output"]
 def unseen_acc(name: str) -> list[float]:
@@ -795,12 +796,12 @@ check_exercise_1(predicted_shift, shift_acc)
 #
 # - **(a)** The learnable table's rows past `max_len` would be zero vectors, which LayerNorm
 #   cannot normalise; the sinusoid fails at 12-23 because its values there exceed 1.
-# - **(b)** The table stores one row per index and has none from `max_len` on, while the sinusoid
-#   is a formula defined everywhere; but a model trained at positions 0-11 learned what *those*
-#   vectors mean, and at unseen positions either encoding hands it vectors it has never seen.
-# - **(c)** The sinusoid does generalise past the training length because its rows are smooth;
-#   only the learnable table fails there.
-# - **(d)** Both fail because position ids beyond the training length overflow their integer type.
+# - **(b)** The sinusoid does generalise past the training length because its rows are smooth
+#   and defined for every $p$; only the learnable table, which has no row there, fails.
+# - **(c)** The table has no row from `max_len` on; the sinusoid has one, but the model only
+#   learned what the vectors of positions 0-11 mean.
+# - **(d)** Both fail because position ids beyond the training length overflow their integer
+#   type and wrap round to rows the model has seen.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -863,6 +864,8 @@ check_exercise_4(matched_token_std)
 #   (`SymbolModality`): the embedding drawn from $\mathcal N(0, d^{-1})$; Press & Wolf,
 #   *[Using the Output Embedding to Improve Language Models](https://arxiv.org/abs/1608.05859)*
 #   (2017): weight tying.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
@@ -878,8 +881,8 @@ check_exercise_1(predicted_shift, shift_acc)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2. (a) no row exists to be zero; the sinusoid stays in [-1, 1];
-# (c) section 8 measures it failing; (d) the ids are small int64 numbers.
-answer_2 = "b"
+# (b) section 8 measures it failing; (d) the ids are small int64 numbers.
+answer_2 = "c"
 check_exercise_2(answer_2)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

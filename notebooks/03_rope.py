@@ -859,9 +859,10 @@ checked(
 #
 # ## 9 · Erratum: RoPE does not extrapolate by itself
 #
-# The source article says RoPE extrapolates well beyond the training length. Plain RoPE does not
-# (erratum E3): the slow pairs never complete a turn within the training length $L$, so beyond
-# $L$ they take angles never seen. How many pairs complete a turn ($2\pi/\theta_i \le L$)?
+# The source article (§4.1) says RoPE degrades 「相对平滑」 ("relatively smoothly") far past the
+# training length. Plain RoPE does not (erratum E3): the slow pairs never complete a turn within
+# the training length $L$, so beyond $L$ they take angles never seen. How many pairs complete a
+# turn ($2\pi/\theta_i \le L$)?
 
 
 # %% tags=["nbval-check-output"]
@@ -1221,11 +1222,14 @@ check_exercise_1(predicted_score, score_5)
 # ### Exercise 2 · Explain why: q and k, never v
 # RoPE rotates queries and keys. Why not the values too?
 #
-# - **(a)** Rotating v too would make the layer slower, and nothing else would change.
-# - **(b)** The scores only need q and k; rotated values would carry each key's absolute
-#   position into the output, so shifting all positions would change what the layer returns.
-# - **(c)** Values have a different head_dim from queries and keys, so they cannot be rotated.
-# - **(d)** Rotating v would change the norms of the values.
+# - **(a)** Rotating v would change the norms of the values, so the layer's output would grow or
+#   shrink with the position of each key.
+# - **(b)** Rotating v too would make the layer slower and its cache larger, and nothing else
+#   would change.
+# - **(c)** Values have a different head_dim from queries and keys, so a rotation built for q
+#   and k does not fit them.
+# - **(d)** Rotated values would carry each key's absolute position into the output; the offset
+#   is needed only in the scores.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -1277,6 +1281,8 @@ check_exercise_4(decode_positions)
 # - This library: `posenc_lib/rotary/rope.py` (`RotaryPE`, `apply_rope`, `rope_cos_sin`,
 #   `convert_qk_weight`) and `posenc_lib/rotary/scaling.py` (used in
 #   [06 · Length extrapolation](06_length_extrapolation.ipynb)).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
@@ -1290,9 +1296,9 @@ predicted_score = math.cos(5 * 0.4)
 check_exercise_1(predicted_score, score_5)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2. (a) section 5 shows the output changes; (c) q, k, v share
-# head_dim; (d) rotations keep norms (section 1).
-answer_2 = "b"
+# Exercise 2. (a) rotations keep norms (section 1); (b) section 5 shows the
+# output changes; (c) q, k, v share head_dim.
+answer_2 = "d"
 check_exercise_2(answer_2)
 
 

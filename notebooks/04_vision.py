@@ -1570,12 +1570,12 @@ check_exercise_4(mae_sincos)
 # Section 4's ViT has one layer and classifies from the class token, which sits unrotated at
 # (0, 0). Why does its RoPE behave like an absolute position code, not a relative one?
 #
-# - **(a)** RoPE rotates the values too, so the class token's output carries each patch's
-#   absolute angle.
-# - **(b)** Only the class token's row of attention reaches the classifier; its query sits
-#   unrotated at (0, 0), so each score compares it with a key turned by that patch's own (r, c):
-#   a function of the patch's absolute place, never of the A-B offset.
-# - **(c)** Base 100 is too small for RoPE to express offsets on a 4x4 grid.
+# - **(a)** Only the class token's scores reach the classifier; its query is unrotated, so each
+#   score reads the key's own (r, c), not the A-B offset.
+# - **(b)** RoPE rotates the values as well as the keys, so the class token's output carries each
+#   patch's absolute angle, not the offset between A and B.
+# - **(c)** Base 100 is too small for RoPE to express offsets on a 4x4 grid: the slowest pairs
+#   barely turn, so every offset gives the same scores.
 # - **(d)** The class token is rotated by the mean position of all patches, which cancels the
 #   offsets.
 
@@ -1616,6 +1616,8 @@ check_exercise_6(predicted_turn, turn_40)
 #   (arXiv 2021): PEG, a convolution that generates position from the tokens and works at any grid size.
 # - L. Beyer et al., *[FlexiViT: One Model for All Patch Sizes](https://arxiv.org/abs/2212.08013)*, CVPR 2023: one model for many patch
 #   sizes, position tables resized on the fly.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 # - Next: [05 · Relative biases](05_relative_biases.ipynb) (Swin's 2-D relative bias and PEG).
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
@@ -1669,9 +1671,9 @@ def mae_sincos(grid_h: int, grid_w: int, d_model: int) -> torch.Tensor:
 check_exercise_4(mae_sincos)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 5. (a) values are not rotated; (c) section 2 chose base 100 so the slowest pair
+# Exercise 5. (b) values are not rotated; (c) section 2 chose base 100 so the slowest pair
 # turns usefully; (d) the class token has angle 0.
-answer_5 = "b"
+answer_5 = "a"
 check_exercise_5(answer_5)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

@@ -1284,8 +1284,8 @@ plt.show()
 # %% [markdown]
 # ## 9 · Which encoding when: the selection advice, with this series' evidence
 #
-# The source article, the Chinese-language tutorial *Transformer positional encoding: from
-# sinusoidal to RoPE*, ends with advice on which encoding to choose. Here it is as situations,
+# The source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》,
+# ends its §5.2 with advice on which encoding to choose. Here it is as situations,
 # each with a number this series printed (05 by section; [03](03_rope.ipynb), [04](04_vision.ipynb),
 # [06](06_length_extrapolation.ipynb)). All of it is at toy scale.
 #
@@ -1378,12 +1378,14 @@ check_exercise_3(first_shared_distance)
 # Section 2 shows the compact per-key bias $m_h j$ giving the same attention as the full
 # $-m_h|i - j|$ under a causal mask, and a different one without it. Why?
 #
-# - **(a)** The compact form $m_h j$ is not exact in float32.
-# - **(b)** Without the mask, keys after the query count too: there $-m|i - j| = -m j + m i$,
-#   which falls with $j$, while $m j$ rises; the bias differs from the full one by more than a
-#   constant per row, so the softmax changes.
-# - **(c)** SDPA refuses a (heads, 1, L) bias without `is_causal`.
-# - **(d)** Without the mask the slopes must be doubled.
+# - **(a)** The compact form $m_h j$ is not exact in float32: the large products $m_h j$ lose
+#   digits that the full bias keeps.
+# - **(b)** SDPA refuses a (heads, 1, L) bias without `is_causal`, so without the mask the
+#   compact bias is never applied.
+# - **(c)** Without the mask, keys after the query count, and there $-m|i - j|$ falls with $j$
+#   while $m j$ rises.
+# - **(d)** Without the mask each key has a mirror image on the other side of the query, so the
+#   slopes must be doubled.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_4 = ...  # "a", "b", "c" or "d"
@@ -1423,6 +1425,8 @@ check_exercise_5(predicted_weight, weight_8)
 # - Kazemnejad et al. (2023), *[The Impact of Positional Encoding on Length Generalization in
 #   Transformers](https://arxiv.org/abs/2305.19466)* (NoPE, and how the causal mask yields absolute position).
 # - PyTorch: [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html) (`is_causal`, `attn_mask`, `scale`).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions
@@ -1471,7 +1475,7 @@ check_exercise_3(first_shared_distance)
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 4. -m|i - j| = m j - m i only for j <= i; -m i is a constant per row (the softmax
 # ignores it), but for keys after the query the sign of j flips.
-answer_4 = "b"
+answer_4 = "c"
 check_exercise_4(answer_4)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]

@@ -22,8 +22,8 @@
 #   training* or from *more keys* (a masking control, and attention entropy);
 # - which RoPE pairs turn fully within the training context, and how interpolation, NTK-aware
 #   scaling and YaRN move each pair;
-# - two corrections to the source article, the Chinese-language tutorial *Transformer
-#   positional encoding: from sinusoidal to RoPE* (errata E4 and E5): NTK-aware scaling changes
+# - two corrections to the source article, the Chinese tutorial
+#   《Transformer位置编码原理与实现：从正弦编码到RoPE》 (errata E4 and E5): NTK-aware scaling changes
 #   the base at inference and keeps the fast pairs, and position interpolation needs its short
 #   fine-tune.
 #
@@ -150,7 +150,7 @@ print(
 # 32 buckets, `max_distance` $= L$: every distance from $L$ on shares the last bucket, which
 # training reaches), NoPE (the causal mask alone) and Transformer-XL (sinusoidal $r_{i-j}$ of any
 # distance), from [05](05_relative_biases.ipynb).
-
+#
 # **The training.** `train_base_model` seeds, builds the model and runs the library's loop
 # (`posenc_lib.training.train`): AdamW, each step 32 random windows of $L$ characters from the
 # training plays, the learning rate decaying linearly to a tenth. Its source:
@@ -416,8 +416,8 @@ print(
 # $s = 8$ (PI also 2 and 4), original length $L_0 = L$:
 #
 # - **PI** (linear position interpolation, Chen et al. 2023): every $\theta_i / s$, positions
-#   squeezed into the trained range. Chen et al. applied it to LLaMA *after* its release: LLaMA 1
-#   and 2 shipped with plain RoPE (the source article says LLaMA used PI: erratum E9);
+#   squeezed into the trained range. Chen et al. introduced it by extending LLaMA *after* its
+#   release (LLaMA 1 and 2 shipped with plain RoPE);
 # - **NTK-aware** (bloc97 2023): base $\to$ base $\cdot s^{d/(d-2)}$, no training;
 # - **dynamic NTK**: NTK-aware with $s' = s\,n/L_0 - (s-1)$ computed from the current length $n$
 #   (we use $s = 1$, so $s' = n/L_0$: just enough for the length at hand, and nothing at $n \le L_0$);
@@ -742,8 +742,8 @@ print(
 # **Takeaway:**
 # - ALiBi and Transformer-XL stay flat, T5 bias rises slowly and NoPE more; the sinusoid, the
 #   clamped table and plain RoPE fail (RoPE × 5.719 from $L$ to $8L$).
-# - **Against "RoPE extrapolates well"** (erratum E3): at $8L$ plain RoPE (44.53) is behind NoPE
-#   and every bias, although at $L$ it is among the best.
+# - **Erratum E3:** RoPE is well below the sinusoid at $2L$, not separated from it at $8L$
+#   (44.53), and behind NoPE and every bias.
 # - Past $L$ only ALiBi and Transformer-XL stay below the character 4-gram (8.91 at $8L$).
 #
 # ## 5 · Where inside a long sequence each scheme fails
@@ -1208,11 +1208,12 @@ print(f"pairs with a wavelength above L0 = 4096: {int(slow.sum())} of 64")
 # %% [markdown]
 # ## 8 · The two errata, corrected with this evidence
 #
-# **Erratum E4: NTK-aware scaling.** The source article presents it backwards: as something that
-# scales the high-frequency dimensions and needs training. It is an inference-time change of one
-# number, the base: $b' = b \cdot s^{d/(d-2)}$, applied to a trained model without any
-# fine-tuning. Because pair $i$'s frequency is $b^{-2i/d}$, the ratio new/old is
-# $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest), exactly $1/s$ for the last (the slowest).
+# **Erratum E4: NTK-aware scaling.** The source article (§6.1) applies it 「在训练时」 ("in
+# training") and scales most the 「高频维度（对应i大的维度）」 ("high-frequency dimensions, large i").
+# As published it is an inference-time change of one number, the base: $b' = b \cdot
+# s^{d/(d-2)}$, applied to a trained model without any fine-tuning. Because pair $i$'s frequency
+# is $b^{-2i/d}$, the ratio new/old is $s^{-2i/(d-2)}$: exactly 1 for pair 0 (the fastest),
+# exactly $1/s$ for the last (the slowest).
 # With a production head width ($d = 128$, factor 8) most fast pairs barely move:
 
 # %% tags=["nbval-check-output"]
@@ -1270,13 +1271,14 @@ for n, verdict in ntk_verdicts.items():
 
 # %% [markdown]
 # NTK-aware scaling is a change of the base and nothing else (first assertion), applied to the
-# trained models without a training step. The source article is half right: the large-index
-# pairs are scaled most. It is wrong to call them high-frequency (they are the low frequencies,
-# erratum E1) and to say that the method needs training. Applied to the same three models (a
+# trained models without a training step. The source article is right by index: the
+# large-index pairs are scaled most. They are the low frequencies (erratum E1), and the method
+# needs no training. Applied to the same three models (a
 # **paired** comparison), it lowers RoPE's perplexity by 11.31 at $8L$, ahead by the rule, but
 # does not make RoPE flat (§4).
 #
-# **Erratum E5: position interpolation needs its short fine-tune.**
+# **Erratum E5: position interpolation needs its short fine-tune.** The source article (§6.1)
+# divides positions by $s$ 「推理时」 ("at inference") and says no more.
 
 # %% tags=["nbval-check-output"]
 pi = pd.DataFrame(
@@ -1310,7 +1312,8 @@ assert all(
 # Where the tiny scale departs from Chen et al.: plain RoPE fine-tuned the same 40 steps on
 # 256-character windows does better at $8L$, ahead of PI ×8 + fine-tune by the rule (12.39
 # against 14.00), whereas they found direct fine-tuning of LLaMA slow. A small model has little
-# to relearn; we do not claim that PI beats direct fine-tuning here.
+# to relearn; we do not claim that PI beats direct fine-tuning here. Their zero-shot PI beat
+# plain RoPE past $L$; ours does not.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert clearly_below("RoPE + fine-tune", "RoPE + PI ×8 + fine-tune")
@@ -1325,9 +1328,9 @@ checked(
 #   a character 4-gram at $L$ behave as in Press et al.'s Figure 1: ALiBi and Transformer-XL stay
 #   flat, T5 bias rises slowly and NoPE more, the sinusoid and plain RoPE fail soon after $L$.
 #   The learnable table cannot run past position 31.
-# - Against "RoPE extrapolates well" (E3): at $8L$ plain RoPE (§4: 44.53) is behind NoPE and every
-#   bias, by the rule; unseen distances alone raise its perplexity many times more than the
-#   biases'.
+# - Against "far better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
+#   separated from the sinusoid, and behind NoPE and every bias, by the rule; unseen distances
+#   alone raise its perplexity many times more than the biases'.
 # - Only 2 of RoPE's 8 pairs turn fully within $L$. PI divides every frequency by $s$; NTK-aware
 #   changes only the base (E4); YaRN ramps between the two.
 # - Without training, YaRN is the best rescaling at $8L$ (§4: 18.37) but none is flat; zero-shot PI
@@ -1435,11 +1438,14 @@ check_exercise_4(predicted_kept, kept)
 # Zero-shot PI ×8 has a higher perplexity than plain RoPE at $L$ itself (section 4), where
 # nothing is longer than in training. Why?
 #
-# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner.
+# - **(a)** At $L$ the sequence has more keys than in training, so attention spreads thinner
+#   and loses the nearby characters.
 # - **(b)** PI divides every frequency by $s$, pair 0 included: neighbouring characters now
-#   differ by angles $s$ times smaller than any the model was trained on.
-# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw.
-# - **(d)** PI changes the model's weights, which then have to be trained again.
+#   differ by angles never seen.
+# - **(c)** PI multiplies cos and sin by an attention factor that the model never saw, which
+#   sharpens every score.
+# - **(d)** PI changes the model's weights, which then have to be trained again before they
+#   work together.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_5 = ...  # "a", "b", "c" or "d"
@@ -1468,6 +1474,8 @@ check_exercise_5(answer_5)
 #   Attention Sinks](https://arxiv.org/abs/2309.17453)* (2023): the window plus first tokens of section 6.
 # - This library: `posenc_lib/rotary/scaling.py` (`rope_frequencies`), `posenc_course/nb06_extrapolation.py`
 #   (the measurements), `posenc_course/data.py` (`char_corpus`), `tools/prepare_corpus.py`.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -16,8 +16,7 @@
 # - how **attention maps** look when position works, and when it is lost;
 # - **padding**: left padding needs position ids from the mask (`cumsum - 1`) for absolute
 #   encodings, while RoPE and relative biases are immune except under dynamic NTK (erratum E6 of
-#   the source article, the Chinese-language tutorial *Transformer positional encoding: from
-#   sinusoidal to RoPE*);
+#   the source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》);
 # - a **bug zoo** of seven real bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
@@ -120,9 +119,10 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # that vector whatever its weights: a scheme that only *reweights* attention (RoPE, T5, ALiBi)
 # gives every token the same output, and the probe stays at chance, $1/16$, **exactly**, for any
 # weights. Only a vector *added* to the embeddings (sinusoidal, learnable) makes the tokens
-# differ. So the source article's test, "zero the word embeddings and check that the model can
-# still predict each token's index", declares every RoPE, T5 and ALiBi model broken:
-# erratum E7. A second variant puts one distinct token at index 0, like a BOS token: the weight a
+# differ. So the source article's test (§6.3: zero the word embeddings, predict each index;
+# 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」, "if the model cannot learn it quickly,
+# position injection may be faulty") declares every RoPE, T5 and ALiBi model broken: erratum E7.
+# A second variant puts one distinct token at index 0, like a BOS token: the weight a
 # token gives it can depend on the distance.
 #
 # Two checks on untrained models complete the picture: does the output change when all
@@ -667,13 +667,13 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 # use a scaling that does not depend on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
-# The source article says that adding the position code to padded positions needs no special
-# handling, because the attention mask stops attention to them (erratum E6). That is right for
-# the attention and wrong for the positions: with left padding the real tokens sit at shifted
-# positions, and an absolute encoding can then be wrong silently, depending on the task.
-# Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on the lag-3
-# task of section 3 (a *relative* task), and on "repeat the first token at every step" (an
-# *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
+# The source article (§6.3) says of padded training batches that adding the position code
+# 「不需要特殊处理」 ("needs no special handling"), because the mask stops attention to the pads.
+# Right for right padding (first table), not for left (erratum E6): the mask protects the
+# attention, not the positions; an absolute encoding can be wrong silently, depending on the
+# task. Decoders with a learnable table (std 1), three seeds each, trained for 300 steps: on
+# the lag-3 task of section 3 (a *relative* task), and on "repeat the first token at every step"
+# (an *absolute* task). Each runs on 512 test sequences of random lengths 6 to 16, left-padded to 16.
 
 
 # %% tags=["nbval-check-output"]
@@ -885,9 +885,10 @@ print("after convert_qk_weight: golden-output test passes")
 # A RoPE implementation that computes the angles $m\theta_i$ in the model's dtype. The trained
 # RoPE models in bfloat16, with all positions shifted by 0, 1000 and 4000 (a RoPE model should not
 # care), once with float32 angles (the library) and once with bfloat16 angles. (The source
-# article warns instead that `theta ** (2i/d)` may overflow. It cannot: $10000^{2i/d} \le
-# 10000$. The problem is $m\theta_i$ in low precision, measured here and in
-# [01](01_sinusoidal.ipynb) and [03](03_rope.ipynb): erratum E8.)
+# article, §4.2, warns instead that `theta ** (2i/dim)` may overflow 「当theta很大时」 ("when theta
+# is large"): true only in float16, for a base above 65504. The problem is $m\theta_i$
+# in low precision, measured here and in [01](01_sinusoidal.ipynb) and [03](03_rope.ipynb):
+# erratum E8.)
 
 
 # %%
@@ -1327,6 +1328,8 @@ check_exercise_3(rows_with_gradient)
 #   et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.2.1 (the $1/\sqrt{d_k}$ scale).
 # - This library: `posenc_lib/analysis/probes.py` (every check of this notebook), `posenc_lib/rotary/rope.py`
 #   (`rope_cos_sin` computes angles in float32), `posenc_lib/embeddings/learnable.py` (the `max_len` error).
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -985,10 +985,12 @@ check_exercise_1(predicted_kept, kept)
 #
 # - **(a)** Sectioned: width gets 24 pairs, the most of any axis, so it can tell more columns
 #   apart.
-# - **(b)** Interleaved: every axis gets fast and slow pairs, so neighbouring columns differ by
-#   a visible angle and far ones are still told apart.
-# - **(c)** Either: the two orders use the same 64 frequencies, so the scores are the same.
-# - **(d)** Sectioned: slow pairs never wrap around within 40 columns, so no two columns alias.
+# - **(b)** Interleaved: every axis gets fast and slow pairs, so near columns differ visibly and
+#   far ones stay apart.
+# - **(c)** Either: the two orders use the same 64 frequencies, only given to the axes in
+#   another order, so the scores are the same.
+# - **(d)** Sectioned: width's pairs are the slowest of the head and never wrap around within 40
+#   columns, so no two columns alias.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -1035,6 +1037,8 @@ check_exercise_3(no_rope_layers)
 #   layers, NoPE on global ones, as in Cohere's Command models.
 # - This library: `posenc_lib/rotary/mrope.py`, `posenc_lib/rotary/scaling.py`,
 #   `posenc_course/nb08_families.py`, `posenc_lib/analysis/pair_usage.py`.
+# - `docs/replication.md`: the headline results of the papers this course teaches, beside the
+#   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Solutions

@@ -10,8 +10,8 @@
 2. Stage the sources in ``build/site-src/``: the executed notebooks, an index page written from
    ``notebooks/catalog.toml`` (only the notebooks that exist; planned ones get a short placeholder
    page, so a link to them resolves), the glossary page, the pages of ``docs/`` (the errata of
-   the source article, the instructor guide; see ``DOC_PAGES``), the ``.py`` sources for download
-   (the ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
+   the source article, the replication table, the instructor guide; see ``DOC_PAGES``), the
+   ``.py`` sources for download (the ``.ipynb`` is published by Sphinx itself, under ``_sources/``).
 3. Render with Sphinx, twice from the same staged sources: the English site into ``build/html/`` and
    the Chinese one into ``build/html/zh_CN/`` (``-D language=zh_CN``: Sphinx translates each page from
    its catalog, ``locale/zh_CN/LC_MESSAGES/PAGE.po``, staged with the sources; an entry not translated
@@ -60,7 +60,7 @@ LOCALE = ROOT / "locale"
 # The markdown pages of docs/ that become site pages, in sidebar order (after the notebooks). In the
 # repository they link notebooks as ../notebooks/NN_name.ipynb#JupyterLab-anchor; staged, the links
 # are rewritten to the notebook pages and their MyST anchors (see doc_markdown).
-DOC_PAGES = ("errata", "instructor-guide", "comparison")
+DOC_PAGES = ("errata", "replication", "instructor-guide", "comparison")
 DOC_NOTEBOOK_LINK = re.compile(r"\]\(\.\./notebooks/(?P<stem>\d\d_[A-Za-z0-9_]+)\.ipynb(?:#(?P<anchor>[^)\s]+))?\)")
 
 
@@ -159,7 +159,7 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
         later = ("\nPlanned, not yet part of this build: " + "; ".join(_cell(e.label) for e in planned) + ".\n")
     toctree = "\n".join([e.stem for e in entries] + list(docs) + (["api/index"] if api else []) + ["glossary"])
     first = entries[0]
-    errata = " (the [errata](errata.md) list them)" if "errata" in docs else ""
+    errata = " (the [errata](errata.md) list them, in the article's own words)" if "errata" in docs else ""
     library = ("- The [library reference](api/index.md) documents every function and class of `posenc_lib` "
                "the notebooks use, from its docstring, with its source; in code cells, its names link there.\n") if api else ""
     clone = (f"```bash\ngit clone {repository} posenc\ncd posenc\n```\n\n" if repository else
@@ -169,6 +169,9 @@ def index_markdown(entries: list[Entry], planned: list[Entry], docs: tuple[str, 
     if docs:
         pages = {"errata": "the [errata of the source article](errata.md): each of its errors, the correction, "
                            "the notebook section that shows it and the numbers it measured",
+                 "replication": "the [replication table](replication.md): each headline result of the papers the "
+                                "course teaches beside the number a notebook printed at toy scale, whether they agree, "
+                                "and why not where they do not",
                  "instructor-guide": "the [instructor guide](instructor-guide.md): per notebook, learning goals, a "
                                      "lesson plan, the cells to run live, the expected results with their spread "
                                      "across seeds, common mistakes and discussion questions",
@@ -196,10 +199,11 @@ against the reference code used in production (Hugging Face `transformers`); eve
 trains a tiny model for real, in seconds. Each notebook says at its top what it expects you to
 know from the earlier ones.
 
-**Where it comes from.** The course grew out of a Chinese-language tutorial, "Transformer
-positional encoding: from sinusoidal to RoPE", which the notebooks call "the source article".
-It covers the right topics; nine of its statements are wrong or leave out what they rely on, and
-the notebooks correct each one with a measurement{errata}.
+**Where it comes from.** The course grew out of a Chinese tutorial, 《Transformer位置编码原理与实现：从正弦编码到RoPE》
+("Transformer positional encoding: principles and implementation, from sinusoidal encoding to
+RoPE"), which the notebooks call "the source article". It covers the right topics, and most of it
+holds; the notebooks measure where it does not, or holds only under conditions it does not
+give{errata}.
 
 **For whom.** Students and engineers who know PyTorch tensors, `nn.Module` and the scaled
 dot-product attention formula, and want to understand position encodings well enough to

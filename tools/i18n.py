@@ -1,24 +1,33 @@
-"""The Chinese edition's translation catalogs (gettext): ``make i18n-update``, ``make i18n-status``.
+"""The Chinese edition's translation catalogs (gettext): ``make i18n-update``, ``make i18n-check``.
 
     python -m tools.i18n update   # extract the English, merge it into locale/zh_CN/LC_MESSAGES/*.po
                                   # (and the checkers' messages into posenc_course.po, tools/i18n_course.py)
-    python -m tools.i18n status   # per document: entries, translated, fuzzy, untranslated, complete or not
-    python -m tools.i18n check    # what tests/tools/test_i18n.py checks, as a report (exit status 1 on a problem)
+    python -m tools.i18n status   # per document: entries, translated, fuzzy, untranslated, stale, complete or not
+    python -m tools.i18n check    # every problem, errors first, then what is out of date (exit status 1 on any)
 
 The English notebooks and pages stay the source. ``update`` stages the site's sources exactly as
-``make html`` does (``tools/build_site.stage``, without the library reference, whose docstrings stay
-English), runs Sphinx's **gettext** builder over them with the site's configuration
+``make html`` does (``tools/build_site.stage``; the library reference's pages are left out of the
+templates, their docstrings staying English), runs Sphinx's **gettext** builder over them with the site's configuration
 (``tools/site/conf.py``), and merges the templates (``.pot``, one per page) into the catalogs with
 **sphinx-intl** (babel's ``Catalog.update``, msgmerge's rules): a new paragraph gets an empty entry,
-an English change keeps the old translation marked **fuzzy** for review, a paragraph that is gone
-becomes obsolete (``#~``). One entry per paragraph, heading, list item, table cell, figure alt text
-and display formula, its msgid the MyST source (math, inline code and links as written).
+an English change keeps the old translation marked **fuzzy** for review, and a paragraph that is gone
+is dropped (no obsolete ``#~`` entries are kept). One entry per paragraph, heading, list item, table
+cell, figure alt text and display formula, its msgid the MyST source (math, inline code and links as
+written).
 
-A translation must keep each formula (``$...$``, ``$$...$$``), inline code span, link target, HTML tag
-and number of its English byte for byte, and use the terminology table
-(``locale/zh_CN/terminology.toml``, which follows the glossary's Chinese, ``tools/site/glossary.toml``).
-The documents listed in ``locale/zh_CN/complete.toml`` must have every entry translated, none fuzzy,
-and their catalog current with the English. See docs/i18n.md.
+What ``check`` finds is of two kinds (``tools/i18n_common.py``, docs/i18n.md):
+
+- **errors**, a translation that is wrong: it changes a formula (``$...$``, ``$$...$$``), inline code
+  span, link target, HTML tag, number or markup of its English, leaves the terminology table
+  (``locale/zh_CN/terminology.toml``, which follows the glossary's Chinese, ``tools/site/glossary.toml``),
+  or translates a display formula; the table itself must follow the glossary. ``make test`` fails on
+  these (tests/tools/test_i18n.py).
+- **out of date**, the translation lags the English: an entry untranslated or fuzzy in a page listed in
+  ``locale/zh_CN/complete.toml``, a catalog stale against a fresh extraction of the English, a page
+  with no catalog or not listed as complete, a catalog or listing of a page the site no longer has, a
+  markdown block of a notebook with no catalog entry or an entry no block uses, an obsolete entry.
+  ``make test`` passes: the Chinese pages and notebooks show such a paragraph in English, marked as
+  awaiting its translation, and ``check`` lists it, with its page and section, for the translator.
 
 The extraction (about 20 s) is cached under ``build/i18n/cache/``, keyed by a digest of its inputs.
 """
@@ -26,37 +35,55 @@ The extraction (about 20 s) is cached under ``build/i18n/cache/``, keyed by a di
 from __future__ import annotations
 
 import argparse
+import fcntl
 import functools
 import hashlib
 import io
 import json
-import re
 import shutil
+import subprocess
 import sys
 import tomllib
-from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import nbformat
 from babel.messages.catalog import Catalog
-from babel.messages.pofile import read_po
+from babel.messages.pofile import write_po
+from docutils import nodes
+from myst_nb.core.render import base_render_priority
+from sphinx.application import Sphinx
+from sphinx.util.docutils import docutils_namespace, patch_docutils
+from sphinx.util.nodes import extract_messages
+from sphinx_intl.basic import update as intl_update
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools import i18n_course, i18n_notebooks
+from tools.build_site import NOTEBOOKS, forget_translations, stage
+from tools.i18n_common import (CATALOGS, ERROR, LANGUAGE, MANIFEST, NUMBER, OUT_OF_DATE, ROOT, Rule,
+                               glossary_problems, glossary_terms, kept, load, load_terminology,
+                               nothing_to_translate, prose, spans, terminology_problems, words)
+from tools.site import posenc_site
+
+__all__ = ["CATALOGS", "ERROR", "LANGUAGE", "NUMBER", "OUT_OF_DATE", "Problem", "Rule", "check", "complete_documents",
+           "entry_problems", "formulas", "glossary_problems", "load", "load_terminology", "pages", "prose",
+           "spans", "stale_problems", "statistics", "templates", "update"]
+
 CONF = ROOT / "tools" / "site"
-LANGUAGE = "zh_CN"
-LOCALE = ROOT / "locale"
-CATALOGS = LOCALE / LANGUAGE / "LC_MESSAGES"
-MANIFEST = LOCALE / LANGUAGE / "complete.toml"
-TERMINOLOGY = LOCALE / LANGUAGE / "terminology.toml"
-GLOSSARY = CONF / "glossary.toml"
 CACHE = ROOT / "build" / "i18n" / "cache"
 # Beside the .pot files: per page, each msgid's section headings, and the msgids that are display formulas.
 SECTIONS = "messages.json"
+# The library reference's folder of pages: staged for the extraction, not extracted (English in both sites).
+API = "api"
 
 # What the extraction reads: a change to any of these may change the messages.
 INPUTS = ("notebooks/[0-9][0-9]_*.ipynb", "notebooks/catalog.toml", "docs/*.md", "tools/site/*.py",
           "tools/site/*.toml", "tools/build_site.py", "tools/catalog.py", "tools/i18n.py")
+
+# The catalog of the course package's own messages (exercise checkers, the first cell's notice):
+# extracted from Python by tools/i18n_course.py, not a page of the site.
+COURSE_DOMAIN = i18n_course.DOMAIN
 
 
 # --- extraction ------------------------------------------------------------------------------------
@@ -64,8 +91,6 @@ INPUTS = ("notebooks/[0-9][0-9]_*.ipynb", "notebooks/catalog.toml", "docs/*.md",
 
 def source_digest(root: Path = ROOT) -> str:
     """A digest of everything the extraction reads (files, tool versions, the checkout's origin)."""
-    import subprocess
-
     h = hashlib.sha256()
     for pattern in INPUTS:
         for path in sorted(root.glob(pattern)):
@@ -82,27 +107,20 @@ def source_digest(root: Path = ROOT) -> str:
 def _mime_priorities() -> list[tuple[str, str, int]]:
     """The gettext builder renders notebook outputs as the html builder does (so that a figure's alt
     text becomes an entry, and an HTML-only output is not reported as unrenderable)."""
-    from myst_nb.core.render import base_render_priority
-
     return [("gettext", mime, priority) for mime, priority in base_render_priority()["html"].items()]
 
 
 def extract(target: Path) -> None:
     """Stage the site's sources and run Sphinx's gettext builder: ``target`` gets one ``NAME.pot``
-    per page and ``sections.json`` (for each page, each msgid's section headings)."""
-    from sphinx.application import Sphinx
-    from sphinx.util.docutils import docutils_namespace, patch_docutils
-    from sphinx.util.nodes import extract_messages
-
-    from docutils import nodes
-
-    from tools.build_site import NOTEBOOKS, forget_translations, stage
-
+    per page and ``messages.json`` (for each page, each msgid's section headings, and its display
+    formulas)."""
     work = target.parent / (target.name + ".work")
     if work.exists():
         shutil.rmtree(work)
     src = work / "src"
-    stage(src, NOTEBOOKS, api=False)
+    # The library reference is staged, so that the pages link to it as the site's do (the front page's
+    # paragraph about it among them), but its own pages are not extracted: their docstrings stay English.
+    stage(src, NOTEBOOKS, api=True)
     sections: dict[str, dict[str, list[str]]] = {}
     formulas: dict[str, list[str]] = {}
 
@@ -116,8 +134,6 @@ def extract(target: Path) -> None:
             found.setdefault(msg, [])
             if title not in found[msg]:
                 found[msg].append(title)
-
-    from tools.site import posenc_site
 
     warnings = io.StringIO()
     posenc_site.FOLD_DEEP_DIVES = False  # a deep dive's heading is a heading here, not a fold's raw HTML
@@ -136,6 +152,9 @@ def extract(target: Path) -> None:
             posenc_site.FOLD_DEEP_DIVES = True
     if app.statuscode != 0 or warnings.getvalue().strip():
         raise RuntimeError(f"the gettext extraction failed or warned:\n{warnings.getvalue()}")
+    shutil.rmtree(work / "gettext" / API, ignore_errors=True)
+    sections = {name: found for name, found in sections.items() if not name.startswith(f"{API}/")}
+    formulas = {name: found for name, found in formulas.items() if not name.startswith(f"{API}/")}
     (work / "gettext" / SECTIONS).write_text(json.dumps({"sections": sections, "formulas": formulas},
                                                         ensure_ascii=False, indent=0), encoding="utf-8")
     if target.exists():
@@ -144,7 +163,8 @@ def extract(target: Path) -> None:
     shutil.rmtree(work)
 
 
-def _parents(node):
+def _parents(node: nodes.Node | None) -> Iterator[nodes.Node]:
+    """``node`` and its ancestors, innermost first."""
     while node is not None:
         yield node
         node = node.parent
@@ -154,8 +174,6 @@ def _parents(node):
 def templates(root: Path = ROOT, cache: Path = CACHE) -> Path:
     """The folder of ``.pot`` templates for the current English, extracted once per input digest
     (and looked up once per process)."""
-    import fcntl
-
     folder = cache / source_digest(root)
     if (folder / SECTIONS).exists():
         return folder
@@ -172,104 +190,37 @@ def templates(root: Path = ROOT, cache: Path = CACHE) -> Path:
     return folder
 
 
-def update(catalogs: Path = CATALOGS) -> dict[str, int]:
-    """Merge the current templates into the catalogs (sphinx-intl): new entries empty, changed ones fuzzy."""
-    from sphinx_intl.basic import update as intl_update
-
-    from tools import i18n_course
-
-    pots = templates()
-    status = intl_update(str(catalogs.parent.parent), str(pots), (catalogs.parent.name,), jobs=1)
-    copied = fill_untranslatable(catalogs, pots)
-    if copied:
-        print(f"filled {copied} entries that hold nothing to translate (a display formula, a number) with their English")
-    course = i18n_course.update()  # the checkers' messages: extracted from posenc_course/, not a page
-    print(f"{COURSE_DOMAIN}.po (the course package's messages): {course}")
+def update(catalogs: Path = CATALOGS, pots: Path | None = None, course: bool = True) -> dict[str, int]:
+    """Merge the current templates into the catalogs (sphinx-intl): new entries empty, changed ones
+    fuzzy, removed ones dropped (``ignore_obsolete``). Then every obsolete (``#~``) entry is dropped
+    (sphinx-intl leaves a catalog it finds current untouched, old obsolete entries included), the
+    entries with nothing to translate are filled, and (``course``) the course package's catalog is
+    updated too. ``pots``: the templates (default: :func:`templates`, the current English)."""
+    pots = pots or templates()
+    status = intl_update(str(catalogs.parent.parent), str(pots), (catalogs.parent.name,), jobs=1,
+                         ignore_obsolete=True)
+    filled, dropped = tidy(catalogs, pots)
+    if filled:
+        print(f"filled {filled} entries that hold nothing to translate (a display formula, a number) with their English")
+    if dropped:
+        print(f"dropped {dropped} obsolete (#~) entries")
+    if course:  # the checkers' messages: extracted from posenc_course/, not a page
+        print(f"{COURSE_DOMAIN}.po (the course package's messages): {i18n_course.update()}")
     return status
 
 
-# --- what a translation must keep -----------------------------------------------------------------
-
-MATH = re.compile(r"(?<!\\)\$\$.+?(?<!\\)\$\$|(?<![\\$])\$(?!\$)[^$\n]+?(?<!\\)\$", re.S)
-CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
-TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
-NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def spans(text: str) -> dict[str, Counter]:
-    """The parts of a message a translation keeps byte for byte, each as a multiset."""
-    maths = MATH.findall(text)
-    rest = MATH.sub(" ", text)
-    codes = [m.group(0) for m in CODE.finditer(rest)]
-    rest = CODE.sub(" ", rest)
-    links = LINK_TARGET.findall(rest)
-    rest = LINK_TARGET.sub("] ", rest)
-    tags = TAG.findall(rest)
-    rest = TAG.sub(" ", rest)
-    return {"formula": Counter(maths), "inline code": Counter(codes), "link": Counter(links),
-            "HTML tag": Counter(tags), "number": Counter(NUMBER.findall(rest))}
-
-
-def prose(text: str) -> str:
-    """A message without its formulas, code spans, link targets and tags: the words a reader reads."""
-    text = MATH.sub(" ", text)
-    text = CODE.sub(" ", text)
-    text = LINK_TARGET.sub("] ", text)
-    return TAG.sub(" ", text)
-
-
-_MARKDOWN = None
-
-
-def markup(text: str) -> Counter:
-    """The inline markup of a message as MyST parses it (CommonMark, with formulas set aside): how many
-    bold, italic and link spans. Chinese text needs care here: CommonMark does not close ``**粗体。**``
-    when a letter follows it directly, and the reader would see the asterisks."""
-    global _MARKDOWN
-    if _MARKDOWN is None:
-        from markdown_it import MarkdownIt
-
-        _MARKDOWN = MarkdownIt("commonmark")
-    tokens = [t for block in _MARKDOWN.parse(MATH.sub("M", text)) for t in (block.children or [])]
-    return Counter(t.type for t in tokens if t.type in ("strong_open", "em_open", "link_open"))
-
-
-def kept(msgid: str, msgstr: str) -> list[str]:
-    """What the translation changed of what it must keep (empty when all is kept)."""
-    problems = []
-    names = {"strong_open": "bold", "em_open": "italic", "link_open": "link"}
-    source_markup, target_markup = markup(msgid), markup(msgstr)
-    if source_markup != target_markup:
-        problems.append("markup: " + ", ".join(f"{names[k]} {source_markup[k]} -> {target_markup[k]}"
-                                               for k in names if source_markup[k] != target_markup[k]))
-    source, target = spans(msgid), spans(msgstr)
-    for kind in source:
-        missing, extra = source[kind] - target[kind], target[kind] - source[kind]
-        if missing or extra:
-            detail = "; ".join(filter(None, [
-                "missing " + ", ".join(repr(s) for s in missing.elements()) if missing else "",
-                "added " + ", ".join(repr(s) for s in extra.elements()) if extra else ""]))
-            problems.append(f"{kind}: {detail}")
-    return problems
-
-
-def nothing_to_translate(msgid: str) -> bool:
-    """A message with no word outside its formulas, code, links and tags (a display formula, a number)."""
-    return not re.search(r"[A-Za-z]{2,}", prose(msgid))
-
-
-def fill_untranslatable(catalogs: Path = CATALOGS, pots: Path | None = None) -> int:
+def tidy(catalogs: Path = CATALOGS, pots: Path | None = None) -> tuple[int, int]:
     """Entries with nothing to translate (a display formula, a number) get their English as the
-    translation, not fuzzy: a formula is the same in both languages. Returns how many were filled."""
-    from babel.messages.pofile import write_po
-
+    translation, not fuzzy (a formula is the same in both languages), and obsolete (``#~``) entries are
+    dropped. Returns how many entries were filled and how many dropped."""
     pots = pots or templates()
-    total = 0
+    filled = dropped = 0
     for name, path in pages(catalogs).items():
         catalog = load(path)
         display = formulas(pots, name)
-        changed = 0
+        changed = len(catalog.obsolete)
+        dropped += changed
+        catalog.obsolete.clear()
         for message in catalog:
             if message.id and (message.id in display or nothing_to_translate(message.id)) and (
                     not message.string or message.fuzzy):
@@ -277,90 +228,14 @@ def fill_untranslatable(catalogs: Path = CATALOGS, pots: Path | None = None) -> 
                     message.string = message.id
                     message.flags.discard("fuzzy")
                     changed += 1
+                    filled += 1
         if changed:
             with open(path, "wb") as f:
                 write_po(f, catalog, width=76)
-            total += changed
-    return total
-
-
-# --- terminology ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rule:
-    term: str  # the glossary term ("" for a rule of the table's own)
-    en: tuple[str, ...]  # English phrases (a phrase with a capital letter matches case-sensitively)
-    zh: tuple[str, ...]  # the Chinese a translation of such a message uses (any one of them)
-
-    @property
-    def pattern(self) -> re.Pattern:
-        sensitive = [re.escape(p) for p in self.en if p != p.lower()]
-        insensitive = [re.escape(p) for p in self.en if p == p.lower()]
-        parts = ([rf"(?:{'|'.join(sensitive)})"] if sensitive else []) + (
-            [rf"(?i:{'|'.join(insensitive)})"] if insensitive else [])
-        return re.compile(rf"(?<![\w-])(?:{'|'.join(parts)})(?![\w-])")
-
-
-def load_terminology(path: Path = TERMINOLOGY) -> list[Rule]:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return [Rule(r.get("term", ""), tuple(r["en"]), tuple(r["zh"])) for r in data["rule"]]
-
-
-# A link to the outside world: its text is the title of a cited work, which stays in its own language.
-CITATION = re.compile(r"\[[^\]]*\]\(https?://[^)\s]+\)")
-
-
-def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str]:
-    """The rules whose English the message uses and whose Chinese its translation does not.
-
-    Phrases match longest first: in "bag of tokens" the rule for "bag of tokens" applies, not the one
-    for "tokens". Titles of cited works (the text of a link to the web) are not checked."""
-    english, chinese = prose(CITATION.sub(" ", msgid)), prose(CITATION.sub(" ", msgstr)).lower()
-    matches = sorted(((m.start(), m.end(), m[0], rule) for rule in rules for m in rule.pattern.finditer(english)),
-                     key=lambda t: (t[0] - t[1], t[0]))
-    taken: list[tuple[int, int]] = []
-    problems = []
-    for start, end, text, rule in matches:
-        if any(start < e and s < end for s, e in taken):
-            continue
-        taken.append((start, end))
-        message = f"term: {text!r} is translated with none of {' / '.join(rule.zh)}"
-        if not any(form.lower() in chinese for form in rule.zh) and message not in problems:
-            problems.append(message)
-    return problems
-
-
-def load_glossary(path: Path = GLOSSARY) -> list[dict]:
-    """The glossary's terms (``tools/site/glossary.toml``; the site reads it with ``posenc_site.load_glossary``)."""
-    return tomllib.loads(path.read_text(encoding="utf-8"))["term"]
-
-
-@functools.lru_cache(maxsize=None)
-def glossary_terms() -> frozenset[str]:
-    """Every term of the glossary, English and Chinese, as the glossary page writes it."""
-    return frozenset(name for t in load_glossary() for name in (t["en"], t["zh"]))
-
-
-def glossary_problems(rules: list[Rule]) -> list[str]:
-    """The table follows the glossary: every glossary term has a rule, and each rule's Chinese is the
-    glossary's (one of its forms appears in the glossary's Chinese for that term)."""
-    glossary = {t["en"]: t for t in load_glossary()}
-    problems = [f"glossary term {en!r} has no rule in {TERMINOLOGY.relative_to(ROOT)}"
-                for en in glossary if en not in {r.term for r in rules}]
-    for rule in rules:
-        if rule.term and rule.term not in glossary:
-            problems.append(f"rule for {rule.term!r}: no such glossary term")
-        elif rule.term and not any(form.lower() in glossary[rule.term]["zh"].lower() for form in rule.zh):
-            problems.append(f"rule for {rule.term!r}: none of {rule.zh} is in the glossary's {glossary[rule.term]['zh']!r}")
-    return problems
+    return filled, dropped
 
 
 # --- reading the catalogs --------------------------------------------------------------------------
-
-# The catalog of the course package's own messages (exercise checkers, the first cell's notice):
-# extracted from Python by tools/i18n_course.py, not a page of the site.
-COURSE_DOMAIN = "posenc_course"
 
 
 def pages(catalogs: Path = CATALOGS) -> dict[str, Path]:
@@ -369,12 +244,13 @@ def pages(catalogs: Path = CATALOGS) -> dict[str, Path]:
     return {name: found[name] for name in sorted(found) if name != COURSE_DOMAIN}
 
 
-def load(path: Path) -> Catalog:
-    with open(path, "rb") as f:
-        return read_po(f, charset="utf-8")
+def extracted_pages(pots: Path) -> list[str]:
+    """The pages of the site, as the extraction found them (one ``.pot`` each), sorted."""
+    return sorted(p.relative_to(pots).with_suffix("").as_posix() for p in pots.rglob("*.pot"))
 
 
 def complete_documents(path: Path = MANIFEST) -> list[str]:
+    """The pages ``complete.toml`` lists as fully translated and reviewed."""
     return list(tomllib.loads(path.read_text(encoding="utf-8"))["complete"])
 
 
@@ -385,16 +261,30 @@ def _short(text: str, n: int = 70) -> str:
 
 @dataclass
 class Problem:
+    """One finding of the check: where (page, section headings, the entry's msgid), what, and its kind:
+    ``ERROR`` (a wrong translation: ``make test`` fails) or ``OUT_OF_DATE`` (the translation lags the
+    English: listed by ``make i18n-check``)."""
     document: str
     sections: list[str]
     msgid: str
     what: str
+    kind: str = ERROR
 
     def __str__(self) -> str:
-        if self.document == COURSE_DOMAIN and not self.msgid:  # already "file:line: what: msgid"
+        if not self.msgid and not self.sections:  # about the page, or already "file:line: what: msgid"
             return f"{self.document}: {self.what}"
         where = " / ".join(s for s in self.sections if s) or "(before the first heading)"
         return f"{self.document} § {where}: {self.what}: {_short(self.msgid)!r}"
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    """The problems ``make test`` fails on."""
+    return [p for p in problems if p.kind == ERROR]
+
+
+def out_of_date(problems: list[Problem]) -> list[Problem]:
+    """The problems ``make i18n-check`` lists and ``make test`` lets pass."""
+    return [p for p in problems if p.kind == OUT_OF_DATE]
 
 
 def _messages(pots: Path | None, key: str, document: str) -> dict | list:
@@ -414,45 +304,70 @@ def formulas(pots: Path | None, document: str) -> set[str]:
 
 def entry_problems(document: str, catalog: Catalog, rules: list[Rule], complete: bool,
                    pots: Path | None = None) -> list[Problem]:
-    """Every problem of one catalog: untranslated or fuzzy entries (when the document is listed as
-    complete), translations that change a formula, code span, link, tag or number, or leave the
-    terminology table. ``pots``: the extraction whose ``sections.json`` names the sections."""
+    """Every problem of one catalog's entries: translations that change a formula, code span, link, tag,
+    number or markup, translate a display formula, or leave the terminology table (errors); and, when
+    the document is listed as complete, entries untranslated or fuzzy (out of date). ``pots``: the
+    extraction whose ``messages.json`` names the sections and the display formulas."""
     where = _sections(pots, document)
     display = formulas(pots, document)
     problems = []
     for message in catalog:
         if not message.id:
             continue
-        found = []
+        found: list[tuple[str, str]] = []
         if message.id in display and message.string and message.string != message.id:
-            found.append("display formula: its translation must be the formula itself")
+            found.append(("display formula: its translation must be the formula itself", ERROR))
         if complete and not message.string:
-            found.append("untranslated")
+            found.append(("untranslated", OUT_OF_DATE))
         elif complete and message.fuzzy:
-            found.append("fuzzy (the English changed: review the translation, then remove the flag)")
+            found.append(("fuzzy (the English changed: review the translation, then remove the flag)", OUT_OF_DATE))
         if message.string and not message.fuzzy:
-            found += kept(message.id, message.string)
+            whats = kept(message.id, message.string)
             # A display formula, and a glossary term kept as itself (the glossary page lists every term in
             # English and in Chinese, and {term} references name the English), are not prose.
             if message.id not in display and not (message.string == message.id and message.id in glossary_terms()):
-                found += terminology_problems(message.id, message.string, rules)
-        problems += [Problem(document, where.get(message.id, []), message.id, what) for what in found]
+                whats += terminology_problems(message.id, message.string, rules)
+            found += [(what, ERROR) for what in whats]
+        problems += [Problem(document, where.get(message.id, []), message.id, what, kind) for what, kind in found]
     return problems
 
 
 def stale_problems(document: str, catalog: Catalog, pots: Path) -> list[Problem]:
-    """The catalog's msgids against a fresh extraction of the English: added or removed paragraphs."""
+    """The catalog's msgids against a fresh extraction of the English (out of date): paragraphs added
+    or changed in English and not merged yet, and entries the English no longer has."""
     pot = pots / f"{document}.pot"
     if not pot.exists():
-        return [Problem(document, [], "", "the document is no longer extracted (no template)")]
+        return [Problem(document, [], "", "the site no longer has this page (no template): delete its catalog",
+                        OUT_OF_DATE)]
     current = [m.id for m in load(pot) if m.id]
     have = {m.id for m in catalog if m.id}
     where = _sections(pots, document)
-    problems = [Problem(document, where.get(m, []), m, "not in the catalog (run make i18n-update)")
+    problems = [Problem(document, where.get(m, []), m, "not in the catalog (run make i18n-update)", OUT_OF_DATE)
                 for m in current if m not in have]
-    problems += [Problem(document, [], m, "in the catalog, no longer in the English (run make i18n-update)")
-                 for m in have - set(current)]
+    problems += [Problem(document, [], m, "in the catalog, no longer in the English (run make i18n-update)",
+                         OUT_OF_DATE) for m in sorted(have - set(current))]
     return problems
+
+
+def obsolete_problems(document: str, catalog: Catalog) -> list[Problem]:
+    """Obsolete entries (``#~``), which ``make i18n-update`` no longer keeps (out of date)."""
+    return [Problem(document, [], msgid, "obsolete entry (#~): delete it (make i18n-update drops them)", OUT_OF_DATE)
+            for msgid in catalog.obsolete]
+
+
+def notebook_problems(document: str, catalog: Catalog, pots: Path, notebooks: Path = NOTEBOOKS) -> list[Problem]:
+    """A notebook's markdown blocks against its catalog (out of date), as the generated Chinese notebook
+    looks them up (tools/i18n_notebooks.py): blocks with no entry, entries no block uses."""
+    path = notebooks / f"{document}.ipynb"
+    if not path.is_file():
+        return []
+    ids = {m.id for m in catalog if m.id}
+    missing, unused = i18n_notebooks.compare_blocks(nbformat.read(path, as_version=4), ids, formulas(pots, document))
+    where = _sections(pots, document)
+    return ([Problem(document, where.get(m, []), m, "a markdown block with no catalog entry (run make i18n-update)",
+                     OUT_OF_DATE) for m in missing]
+            + [Problem(document, where.get(m, []), m, "a catalog entry no markdown block uses (run make i18n-update)",
+                       OUT_OF_DATE) for m in sorted(unused)])
 
 
 def statistics(catalog: Catalog, display: set[str] = frozenset()) -> dict[str, int]:
@@ -462,27 +377,73 @@ def statistics(catalog: Catalog, display: set[str] = frozenset()) -> dict[str, i
     done = [m for m in entries if m.string and not m.fuzzy]
     return {"entries": len(entries), "translated": len(done), "fuzzy": sum(1 for m in entries if m.fuzzy),
             "untranslated": sum(1 for m in entries if not m.string),
-            "words": sum(len(re.findall(r"[A-Za-z]+(?:'[a-z]+)?", prose(m.id))) for m in entries if m.id not in display)}
+            "words": sum(words(m.id) for m in entries if m.id not in display)}
 
 
-def check(catalogs: Path = CATALOGS, stale: bool = True) -> list[Problem]:
-    """All problems of all catalogs (what the test asserts is empty)."""
+def check(catalogs: Path = CATALOGS, manifest: Path = MANIFEST, pots: Path | None = None,
+          course: bool = True, notebooks: Path = NOTEBOOKS) -> list[Problem]:
+    """Every problem of the catalogs under ``catalogs``, errors and out of date (what ``make i18n-check``
+    lists; ``make test`` fails on the errors alone). ``pots``: the extraction of the current English
+    (default: :func:`templates`); ``course``: the course package's catalog too (tools/i18n_course.py)."""
     rules = load_terminology()
-    complete = set(complete_documents())
-    pots = templates()
+    complete = complete_documents(manifest)
+    pots = pots or templates()
+    extracted = set(extracted_pages(pots))
+    found = pages(catalogs)
     problems = [Problem("terminology", [], "", p) for p in glossary_problems(rules)]
-    for name in sorted(complete - set(pages(catalogs))):
-        problems.append(Problem(name, [], "", "listed as complete, but it has no catalog"))
-    for name, path in pages(catalogs).items():
+    problems += [Problem(name, [], "", f"listed {complete.count(name)} times in {manifest.name}")
+                 for name in sorted(set(complete)) if complete.count(name) > 1]
+    problems += [Problem(name, [], "", "no catalog yet (run make i18n-update, then translate it)", OUT_OF_DATE)
+                 for name in sorted(extracted - set(found))]
+    problems += [Problem(name, [], "", f"not listed in {manifest.name} (translate it, read it through in Chinese, "
+                         "then list it)", OUT_OF_DATE) for name in sorted(extracted - set(complete))]
+    problems += [Problem(name, [], "", f"listed in {manifest.name}, but the site no longer has this page",
+                         OUT_OF_DATE) for name in sorted(set(complete) - extracted)]
+    for name, path in found.items():
         catalog = load(path)
         problems += entry_problems(name, catalog, rules, name in complete, pots)
-        if stale and name in complete:
-            problems += stale_problems(name, catalog, pots)
-    if catalogs == CATALOGS:  # the checkers' messages (tools/i18n_course.py), named file:line
-        from tools import i18n_course
-
-        problems += [Problem(COURSE_DOMAIN, [], "", p) for p in i18n_course.problems()]
+        stale = stale_problems(name, catalog, pots)
+        seen = {p.msgid for p in stale}
+        problems += stale + obsolete_problems(name, catalog)
+        if name in extracted:  # what stale_problems did not already say
+            problems += [p for p in notebook_problems(name, catalog, pots, notebooks) if p.msgid not in seen]
+    if course:  # the checkers' messages (tools/i18n_course.py), named file:line
+        problems += [Problem(COURSE_DOMAIN, [], "", str(f), f.kind) for f in i18n_course.problems()]
     return problems
+
+
+def report(problems: list[Problem]) -> str:
+    """The check's findings as ``make i18n-check`` prints them: the errors, then what is out of date."""
+    lines = []
+    for title, group in (("errors (a wrong translation: make test fails on these)", errors(problems)),
+                         ("out of date (the Chinese shows the English, marked, until these are translated; "
+                          "make test passes)", out_of_date(problems))):
+        if group:
+            lines += [f"--- {len(group)} {title}"] + [str(p) for p in group]
+    lines.append(f"{len(errors(problems))} error(s), {len(out_of_date(problems))} out of date")
+    return "\n".join(lines)
+
+
+def status(catalogs: Path = CATALOGS, manifest: Path = MANIFEST) -> str:
+    """Per page: entries, translated, fuzzy, untranslated, stale (msgids added or removed in the English
+    and not merged), the English words, and whether it is listed as complete; then the totals of the check."""
+    complete = set(complete_documents(manifest))
+    pots = templates()
+    lines = [f"{'document':32} {'entries':>7} {'done':>5} {'fuzzy':>5} {'empty':>5} {'stale':>5} {'words':>6}  complete"]
+    for name, path in pages(catalogs).items():
+        catalog = load(path)
+        s = statistics(catalog, formulas(pots, name))
+        stale = len(stale_problems(name, catalog, pots))
+        lines.append(f"{name:32} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
+                     f"{stale:5} {s['words']:6}  {'yes' if name in complete else ''}")
+    course = [m for m in i18n_course.load() if m.id]
+    done = sum(1 for m in course if m.string and not m.fuzzy)
+    lines.append(f"{COURSE_DOMAIN + ' (checker messages)':32} {len(course):7} {done:5} "
+                 f"{sum(1 for m in course if m.fuzzy):5} {sum(1 for m in course if not m.string):5}")
+    problems = check(catalogs, manifest, pots)
+    lines.append(f"{len(errors(problems))} error(s), {len(out_of_date(problems))} out of date: "
+                 "make i18n-check lists them")
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -492,26 +453,13 @@ def main(argv: list[str]) -> int:
     if args.command == "extract":
         print(templates())
     elif args.command == "update":
-        status = update()
-        print(f"catalogs in {CATALOGS.relative_to(ROOT)}: {status}")
+        counts = update()
+        print(f"catalogs in {CATALOGS.relative_to(ROOT)}: {counts}")
     if args.command in ("update", "status"):
-        complete = set(complete_documents())
-        print(f"{'document':32} {'entries':>7} {'done':>5} {'fuzzy':>5} {'empty':>5} {'words':>6}  complete")
-        for name, path in pages().items():
-            s = statistics(load(path), formulas(templates(), name))
-            print(f"{name:32} {s['entries']:7} {s['translated']:5} {s['fuzzy']:5} {s['untranslated']:5} "
-                  f"{s['words']:6}  {'yes' if name in complete else ''}")
-        from tools import i18n_course
-
-        course = [m for m in i18n_course.load() if m.id]
-        done = sum(1 for m in course if m.string and not m.fuzzy)
-        print(f"{COURSE_DOMAIN + ' (checker messages)':32} {len(course):7} {done:5} {sum(1 for m in course if m.fuzzy):5} "
-              f"{sum(1 for m in course if not m.string):5}")
+        print(status())
     if args.command == "check":
         problems = check()
-        for problem in problems:
-            print(problem)
-        print(f"{len(problems)} problem(s)")
+        print(report(problems))
         return 1 if problems else 0
     return 0
 

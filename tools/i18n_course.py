@@ -11,14 +11,16 @@ The code marks a message with ``_("...")`` (translated when it runs) or ``N_("..
 translated when printed); a message with values is a ``str.format`` template (``{name}``), flagged
 ``python-brace-format``. The extraction is babel's (``extract_from_dir`` with the Python extractor over
 ``posenc_course/``), the merge babel's ``Catalog.update`` (msgmerge's rules): a new message gets an
-empty entry, a changed one keeps the old translation marked fuzzy for review, a removed one becomes
-obsolete (``#~``). A comment ``# Translators: ...`` just above a marked message goes into the catalog
-as a note for the translator.
+empty entry, a changed one keeps the old translation marked fuzzy for review, a removed one is
+dropped (no obsolete ``#~`` entry is kept). A comment ``# Translators: ...`` just above a marked
+message goes into the catalog as a note for the translator.
 
 A translation must keep its English's placeholders (``{name}``, with their conversions and format
 specs), numbers, inline code spans (backticks) and the marks ``[passed]``, ``[to do]``, ``[not yet]``
-exactly; ``check`` also applies the pages' rules (``tools/i18n.py``: terminology, markup). The catalog
-must be complete (nothing untranslated or fuzzy) and current with the code.
+exactly; ``check`` also applies the pages' rules (``tools/i18n_common.py``: terminology, markup). A
+translation that breaks one of these is an **error** (``make test`` fails). An entry untranslated or
+fuzzy, or the catalog stale against the code, is **out of date**: the checker prints its English until
+the translator catches up, ``check`` and ``make i18n-check`` list it, and ``make test`` passes.
 """
 
 from __future__ import annotations
@@ -29,23 +31,23 @@ import string
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools import i18n_common
+from tools.i18n_common import CATALOGS, CODE, ERROR, LANGUAGE, NUMBER, OUT_OF_DATE, ROOT
+
 PACKAGE = ROOT / "posenc_course"
 DOMAIN = "posenc_course"
-LANGUAGE = "zh_CN"
-CATALOG = ROOT / "locale" / LANGUAGE / "LC_MESSAGES" / f"{DOMAIN}.po"
+CATALOG = CATALOGS / f"{DOMAIN}.po"
 KEYWORDS = {"_": None, "N_": None}  # both take the message as their only argument
 COMMENT_TAG = "Translators:"
 WIDTH = 76
 
 MARKS = ("[passed]", "[to do]", "[not yet]")
-CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 # --- extraction and merge ----------------------------------------------------------------------------
@@ -67,21 +69,23 @@ def extract(package: Path = PACKAGE) -> Catalog:
 
 
 def load(path: Path = CATALOG) -> Catalog:
+    """The course package's catalog."""
     with open(path, "rb") as f:
         return read_po(f, locale=LANGUAGE, domain=DOMAIN, charset="utf-8")
 
 
 def write(catalog: Catalog, path: Path = CATALOG) -> None:
+    """Write ``catalog`` to ``path``, without obsolete (``#~``) entries."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        write_po(f, catalog, width=WIDTH)
+        write_po(f, catalog, width=WIDTH, ignore_obsolete=True)
 
 
 def update(path: Path = CATALOG, template: Catalog | None = None) -> dict[str, int]:
     """Merge a fresh extraction into the catalog at ``path`` (created when missing) and write it.
 
     Returns how many entries are new (empty), fuzzy (changed English, the old translation kept for
-    review) and obsolete (gone from the code)."""
+    review) and removed (gone from the code: dropped, not kept as obsolete ``#~`` entries)."""
     template = template or extract()
     if path.exists():
         catalog = load(path)
@@ -93,7 +97,7 @@ def update(path: Path = CATALOG, template: Catalog | None = None) -> dict[str, i
     return {"entries": sum(1 for m in catalog if m.id),
             "new": sum(1 for m in catalog if m.id and m.id not in before),
             "fuzzy": sum(1 for m in catalog if m.id and m.fuzzy),
-            "obsolete": len(catalog.obsolete)}
+            "removed": len(catalog.obsolete)}
 
 
 # --- what a translation keeps ------------------------------------------------------------------------
@@ -148,48 +152,57 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def problems(path: Path = CATALOG, template: Catalog | None = None, pages: bool = True) -> list[str]:
-    """Every problem of the catalog, each as ``file:line: what: msgid``: an entry untranslated or fuzzy,
-    the catalog stale against a fresh extraction (a message missing, or one the code no longer has), a
-    translation that changes a placeholder, number, inline code span or mark of its English, and
-    (``pages``) what the pages' check (``tools/i18n.py``) finds in it (terminology, markup)."""
+class Finding(NamedTuple):
+    """One problem of the catalog: its kind (``ERROR`` or ``OUT_OF_DATE``, tools/i18n_common.py) and
+    ``file:line: what: msgid``."""
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def problems(path: Path = CATALOG, template: Catalog | None = None, pages: bool = True) -> list[Finding]:
+    """Every problem of the catalog, each as ``file:line: what: msgid``. Out of date: an entry untranslated
+    or fuzzy, the catalog stale against a fresh extraction (a message missing, or one the code no longer
+    has), an obsolete entry. Errors: a translation that changes a placeholder, number, inline code span or
+    mark of its English, and (``pages``) what the pages' rules (``tools/i18n_common.py``) find in it
+    (terminology, markup)."""
     template = template or extract()
     if not path.exists():
-        return [f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: no catalog "
-                "(run python -m tools.i18n_course update)"]
+        return [Finding(OUT_OF_DATE, f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: no catalog "
+                        "(run python -m tools.i18n_course update)")]
     catalog = load(path)
     found = []
     current = {m.id: m for m in template if m.id}
     have = {m.id: m for m in catalog if m.id}
     for msgid, message in current.items():
         if msgid not in have:
-            found.append(f"{_where(message.locations)}: not in the catalog (run python -m tools.i18n_course update): "
-                         f"{_short(msgid)!r}")
+            found.append(Finding(OUT_OF_DATE, f"{_where(message.locations)}: not in the catalog (run python -m "
+                                 f"tools.i18n_course update): {_short(msgid)!r}"))
     for msgid, message in have.items():
         if msgid not in current:
-            found.append(f"{_where(message.locations)}: in the catalog, no longer in the code (run python -m "
-                         f"tools.i18n_course update): {_short(msgid)!r}")
-    rules = None
-    if pages:
-        from tools import i18n as page_i18n
-
-        rules = page_i18n.load_terminology()
+            found.append(Finding(OUT_OF_DATE, f"{_where(message.locations)}: in the catalog, no longer in the code "
+                                 f"(run python -m tools.i18n_course update): {_short(msgid)!r}"))
+    found += [Finding(OUT_OF_DATE, f"{_where(message.locations)}: obsolete entry (#~): delete it (update drops "
+                      f"them): {_short(msgid)!r}") for msgid, message in catalog.obsolete.items()]
+    rules = i18n_common.load_terminology() if pages else []
     for msgid, message in have.items():
         where = _where(current[msgid].locations if msgid in current else message.locations)
         if not message.string:
-            found.append(f"{where}: untranslated: {_short(msgid)!r}")
+            found.append(Finding(OUT_OF_DATE, f"{where}: untranslated: {_short(msgid)!r}"))
             continue
         if message.fuzzy:
-            found.append(f"{where}: fuzzy (the English changed: review the translation, then remove the flag): "
-                         f"{_short(msgid)!r}")
+            found.append(Finding(OUT_OF_DATE, f"{where}: fuzzy (the English changed: review the translation, "
+                                 f"then remove the flag): {_short(msgid)!r}"))
             continue
         template_message = "python-brace-format" in message.flags or "python-brace-format" in (
             current[msgid].flags if msgid in current else ())
         whats = kept(msgid, message.string, template_message)
         if pages:
-            whats += page_i18n.kept(msgid, message.string)
-            whats += page_i18n.terminology_problems(msgid, message.string, rules)
-        found += [f"{where}: {what}: {_short(msgid)!r}" for what in dict.fromkeys(whats)]
+            whats += i18n_common.kept(msgid, message.string)
+            whats += i18n_common.terminology_problems(msgid, message.string, rules)
+        found += [Finding(ERROR, f"{where}: {what}: {_short(msgid)!r}") for what in dict.fromkeys(whats)]
     return found
 
 
@@ -200,12 +213,15 @@ def main(argv: list[str]) -> int:
     if args.command == "update":
         counts = update()
         print(f"{CATALOG.relative_to(ROOT)}: {counts['entries']} entries, {counts['new']} new, "
-              f"{counts['fuzzy']} fuzzy, {counts['obsolete']} obsolete")
+              f"{counts['fuzzy']} fuzzy, {counts['removed']} removed")
         return 0
     found = problems()
-    for problem in found:
-        print(problem)
-    print(f"{CATALOG.relative_to(ROOT)}: {len(found)} problem(s)")
+    for kind in (ERROR, OUT_OF_DATE):
+        for problem in found:
+            if problem.kind == kind:
+                print(f"{kind}: {problem}")
+    print(f"{CATALOG.relative_to(ROOT)}: {sum(1 for p in found if p.kind == ERROR)} error(s), "
+          f"{sum(1 for p in found if p.kind == OUT_OF_DATE)} out of date")
     return 1 if found else 0
 
 

@@ -14,9 +14,12 @@ How a markdown cell is translated: it is parsed by MyST's own parser (markdown-i
 dollar math), and each paragraph, heading, list item's paragraph and table cell is looked up by its
 text with line breaks turned into spaces, which is the msgid Sphinx's gettext builder extracts for
 it. The translation replaces the block's lines in the source, after the block's own marker (``## ``,
-``- ``, ``1. ``, ``> ``). A block whose translation is missing or fuzzy stays English. A translated
-heading keeps its English JupyterLab anchor (an empty ``<a id="...">``), so the links between
-notebooks (``01_sinusoidal.ipynb#4-·-Wavelengths``) land on it in both languages.
+``- ``, ``1. ``, ``> ``). A block whose translation is missing or fuzzy (the English changed since it was
+translated) stays English, marked for the reader: it starts with ``ENGLISH_MARK``, *〔英文原文，翻译待更新〕*
+("the English original, its translation to be updated"); a block with no words to translate (a number, a
+code name) is not marked. A heading, translated or marked, keeps its English JupyterLab anchor (an empty
+``<a id="...">``), so the links between notebooks (``01_sinusoidal.ipynb#4-·-Wavelengths``) land on it
+in both languages.
 
 The folder also gets ``.posenc-language`` (``zh_CN``: the exercise checkers and ``setup_notebook()``
 speak Chinese in a kernel started there, ``posenc_course.i18n``) and a ``jupytext.toml`` that pairs
@@ -41,8 +44,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools import i18n
 from tools.catalog import NOTEBOOKS, existing, load_catalog
+from tools.i18n_common import CATALOGS, ENGLISH_LABEL, LANGUAGE, load, nothing_to_translate
+from tools.site import posenc_site
 from tools.site.posenc_site import jupyter_anchor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +57,9 @@ JUPYTEXT = """# The Chinese notebooks are generated (python -m tools.i18n_notebo
 # no .py twin is paired with them; the English notebooks' .py files are the sources.
 formats = "ipynb"
 """
-README = """# 中文版笔记本
+# Before a block left in English (its translation missing or out of date), in the Chinese notebooks.
+ENGLISH_MARK = f"*〔{ENGLISH_LABEL}〕* "
+README = f"""# 中文版笔记本
 
 这里的笔记本由 `make lab`（`python -m tools.i18n_notebooks`）从上一级目录中的英文笔记本和翻译目录
 `locale/zh_CN/LC_MESSAGES/*.po` 生成，请不要手工编辑：要修改正文，请修改英文笔记本并更新翻译目录
@@ -61,6 +67,7 @@ README = """# 中文版笔记本
 
 - 代码单元与英文版逐字节相同，输出也是英文版已提交的输出；图表中的标题与坐标轴标签保留英文。
 - 在这个目录中运行时，练习的检查函数和 `setup_notebook()` 用中文说明结果。
+- 英文正文修改后、译文更新之前，相应段落显示英文原文，并以“*〔{ENGLISH_LABEL}〕*”开头。
 - 你运行或修改过的笔记本不会被再次生成覆盖；删除它即可重新生成。
 """
 
@@ -89,9 +96,10 @@ class Translated:
     missing: list[str] = field(default_factory=list)
 
 
-def translate_markdown(source: str, lookup: Callable[[str], str | None]) -> Translated:
+def translate_markdown(source: str, lookup: Callable[[str], str | None], mark: str = "") -> Translated:
     """Translate the blocks of one markdown cell (see the module's docstring). ``lookup(msgid)`` gives
-    the translation or None. Raises ValueError when a block's text cannot be found on its lines."""
+    the translation or None; a block with none stays English, after ``mark`` when it has words to
+    translate. Raises ValueError when a block's text cannot be found on its lines."""
     tokens = _markdown().parse(source)
     lines = source.split("\n")
     edits: dict[int, tuple[int, list[str]]] = {}  # first line -> (end line, new lines)
@@ -109,8 +117,11 @@ def translate_markdown(source: str, lookup: Callable[[str], str | None]) -> Tran
         text = lookup(key)
         if text is None:
             result.missing.append(key)
-            continue
-        result.used.append(key)
+            if not mark or nothing_to_translate(key):
+                continue
+            text = mark + token.content  # the English, marked: the block's lines are rewritten below
+        else:
+            result.used.append(key)
         opener = tokens[i - 1]
         if opener.type in ("th_open", "td_open"):
             rows.setdefault(row, []).append((token.content, text))
@@ -144,33 +155,49 @@ def translate_markdown(source: str, lookup: Callable[[str], str | None]) -> Tran
     return result
 
 
-def catalog_lookup(document: str) -> Callable[[str], str | None]:
+def catalog_lookup(document: str, catalogs: Path = CATALOGS) -> Callable[[str], str | None]:
     """``lookup(msgid)`` from the page's catalog: the translation, or None when it is missing or fuzzy."""
-    path = i18n.CATALOGS / f"{document}.po"
+    path = catalogs / f"{document}.po"
     table = {}
     if path.is_file():
-        table = {m.id: m.string for m in i18n.load(path) if m.id and m.string and not m.fuzzy}
+        table = {m.id: m.string for m in load(path) if m.id and m.string and not m.fuzzy}
     return table.get
 
 
 def translate_notebook(nb: nbformat.NotebookNode, lookup: Callable[[str], str | None],
-                       origin: str = "") -> tuple[nbformat.NotebookNode, Translated]:
-    """The Chinese notebook (a new object) and, summed over its cells, the msgids used and missing."""
+                       origin: str = "", mark: str = ENGLISH_MARK) -> tuple[nbformat.NotebookNode, Translated]:
+    """The Chinese notebook (a new object) and, summed over its cells, the msgids used and missing
+    (those blocks stay English, after ``mark``)."""
     out = copy.deepcopy(nb)
     total = Translated("")
     first = True
     for cell in out.cells:
         if cell.cell_type != "markdown":
             continue
-        done = translate_markdown(cell.source, lookup)
+        done = translate_markdown(cell.source, lookup, mark)
         cell.source = done.source
         total.used += done.used
         total.missing += done.missing
         if first and origin:  # said once, invisibly: where the file comes from
             cell.source += f"\n\n<!-- {origin} -->"
             first = False
-    out.metadata.setdefault("posenc", {})["language"] = i18n.LANGUAGE
+    out.metadata.setdefault("posenc", {})["language"] = LANGUAGE
     return out, total
+
+
+def figure_alts(nb: nbformat.NotebookNode) -> set[str]:
+    """The alt texts the site gives figure and explorer cells: catalog entries that come from outputs,
+    not from a markdown block."""
+    prepared = posenc_site.prepare(copy.deepcopy(nb))
+    return {c.metadata.get("mystnb", {}).get("image", {}).get("alt") for c in prepared.cells if c.cell_type == "code"} - {None}
+
+
+def compare_blocks(nb: nbformat.NotebookNode, ids: set[str], display: set[str] = frozenset()) -> tuple[list[str], set[str]]:
+    """The notebook's markdown blocks, as this module looks them up, against the msgids ``ids`` (a
+    template's or a catalog's): the blocks that are not among them, and those of ``ids`` that no block
+    uses (``display``, the page's display formulas, and the figures' alt texts come from elsewhere)."""
+    _, summary = translate_notebook(nb, lambda key: key if key in ids else None, mark="")
+    return summary.missing, ids - set(summary.used) - set(display) - figure_alts(nb)
 
 
 def _digest(path: Path) -> str:
@@ -181,7 +208,7 @@ def write_notebooks(paths: list[Path], out: Path = OUT, quiet: bool = False) -> 
     """Write the Chinese notebooks of ``paths`` into ``out``, keeping any the reader changed since
     they were generated; returns each notebook's translation summary."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / LANGUAGE_FILE).write_text(i18n.LANGUAGE + "\n", encoding="utf-8")
+    (out / LANGUAGE_FILE).write_text(LANGUAGE + "\n", encoding="utf-8")
     (out / "jupytext.toml").write_text(JUPYTEXT, encoding="utf-8")
     (out / "README.md").write_text(README, encoding="utf-8")
     manifest_path = out / MANIFEST
@@ -202,7 +229,7 @@ def write_notebooks(paths: list[Path], out: Path = OUT, quiet: bool = False) -> 
             target.write_text(text, encoding="utf-8")
         manifest[path.name] = _digest(target)
         if not quiet:
-            left = f", {len(summary.missing)} left in English" if summary.missing else ""
+            left = f", {len(summary.missing)} left in English (marked)" if summary.missing else ""
             print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
                   f"{len(summary.used)} blocks in Chinese{left}")
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -20,8 +20,10 @@ Besides checkers written by hand, two kinds are built from data alone:
 - :func:`prediction` (*predict, then run*): the learner writes a number into a variable *before*
   the cell that computes it; that cell calls ``check(predicted, actual)``, which compares the two
   within a tolerance and explains the gap (too high, too low, and why);
-- :func:`choice` (*explain why*): multiple choice; the learner sets ``answer = "b"``; each wrong
-  option has its own hint, and the right one prints why it is right.
+- :func:`choice` (*explain why*): multiple choice; the learner sets ``answer = "c"``. The first wrong
+  answer gets a one-sentence nudge and a second try; a second, different wrong answer gets that
+  option's own hint and the worked answer; the right one prints why it is right (see
+  :func:`choice` for how the checker counts tries).
 
 The worked solutions sit in a "Solutions" section at the end of each notebook (cells tagged
 ``solution``: hidden in JupyterLab, folded on the site, removed in the student edition).
@@ -46,8 +48,8 @@ from typing import Any, Concatenate, NoReturn, ParamSpec
 
 from posenc_course.i18n import _, join_sentences
 
-__all__ = ["Exercise", "ExerciseFailure", "checker", "choice", "prediction", "strict", "TODO_MARK", "PASSED_MARK",
-           "NOT_YET_MARK"]
+__all__ = ["Exercise", "ExerciseFailure", "Question", "checker", "choice", "prediction", "reset_tries", "strict",
+           "TODO_MARK", "PASSED_MARK", "NOT_YET_MARK"]
 
 P = ParamSpec("P")
 
@@ -235,15 +237,49 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
 
 
 # ----------------------------------------------------------------- explain why (multiple choice)
-def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
-           hints: Mapping[str, str]) -> Callable[[object], None]:
+@dataclass(frozen=True)
+class Question:
+    """A multiple-choice question as :func:`choice` holds it (English texts, marked with ``N_``)."""
+
+    title: str
+    options: Mapping[str, str]
+    answer: str
+    why: str
+    hints: Mapping[str, str]
+    nudge: str
+
+
+#: The wrong letters each question has been answered with since it was last answered right, by title.
+_wrong_tries: dict[str, set[str]] = {}
+
+
+def reset_tries() -> None:
+    """Forget every question's wrong tries (a fresh kernel starts so; the tests call it before each test)."""
+    _wrong_tries.clear()
+
+
+def choice(title: str, *, options: Mapping[str, str], answer: str, why: str, hints: Mapping[str, str],
+           nudge: str) -> Callable[[object], None]:
     """An *explain why* checker: ``check(letter)`` for a multiple-choice question.
 
     ``options`` maps each letter to its text (the notebook lists the same options); ``answer`` is
-    the right letter and ``why`` what the checker prints when it is chosen; ``hints`` gives every
-    wrong letter its own hint: why that option is wrong, and where the notebook shows it. The
-    learner's letter may be upper or lower case, with or without parentheses. The texts are
-    English marked with ``N_``, translated when printed.
+    the right letter and ``why`` the worked answer, printed when it is chosen; ``hints`` gives every
+    wrong letter its own hint: why that option is wrong, and where the notebook shows it; ``nudge``
+    is one sentence that sends the learner back to the evidence without naming the answer. The
+    learner's letter may be upper or lower case, with or without parentheses. The texts are English
+    marked with ``N_``, translated when printed.
+
+    **Tries.** The checker remembers, for this question, the wrong letters given since the question
+    was last answered right (in this process: a kernel restart forgets them, and so does
+    :func:`reset_tries`). The first wrong letter gets "(x) is not it.", the nudge, and a second try;
+    a second, *different* wrong letter gets its own hint and the worked answer (the right letter and
+    ``why``). Running the cell again with the same wrong letter (a "Run All") counts as the same try
+    and repeats the nudge. The right letter passes and clears the record. The committed notebooks
+    run the untouched stub (``answer = ...``), which prints "[to do]" and counts no try, so their
+    outputs do not depend on what ran before.
+
+    The returned checker carries its :class:`Question` as ``check.question`` (the tests read every
+    question of the course through it).
     """
     letters = list(options)
     if answer not in options:
@@ -251,7 +287,10 @@ def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
     if set(hints) != set(letters) - {answer}:
         raise ValueError(f"give a hint for each wrong option exactly: {sorted(set(letters) - {answer})}, "
                          f"got {sorted(hints)}")
+    if not isinstance(nudge, str) or not nudge.strip():
+        raise ValueError(f"nudge must be one sentence that points the learner back to the evidence, got {nudge!r}")
     listed = ", ".join(f'"{letter}"' for letter in letters)
+    question = Question(title, dict(options), answer, why, dict(hints), nudge)
 
     def todo() -> str:
         return _("set the answer to one letter ({letters}) in place of the `...`, then run the cell again.").format(
@@ -264,9 +303,18 @@ def choice(title: str, *, options: Mapping[str, str], answer: str, why: str,
         letter = chosen.strip().strip("()").strip().lower()  # type: ignore[union-attr]
         ex.expect(letter in options, _("answer with one of {letters}, got {value!r}").format(letters=listed,
                                                                                              value=chosen))
+        tried = _wrong_tries.setdefault(title, set())
         if letter == answer:
+            tried.clear()
             ex.passed(f"({letter}) {_(why)}")
             return
-        ex.fail(_("({letter}) is not it: {hint}").format(letter=letter, hint=_(hints[letter])))
+        tried.add(letter)
+        if len(tried) == 1:
+            # Translators: the first wrong answer: the letter, then the question's one-sentence nudge.
+            ex.fail(_("({letter}) is not it. {nudge} Then try another letter.").format(letter=letter, nudge=_(nudge)))
+        # Translators: a second wrong answer: why this option is wrong, then the right letter and the worked answer.
+        ex.fail(_("({letter}) is not it either: {hint} The answer is ({answer}): {why}").format(
+            letter=letter, hint=_(hints[letter]), answer=answer, why=_(why)))
 
+    check.question = question  # type: ignore[attr-defined]
     return check

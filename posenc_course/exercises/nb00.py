@@ -37,23 +37,29 @@ check_exercise_1 = prediction(
 check_exercise_2 = choice(
     N_("Exercise 2 (why a causal decoder is not equivariant)"),
     options={
-        "a": N_("The softmax of a row depends on the order of the row's entries."),
-        "b": N_("The mask is fixed in index space: after a shuffle, a token sees a different set of earlier "
-                "tokens, so its output changes, not only its place."),
-        "c": N_("The decoder has learned positions during training."),
-        "d": N_("Floating-point rounding differs from one order of the tokens to another."),
+        "a": N_("The softmax of a row depends on the order of the row's entries, so shuffling the keys changes "
+                "each token's weights."),
+        "b": N_("The decoder has learned positions during training, and a shuffle moves each token away from "
+                "the place it learned."),
+        "c": N_("Floating-point rounding differs from one order of the tokens to another, and the decoder adds "
+                "up its rows in a new order after a shuffle."),
+        "d": N_("The mask is fixed in index space: after a shuffle, a token sees a different set of earlier "
+                "tokens."),
     },
-    answer="b",
+    answer="d",
     why=N_("The mask lets slot t see slots 0..t, whatever tokens stand there. Shuffle the tokens and the set a "
-           "token attends to changes. The mask itself carries order, which is why decoders without any "
-           "encoding can still learn positions (the open-ended experiment, and 05)."),
+           "token attends to changes, so its output changes, not only its place. The mask itself carries order, "
+           "which is why decoders without any encoding can still learn positions (the open-ended experiment, "
+           "and 05)."),
     hints={
         "a": N_("a row-wise softmax does not care in which order the entries come (section 1 uses exactly "
                 "this): the encoder, with the same softmax, has a gap at rounding level."),
-        "c": N_("both models are untrained (fresh random weights); the gap is there before any training."),
-        "d": N_("rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "
+        "b": N_("both models are untrained (fresh random weights); the gap is there before any training."),
+        "c": N_("rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "
                 "gap is of the order of the outputs themselves."),
     },
+    nudge=N_("The encoder in the same cell has the same softmax, the same rounding and no training either: "
+             "look for what only the decoder has."),
 )
 
 

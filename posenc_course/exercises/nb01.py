@@ -37,25 +37,30 @@ check_exercise_1 = prediction(
 check_exercise_2 = choice(
     N_("Exercise 2 (why a sine and a cosine per frequency)"),
     options={
-        "a": N_("Without the cosine the values would not stay between -1 and 1."),
-        "b": N_("With both, moving k positions turns every pair by the same angle k theta_i whatever p is, so "
-                "one matrix M_k maps PE(p) to PE(p+k); from the sine alone, sin((p+k) theta) also needs "
-                "cos(p theta), which the vector would not hold."),
-        "c": N_("The cosines make the table trainable."),
-        "d": N_("The cosines carry the low frequencies and the sines the high ones."),
+        "a": N_("With both, a shift by k turns every pair by the same angle k theta_i whatever p is, so one "
+                "matrix M_k maps PE(p) to PE(p+k)."),
+        "b": N_("Without the cosine the values would not stay between -1 and 1, and a code that grows with p "
+                "would swamp the token embeddings."),
+        "c": N_("The cosines make the table trainable, so the model can adapt half of the code to its task "
+                "while the sines stay fixed."),
+        "d": N_("The cosines carry the low frequencies and the sines the high ones, so together they cover "
+                "every wavelength from 2 pi to 10000 * 2 pi."),
     },
-    answer="b",
+    answer="a",
     why=N_("The pair (sin p theta, cos p theta) is a point on a circle; a shift by k is a rotation of that "
-           "point by k theta, and the rotation does not depend on p. Section 6 builds M_k from these "
+           "point by k theta, and the rotation does not depend on p. From the sine alone, sin((p+k) theta) "
+           "also needs cos(p theta), which the vector would not hold. Section 6 builds M_k from these "
            "rotations, and RoPE (03) applies the same rotations to queries and keys."),
     hints={
-        "a": N_("a sine is bounded by 1 as well; boundedness is what the waves fixed about the integer p "
+        "b": N_("a sine is bounded by 1 as well; boundedness is what the waves fixed about the integer p "
                 "(section 1), with or without the cosine."),
         "c": N_("the table is a buffer, not a parameter (section 8): nothing in it is trained, sines or "
                 "cosines."),
         "d": N_("the sine and the cosine of one pair share one frequency theta_i; the frequency changes from "
                 "pair to pair (sections 1 and 4)."),
     },
+    nudge=N_("Section 6 finds one matrix M_k that moves every position by k: ask what that matrix needs to "
+             "find in the vector."),
 )
 
 

@@ -41,14 +41,14 @@ check_exercise_2 = choice(
     options={
         "a": N_("Rows past max_len would be zero vectors, which LayerNorm cannot normalise; the sinusoid "
                 "fails at 12-23 because its values there exceed 1."),
-        "b": N_("The table has no row from max_len on while the sinusoid is a formula defined everywhere; "
-                "but the model learned what the vectors of positions 0-11 mean, and at unseen positions "
-                "either encoding hands it vectors it has never seen."),
-        "c": N_("The sinusoid generalises past the training length because its rows are smooth; only the "
-                "learnable table fails there."),
-        "d": N_("Both fail because position ids beyond the training length overflow their integer type."),
+        "b": N_("The sinusoid generalises past the training length because its rows are smooth and defined "
+                "for every p; only the learnable table, which has no row there, fails."),
+        "c": N_("The table has no row from max_len on; the sinusoid has one, but the model only learned "
+                "what the vectors of positions 0-11 mean."),
+        "d": N_("Both fail because position ids beyond the training length overflow their integer type and "
+                "wrap round to rows the model has seen."),
     },
-    answer="b",
+    answer="c",
     why=N_("A table is a lookup: no index, no row (section 5's ValueError). The sinusoid computes a vector "
            "for any p, but what the model learned is tied to the vectors it was trained on; at positions "
            "12-23 both encodings score below the model without position (section 8). Encodings that depend "
@@ -56,11 +56,13 @@ check_exercise_2 = choice(
     hints={
         "a": N_("no row exists to be zero: the lookup itself fails (section 5's ValueError); and sines and "
                 "cosines stay within [-1, 1] at every position."),
-        "c": N_("section 8 measures the sinusoidal model at positions 12-23: it fails there too, below the "
+        "b": N_("section 8 measures the sinusoidal model at positions 12-23: it fails there too, below the "
                 "model without any position. Defined is not the same as learned."),
         "d": N_("the ids are int64 numbers below 24; nothing overflows. The failure is in what the model "
                 "learned, not in the arithmetic."),
     },
+    nudge=N_("Look at section 8's accuracy at positions 12-23 for both encodings, and ask what the model saw "
+             "there during training."),
 )
 
 

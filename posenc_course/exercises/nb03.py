@@ -37,24 +37,29 @@ check_exercise_1 = prediction(
 check_exercise_2 = choice(
     N_("Exercise 2 (why RoPE rotates q and k, not v)"),
     options={
-        "a": N_("Rotating v too would make the layer slower, and nothing else would change."),
-        "b": N_("The scores only need q and k; rotated values would carry each key's absolute position "
-                "into the output, so shifting all positions would change what the layer returns."),
-        "c": N_("Values have a different head_dim from queries and keys, so they cannot be rotated."),
-        "d": N_("Rotating v would change the norms of the values."),
+        "a": N_("Rotating v would change the norms of the values, so the layer's output would grow or shrink "
+                "with the position of each key."),
+        "b": N_("Rotating v too would make the layer slower and its cache larger, and nothing else would "
+                "change."),
+        "c": N_("Values have a different head_dim from queries and keys, so a rotation built for q and k "
+                "does not fit them."),
+        "d": N_("Rotated values would carry each key's absolute position into the output; the offset is "
+                "needed only in the scores."),
     },
-    answer="b",
+    answer="d",
     why=N_("Relative position enters through the scores, <R_m q, R_n k> = q^T R_(n-m) k. The values are "
            "mixed by those weights and passed on; rotating them by their own position n would stamp an "
            "absolute angle on the output. Section 5 measures it: shifted positions change nothing with q "
            "and k rotated, and change the output once v is rotated too."),
     hints={
-        "a": N_("section 5 measures more than speed: with v rotated, the layer's output changes when every "
+        "a": N_("a rotation keeps every norm (section 1); the trouble is the absolute angle it would add."),
+        "b": N_("section 5 measures more than speed: with v rotated, the layer's output changes when every "
                 "position shifts by the same amount."),
         "c": N_("in this library and in LLaMA, q, k and v heads share one head_dim; the reason is what a "
                 "rotated value would carry, not its shape."),
-        "d": N_("a rotation keeps every norm (section 1); the trouble is the absolute angle it would add."),
     },
+    nudge=N_("Section 5 shifts every position by the same amount: ask which part of the layer's output would "
+             "notice if v were rotated too."),
 )
 
 

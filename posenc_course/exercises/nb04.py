@@ -150,23 +150,29 @@ def check_exercise_4(ex: Exercise, fn: Callable[[int, int, int], Tensor]) -> Non
 check_exercise_5 = choice(
     N_("Exercise 5 (why a one-layer class-token ViT uses RoPE as an absolute code)"),
     options={
-        "a": N_("RoPE rotates the values too, so the class token's output carries each patch's absolute angle."),
-        "b": N_("Only the class token's row of attention reaches the classifier; its query sits unrotated at "
-                "(0, 0), so each score compares it with a key turned by that patch's own (r, c): a function "
-                "of the patch's absolute place, never of the A-B offset."),
-        "c": N_("Base 100 is too small for RoPE to express offsets on a 4x4 grid."),
+        "a": N_("Only the class token's scores reach the classifier; its query is unrotated, so each score "
+                "reads the key's own (r, c), not the A-B offset."),
+        "b": N_("RoPE rotates the values as well as the keys, so the class token's output carries each "
+                "patch's absolute angle, not the offset between A and B."),
+        "c": N_("Base 100 is too small for RoPE to express offsets on a 4x4 grid: the slowest pairs barely "
+                "turn, so every offset gives the same scores."),
         "d": N_("The class token is rotated by the mean position of all patches, which cancels the offsets."),
     },
-    answer="b",
-    why=N_("The offset between two patches enters a score only when one patch's query meets the other's "
-           "key, and in one layer read from the class token those scores are computed and discarded. A "
-           "second layer (or a readout from the patches) is where RoPE's offset could matter."),
+    answer="a",
+    why=N_("Only the class token's row of attention reaches the classifier; its query sits unrotated at "
+           "(0, 0), so each score compares it with a key turned by that patch's own (r, c): a function of the "
+           "patch's absolute place, never of the A-B offset. The offset between two patches enters a score "
+           "only when one patch's query meets the other's key, and in one layer read from the class token "
+           "those scores are computed and discarded. A second layer (or a readout from the patches) is where "
+           "RoPE's offset could matter."),
     hints={
-        "a": N_("RoPE turns queries and keys only; values are not rotated (section 2's inline code)."),
+        "b": N_("RoPE turns queries and keys only; values are not rotated (section 2's inline code)."),
         "c": N_("base 100 was chosen so that even the slowest pair turns by a useful angle across the grid "
                 "(section 2 prints it)."),
         "d": N_("the class token gets angle 0: it is never rotated (section 2)."),
     },
+    nudge=N_("Follow the one row of attention that reaches the classifier: whose query is it, and which "
+             "angle does that query carry?"),
 )
 
 check_exercise_6 = prediction(

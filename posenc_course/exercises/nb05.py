@@ -112,24 +112,29 @@ def check_exercise_3(ex: Exercise, first_shared_distance: Any) -> None:
 check_exercise_4 = choice(
     N_("Exercise 4 (why compact ALiBi needs the causal mask)"),
     options={
-        "a": N_("The compact form m_h j is not exact in float32."),
-        "b": N_("Without the mask, keys after the query count too: there -m|i - j| = -m j + m i, which "
-                "falls with j, while m j rises; the bias differs from the full one by more than a constant "
-                "per row, so the softmax changes."),
-        "c": N_("SDPA refuses a (heads, 1, L) bias without is_causal."),
-        "d": N_("Without the mask the slopes must be doubled."),
+        "a": N_("The compact form m_h j is not exact in float32: the large products m_h j lose digits that "
+                "the full bias keeps."),
+        "b": N_("SDPA refuses a (heads, 1, L) bias without is_causal, so without the mask the compact bias is "
+                "never applied."),
+        "c": N_("Without the mask, keys after the query count, and there -m|i - j| falls with j while m j "
+                "rises."),
+        "d": N_("Without the mask each key has a mirror image on the other side of the query, so the slopes "
+                "must be doubled."),
     },
-    answer="b",
+    answer="c",
     why=N_("-m|i - j| equals m j - m i only for j <= i. The term -m i is one constant per query row, which "
-           "the softmax ignores; for keys after the query the sign of j flips, and no per-key vector can "
-           "follow it. Section 2 measures the gap without the mask."),
+           "the softmax ignores; for keys after the query the sign of j flips, the bias differs from the full "
+           "one by more than a constant per row, and no per-key vector can follow it. Section 2 measures the "
+           "gap without the mask."),
     hints={
         "a": N_("in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
                 "precision caveat is bf16 at long lengths, and it does not explain a gap of 0.1 at L = 24."),
-        "c": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
+        "b": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
                 "attention, silently."),
         "d": N_("the slopes are the same with or without the mask; what changes is which keys count."),
     },
+    nudge=N_("Write -m|i - j| once for a key before the query and once for a key after it, and compare "
+             "each with m j."),
 )
 
 check_exercise_5 = prediction(

@@ -123,11 +123,14 @@ check_exercise_4 = prediction(
 check_exercise_5 = choice(
     N_("Exercise 5 (why zero-shot PI is bad already at L)"),
     options={
-        "a": N_("At L the sequence has more keys than in training, so attention spreads thinner."),
-        "b": N_("PI divides every frequency by s, pair 0 included: neighbouring characters now differ by angles "
-                "s times smaller than any the model was trained on."),
-        "c": N_("PI multiplies cos and sin by an attention factor that the model never saw."),
-        "d": N_("PI changes the model's weights, which then have to be trained again."),
+        "a": N_("At L the sequence has more keys than in training, so attention spreads thinner and loses "
+                "the nearby characters."),
+        "b": N_("PI divides every frequency by s, pair 0 included: neighbouring characters now differ by "
+                "angles never seen."),
+        "c": N_("PI multiplies cos and sin by an attention factor that the model never saw, which sharpens "
+                "every score."),
+        "d": N_("PI changes the model's weights, which then have to be trained again before they work "
+                "together."),
     },
     answer="b",
     why=N_("Every pair's new/old ratio is 1/s (section 7): the fast pairs that tell neighbouring characters apart "
@@ -139,4 +142,6 @@ check_exercise_5 = choice(
         "c": N_("That is YaRN's 0.1 ln s + 1 factor; PI has none."),
         "d": N_("RoPE has no weights: `with_scheme` changes only the frequencies (section 3)."),
     },
+    nudge=N_("Look at section 7's new/old frequency ratio of each pair under PI, and ask what happens to the "
+             "fastest pair."),
 )

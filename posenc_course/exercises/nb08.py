@@ -34,10 +34,12 @@ check_exercise_2 = choice(
     N_("Exercise 2 (which M-RoPE order for a 40 x 40 grid)"),
     options={
         "a": N_("Sectioned: width gets 24 pairs, the most of any axis, so it can tell more columns apart."),
-        "b": N_("Interleaved: every axis gets fast and slow pairs, so neighbouring columns differ by a "
-                "visible angle and far ones are still told apart."),
-        "c": N_("Either: the two orders use the same 64 frequencies, so the scores are the same."),
-        "d": N_("Sectioned: slow pairs never wrap around within 40 columns, so no two columns alias."),
+        "b": N_("Interleaved: every axis gets fast and slow pairs, so near columns differ visibly and far "
+                "ones stay apart."),
+        "c": N_("Either: the two orders use the same 64 frequencies, only given to the axes in another "
+                "order, so the scores are the same."),
+        "d": N_("Sectioned: width's pairs are the slowest of the head and never wrap around within 40 "
+                "columns, so no two columns alias."),
     },
     answer="b",
     why=N_("In the sectioned order width reads pairs 40-63, the slowest of the head: with base 10^6 the "
@@ -52,6 +54,8 @@ check_exercise_2 = choice(
         "d": N_("they do not wrap, but they hardly turn at all: 40 columns add up to less than 0.01 rad, "
                 "so neighbouring columns look alike."),
     },
+    nudge=N_("Section 2 prints how far width's pairs turn per column in each order: compare that with what "
+             "40 columns need."),
 )
 
 

@@ -22,6 +22,8 @@ from posenc_course.data import (
     sorting_task,
 )
 from posenc_course.explorers import context_values, relative_values, rope_values, sinusoidal_values
+from posenc_course.floors import Floor, bag_of_tokens, chance, fixed, majority, with_floors
+from posenc_course.kneser_ney import KneserNey
 from posenc_course.nb04_vision import grid_similarity, regrid_scheme, vit_scheme
 from posenc_lib.embeddings.tables_2d import SinCos2DPE
 from posenc_lib.score_bias.alibi import ALiBi
@@ -37,6 +39,51 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"split must be 'all', 'train' or 'test', got 'val'"),
     ("task no generator", lambda: WhoDidWhat().sample(4, generator=0), TypeError, r"generator must be a torch.Generator, got int"),
     ("sorting vocab too small", lambda: sorting_task(4, 5, 1, torch.Generator()), ValueError, r"vocab_size must be an int >= 2, got 1"),
+    # ------------------------------------------------------------------ floors and the n-gram
+    ("kn order 0", lambda: KneserNey([0, 1, 0], 0, 3), ValueError, r"order must be an int >= 1, got 0"),
+    ("kn vocabulary of 1", lambda: KneserNey([0, 0], 2, 1), ValueError, r"vocab_size must be an int >= 2, got 1"),
+    ("kn discount above 1", lambda: KneserNey([0, 1, 0], 2, 3, discount=1.5), ValueError,
+     r"discount must be a number in \(0, 1\] or None .*got 1.5"),
+    ("kn id out of the vocabulary", lambda: KneserNey([0, 1, 5], 2, 3), ValueError,
+     r"ids must lie in \[0, vocab_size=3\), got values in \[0, 5\]"),
+    ("kn text shorter than the order", lambda: KneserNey([0], 2, 3), ValueError, r"ids must hold at least order=2 tokens, got 1"),
+    ("kn codes past int64", lambda: KneserNey([0, 1], 2, 2**32), ValueError, r"vocab_size \*\* order must fit in an int64"),
+    ("kn float windows", lambda: KneserNey([0, 1, 0], 2, 3).window_losses(torch.zeros(2, 3), torch.zeros(2, 3).long()),
+     TypeError, r"inputs must be an int64 tensor of token ids, got dtype torch.float32"),
+    ("kn windows of two shapes", lambda: KneserNey([0, 1, 0], 2, 3).window_losses(
+        torch.zeros(2, 3).long(), torch.zeros(2, 4).long()), ValueError, r"inputs and targets must both have shape \(n, T\)"),
+    ("kn history out of the vocabulary", lambda: KneserNey([0, 1, 0], 2, 3).distribution([7]), ValueError,
+     r"history must lie in \[0, vocab_size=3\), got values in \[7, 7\]"),
+    ("chance of one class", lambda: chance(1), ValueError, r"n_classes must be an int >= 2, got 1"),
+    ("bag of tokens float inputs", lambda: bag_of_tokens(torch.zeros(2, 4), torch.zeros(2, 4).long()), TypeError,
+     r"inputs must be an \(n, T\) int64 tensor of token ids, got shape \(2, 4\), dtype torch.float32"),
+    ("bag of tokens targets of another shape", lambda: bag_of_tokens(torch.zeros(2, 4).long(), torch.zeros(2, 2).long()),
+     ValueError, r"targets must have shape \(n, T\) or \(n,\) for inputs of shape \(2, 4\), got \(2, 2\)"),
+    ("bag of tokens unknown rule", lambda: bag_of_tokens(torch.zeros(2, 4).long(), torch.zeros(2, 4).long(), rule="mode"),
+     ValueError, r"rule must be 'argmax' or 'sample', got 'mode'"),
+    ("bag of tokens unknown view", lambda: bag_of_tokens(torch.zeros(2, 4).long(), torch.zeros(2, 4).long(), sees="past"),
+     ValueError, r"sees must be 'earlier', 'so far' or 'all', got 'past'"),
+    ("bag of tokens nothing scored", lambda: bag_of_tokens(torch.zeros(2, 4).long(), torch.full((2, 4), -100)), ValueError,
+     r"targets must hold at least one label other than -100"),
+    ("majority float labels", lambda: majority(torch.tensor([0.5]), torch.tensor([0])), TypeError,
+     r"train_targets must be a 1-D or 2-D int64 tensor of labels"),
+    ("fixed floor from text", lambda: fixed("x", "0.5"), TypeError, r"value must be a real number, got str '0.5'"),
+    ("floor of two seeds", lambda: Floor("x", (0.1, 0.2)), ValueError,
+     r"values must be one finite number \(a fixed rule\) or at least 3 \(one per seed\), got \(0.1, 0.2\)"),
+    ("floor table without results", lambda: with_floors({}, [chance(4)], metric="accuracy"), ValueError,
+     r"results must be a non-empty mapping of model name -> one result per seed, got \{\}"),
+    ("floor table with two seeds", lambda: with_floors({"RoPE": [0.9, 0.8]}, [chance(4)], metric="accuracy"), ValueError,
+     r"results\['RoPE'\] must hold one result per seed, at least 3, got 2"),
+    ("floor table without floors", lambda: with_floors({"RoPE": [0.9, 0.8, 0.7]}, [], metric="accuracy"), ValueError,
+     r"floors must be at least one Floor .*got \(\)"),
+    ("floor table a number for a floor", lambda: with_floors({"RoPE": [0.9, 0.8, 0.7]}, [0.25], metric="accuracy"),
+     ValueError, r"floors must be at least one Floor .*got \(0.25,\)"),
+    ("floor table a name twice", lambda: with_floors({"chance": [0.3, 0.2, 0.1]}, [chance(4)], metric="accuracy"),
+     ValueError, r"models and floors must have distinct names, got \['chance', 'chance'\]"),
+    ("floor table negative effect floor", lambda: with_floors({"RoPE": [0.9, 0.8, 0.7]}, [chance(4)], metric="accuracy",
+                                                               floor=-1), ValueError, r"floor must be a number >= 0, got -1"),
+    ("floor table no metric", lambda: with_floors({"RoPE": [0.9, 0.8, 0.7]}, [chance(4)], metric=""), ValueError,
+     r"metric must be the non-empty name of the measure, got ''"),
     # ------------------------------------------------------------------ vision
     ("vit scheme unknown name", lambda: vit_scheme("3-D RoPE", 32, 4, 4, 4), ValueError,
      r"name must be one of \[.*'axial RoPE'.*\], got '3-D RoPE'"),

@@ -1,4 +1,4 @@
-"""The course's documents cannot go stale: docs/errata.md and docs/instructor-guide.md.
+"""The course's documents cannot go stale: docs/errata.md, docs/instructor-guide.md, docs/replication.md.
 
 - Every decimal number typed in them is printed by a notebook that its section cites: the pool of
   a section is the text outputs of the notebooks linked or named in the section or in the
@@ -6,7 +6,11 @@
   at the precision it is typed with (typed 0.49 matches a printed 0.492). Math, inline code, link
   targets, headings and section numbers are not counted, exactly as for the notebooks' own prose
   (the rules and helpers are those of tests/course/test_prose_numbers.py). Unlike notebook prose, a
-  document may not take a number from a notebook's code or from a paper: only printed outputs.
+  document may not take a number from a notebook's code; a number from a paper passes only where
+  docs/cited_numbers.toml lists it for that page, with its place in the paper.
+- The replication table is held to the section: each paragraph, list item or table row takes its
+  numbers from the notebook *sections* it cites ("06 §4"), or, citing none, from those its page
+  section cites.
 - The errata are numbered once: the labels E1, E2, ... of docs/errata.md are consecutive; each
   is carried ("erratum E3") by the markdown of a notebook its section cites; and a notebook
   carries only labels whose section on the page cites it.
@@ -17,16 +21,30 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
-from test_prose_numbers import CITES, NOTEBOOKS, numbers, printed, prose, shown  # tests/ is on sys.path
+from test_prose_numbers import (  # tests/ is on sys.path
+    BLOCK,
+    CITES,
+    CITES_SECTION,
+    NOTEBOOKS,
+    numbers,
+    printed,
+    printed_by_section,
+    prose,
+    shown,
+)
 
 from tools import build_site
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("errata", "instructor-guide")}
+DOCS = {name: ROOT / "docs" / f"{name}.md" for name in ("errata", "instructor-guide", "replication")}
+PAPERS = ROOT / "docs" / "cited_numbers.toml"
+#: Pages whose numbers are tied to the notebook sections they cite, not only to the notebooks.
+BY_SECTION = ("replication",)
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 FENCE = re.compile(r"^\s*```")
 ERRATUM_SECTION = re.compile(r"^## (E\d+) · ", re.MULTILINE)
@@ -71,14 +89,30 @@ def cited(text: str) -> set[str]:
     return {by_number[n] for pattern in CITES for n in pattern.findall(text) if n in by_number}
 
 
+def cited_from_papers() -> dict[str, set[str]]:
+    """docs/cited_numbers.toml: page -> the numbers it may cite from papers (each entry names its source)."""
+    allowed: dict[str, set[str]] = {}
+    for entry in tomllib.loads(PAPERS.read_text(encoding="utf-8"))["cited"]:
+        assert entry["page"] in DOCS, f"docs/cited_numbers.toml names an unknown page {entry['page']!r}"
+        assert entry.get("source", "").strip(), f"docs/cited_numbers.toml: an entry for {entry['page']} has no source"
+        allowed.setdefault(entry["page"], set()).update(entry["numbers"])
+    return allowed
+
+
 @pytest.fixture(scope="module")
 def outputs() -> dict[str, set[str]]:
     return {stem: printed(nbformat.read(path, as_version=4)) for stem, path in NOTEBOOKS.items()}
 
 
+@pytest.fixture(scope="module")
+def section_outputs() -> dict[str, dict[str, set[str]]]:
+    return {stem: printed_by_section(nbformat.read(path, as_version=4)) for stem, path in NOTEBOOKS.items()}
+
+
 @pytest.mark.parametrize("name", list(DOCS))
 def test_every_number_in_the_documents_is_printed_by_a_cited_notebook(name, outputs):
     text = DOCS[name].read_text(encoding="utf-8")
+    papers = cited_from_papers().get(name, set())
     checked, stale, uncited = 0, [], []
     for heading, own, above in sections(text):
         body = own.split("\n", 1)[1] if "\n" in own else ""
@@ -92,14 +126,56 @@ def test_every_number_in_the_documents_is_printed_by_a_cited_notebook(name, outp
         pool = set().union(*(outputs[s] for s in stems))
         for number in typed:
             checked += 1
-            if not shown(number, pool):
+            if not shown(number, pool) and number not in papers:
                 context = re.search(rf".{{0,50}}{re.escape(number)}.{{0,30}}", prose(body))
                 stale.append(f"{number!r} under {heading!r} (cites {sorted(s[:2] for s in stems)}): "
                              f"'...{context.group(0).strip() if context else ''}...'")
     assert not uncited, f"docs/{name}.md: sections with numbers but no notebook cited: {uncited}"
     assert not stale, (f"docs/{name}.md: numbers that no cited notebook prints (copy them from the outputs, "
-                       f"at most at the printed precision):\n" + "\n".join(stale))
+                       f"at most at the printed precision, or list a paper's number with its source in "
+                       f"docs/cited_numbers.toml):\n" + "\n".join(stale))
     assert checked >= 50, f"docs/{name}.md: only {checked} numbers checked; is the parser still reading the file?"
+
+
+def section_pool(text: str, sections: dict[str, dict[str, set[str]]]) -> tuple[set[str], list[str]]:
+    """The outputs of the notebook sections that ``text`` cites as "NN §M", and those citations."""
+    by_number = {stem[:2]: stem for stem in NOTEBOOKS}
+    pool, cites = set(), []
+    for nn, sec in CITES_SECTION.findall(text):
+        if nn in by_number:
+            pool |= sections[by_number[nn]].get(sec, set())
+            cites.append(f"{nn} §{sec}")
+    return pool, cites
+
+
+@pytest.mark.parametrize("name", BY_SECTION)
+def test_the_replication_numbers_are_printed_by_the_sections_they_cite(name, section_outputs):
+    text = DOCS[name].read_text(encoding="utf-8")
+    papers = cited_from_papers().get(name, set())
+    stale, checked = [], 0
+    for heading, own, _ in sections(text):
+        body = own.split("\n", 1)[1] if "\n" in own else ""
+        section_wide, section_cites = section_pool(body, section_outputs)
+        for block in BLOCK.split(body):
+            pool, cites = section_pool(block, section_outputs)
+            if not cites:
+                pool, cites = section_wide, section_cites
+            for number in numbers(prose(block)):
+                checked += 1
+                if number not in papers and not shown(number, pool):
+                    context = re.search(rf".{{0,50}}{re.escape(number)}.{{0,30}}", prose(block))
+                    stale.append(f"{number!r} under {heading!r} (cites {cites or 'no section'}): "
+                                 f"'...{context.group(0).strip() if context else ''}...'")
+    assert not stale, (f"docs/{name}.md: numbers that the notebook sections cited beside them do not print "
+                       f"(cite the section as 'NN §M' in the same row or paragraph):\n" + "\n".join(stale))
+    assert checked >= 50, f"docs/{name}.md: only {checked} numbers checked"
+
+
+def test_the_paper_numbers_of_the_documents_are_still_in_their_text():
+    """An entry of docs/cited_numbers.toml that its page no longer contains is dead: remove it."""
+    for name, allowed in cited_from_papers().items():
+        typed = set(numbers(prose(DOCS[name].read_text(encoding="utf-8"))))
+        assert allowed <= typed, f"docs/cited_numbers.toml lists for {name}: {sorted(allowed - typed)}"
 
 
 def test_the_errata_are_numbered_once_and_the_notebooks_use_the_same_labels():
@@ -159,3 +235,21 @@ def test_doc_links_become_site_links():
     assert build_site.doc_markdown(text, anchors) == (
         "[a](01_next.ipynb#1--the-formula), [b](01_next.ipynb), [c](01_next.ipynb#1--the-formula), "
         "[d](instructor-guide.md)")
+
+
+def test_the_float16_facts_of_erratum_e8():
+    """docs/errata.md, E8: theta ** (2i/d) overflows only where the base itself does not fit (float16
+    above 65504); at base 10000, or in float32 and bfloat16, it stays finite, while the slowest
+    frequencies of a large base fall below float16's smallest normal number."""
+    import torch
+
+    d = 128
+    exponents = torch.arange(0, d, 2) / d
+    for base in (5e5, 1e6, 5e6):  # the largest bases of 08's table
+        assert torch.isinf(torch.tensor(base, dtype=torch.float16))
+        assert torch.isinf(base ** exponents.half()).sum() == d // 2 - 1  # every power but theta ** 0
+        for dtype in (torch.float32, torch.bfloat16):
+            assert torch.isfinite(torch.tensor(base, dtype=dtype) ** exponents.to(dtype)).all()
+        slowest = (1.0 / base ** exponents).half()[-1]
+        assert 0 < slowest < torch.finfo(torch.float16).tiny
+    assert torch.isfinite(10000.0 ** exponents.half()).all()

@@ -1,14 +1,16 @@
 """The two exercise kinds built from data: *predict, then run* (`prediction`) and *explain why* (`choice`).
 
 Each prints "[to do]" for an answer left as `...` (naming what to fill in), "[passed]" with the
-explanation for a right one, and "[not yet]" with the gap or the option's own hint for a wrong one
-(raised as ExerciseFailure under strict())."""
+explanation for a right one, and "[not yet]" for a wrong one (raised as ExerciseFailure under strict()):
+a prediction's gap; a choice's nudge on the first wrong letter, and on a second, different one its own
+hint and the worked answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from posenc_course.exercises import NOT_YET_MARK, PASSED_MARK, TODO_MARK, ExerciseFailure, choice, prediction, strict
+from posenc_course.exercises import (NOT_YET_MARK, PASSED_MARK, TODO_MARK, ExerciseFailure, choice, prediction,
+                                     reset_tries, strict)
 
 ceiling = prediction("Exercise 1 (predict a ceiling)", variable="predicted_ceiling", tolerance=0.02,
                      why="Bags with a mouse name their agent.", too_high="Not every bag names it.",
@@ -17,8 +19,10 @@ turns = prediction("Exercise 2 (predict a count)", variable="predicted_turns", t
 ratio = prediction("Exercise 3 (predict a ratio)", variable="predicted_ratio", tolerance=0.1, relative=True)
 
 OPTIONS = {"a": "the softmax", "b": "the mask", "c": "rounding"}
+NUDGE = "The encoder has the same softmax: what does only the decoder have?"
 why = choice("Exercise 4 (explain)", options=OPTIONS, answer="b", why="the mask is fixed in index space.",
-             hints={"a": "a row-wise softmax ignores order (section 1).", "c": "rounding is 1e-16, the gap 0.5."})
+             hints={"a": "a row-wise softmax ignores order (section 1).", "c": "rounding is 1e-16, the gap 0.5."},
+             nudge=NUDGE)
 
 
 # ----------------------------------------------------------------- prediction
@@ -96,18 +100,76 @@ def test_the_right_option_passes_and_says_why(letter, capsys):
     assert capsys.readouterr().out == f"{PASSED_MARK} Exercise 4 (explain): (b) the mask is fixed in index space.\n"
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("a", "a row-wise softmax ignores order"),
-                                              ("c", "rounding is 1e-16")])
-def test_each_wrong_option_gets_its_own_hint(letter, hint, capsys):
-    why(letter)
+def test_the_first_wrong_answer_gets_the_nudge_and_a_second_try(capsys):
+    why("a")
+    assert capsys.readouterr().out == (f"{NOT_YET_MARK} Exercise 4 (explain): (a) is not it. {NUDGE} Then try "
+                                       "another letter.\n")
+
+
+@pytest.mark.parametrize(("first", "second", "hint"), [("a", "c", "rounding is 1e-16"),
+                                                       ("c", "a", "a row-wise softmax ignores order")])
+def test_a_second_different_wrong_answer_gets_its_own_hint_and_the_worked_answer(first, second, hint, capsys):
+    why(first)
+    capsys.readouterr()
+    why(second)
     out = capsys.readouterr().out
-    assert out.startswith(f"{NOT_YET_MARK} Exercise 4 (explain): ({letter}) is not it: ") and hint in out
-    other = ({"a", "c"} - {letter}).pop()
-    assert hints_of(other) not in out
+    assert out == (f"{NOT_YET_MARK} Exercise 4 (explain): ({second}) is not it either: {hint}"
+                   f"{', the gap 0.5.' if second == 'c' else ' (section 1).'} The answer is (b): the mask is fixed in "
+                   "index space.\n")
+    assert hints_of(first) not in out
+
+
+def test_running_the_same_wrong_answer_again_repeats_the_nudge(capsys):
+    """A "Run All" re-runs the cell with the letter unchanged: that is not a second try."""
+    why("a")
+    why(" (A) ")
+    out = capsys.readouterr().out
+    assert out.count(NUDGE) == 2 and "The answer is" not in out
+
+
+def test_the_right_answer_clears_the_tries_and_an_invalid_one_counts_none(capsys):
+    why("a")
+    why("b")  # passed: the record is cleared
+    why("c")  # a first try again
+    why("z")  # not an option: no try
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == f"{NOT_YET_MARK} Exercise 4 (explain): (c) is not it. {NUDGE} Then try another letter."
+    assert "The answer is" not in "".join(out)
+    why("a")
+    assert "The answer is (b)" in capsys.readouterr().out
+
+
+def test_reset_tries_forgets_every_question(capsys):
+    why("a")
+    reset_tries()
+    why("c")
+    assert NUDGE in capsys.readouterr().out
+
+
+def test_each_question_counts_its_own_tries(capsys):
+    other = choice("Exercise 5 (other)", options=OPTIONS, answer="a", why="w.", hints={"b": "hb.", "c": "hc."},
+                   nudge="Look again.")
+    why("a")
+    other("b")
+    assert capsys.readouterr().out.count("Then try another letter.") == 2
+
+
+def test_under_strict_each_try_raises(capsys):
+    with strict():
+        with pytest.raises(ExerciseFailure, match="Then try another letter"):
+            why("a")
+        with pytest.raises(ExerciseFailure, match="The answer is \\(b\\)"):
+            why("c")
 
 
 def hints_of(letter: str) -> str:
     return {"a": "a row-wise softmax ignores order", "c": "rounding is 1e-16"}[letter]
+
+
+def test_the_checker_carries_its_question():
+    q = why.question
+    assert (q.title, q.answer, q.nudge, sorted(q.options), sorted(q.hints)) == (
+        "Exercise 4 (explain)", "b", NUDGE, ["a", "b", "c"], ["a", "c"])
 
 
 @pytest.mark.parametrize("bad", ["d", "ab", 2, None, ["b"]])
@@ -116,11 +178,13 @@ def test_an_answer_that_is_no_option_is_rejected(bad):
         why(bad)
 
 
-def test_a_choice_needs_a_hint_for_every_wrong_option():
+def test_a_choice_needs_a_hint_for_every_wrong_option_and_a_nudge():
     with pytest.raises(ValueError, match="hint for each wrong option"):
-        choice("x", options=OPTIONS, answer="b", why="", hints={"a": "no"})
+        choice("x", options=OPTIONS, answer="b", why="", hints={"a": "no"}, nudge="n.")
     with pytest.raises(ValueError, match="not one of the options"):
-        choice("x", options=OPTIONS, answer="d", why="", hints={"a": "", "b": "", "c": ""})
+        choice("x", options=OPTIONS, answer="d", why="", hints={"a": "", "b": "", "c": ""}, nudge="n.")
+    with pytest.raises(ValueError, match="nudge must be one sentence"):
+        choice("x", options=OPTIONS, answer="b", why="", hints={"a": "", "c": ""}, nudge=" ")
 
 
 def test_the_checkers_show_the_learners_parameters():

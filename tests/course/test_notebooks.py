@@ -18,6 +18,7 @@ import pytest
 from jupyter_server.services.contents.filemanager import FileContentsManager
 from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class
 
+from tools import build_site
 from tools.execute import lab_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,11 +181,14 @@ def test_solutions_are_folded_under_their_heading(path, nb):
 
 def test_every_further_reading_entry_links_to_what_it_names(path, nb):
     """Each entry of "Further reading" links its paper (arXiv, DOI, publisher), code or page, or names
-    a notebook of the series or a file of this library (which the site links to its reference page)."""
+    a notebook of the series, a file of this library (which the site links to its reference page) or
+    a page of docs/ that the site renders (``docs/replication.md``, linked to the page)."""
     text = next((c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Further reading")), None)
     assert text is not None, f"{path.name} has no '## Further reading' section"
     entries = re.split(r"\n- ", "\n" + text.split("\n", 1)[1].strip())[1:]
     assert entries, f"{path.name}: 'Further reading' lists nothing"
+    site_pages = [f"`docs/{name}.md`" for name in build_site.DOC_PAGES]
     unlinked = [e[:70] for e in entries
-                if not re.search(r"\]\(https?://|\]\(\d\d_\w+\.ipynb|`posenc_lib/[\w/]+\.py`", e)]
+                if not re.search(r"\]\(https?://|\]\(\d\d_\w+\.ipynb|`posenc_lib/[\w/]+\.py`", e)
+                and not any(page in e for page in site_pages)]
     assert not unlinked, f"{path.name}: entries of 'Further reading' without a link: {unlinked}"

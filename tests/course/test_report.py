@@ -86,7 +86,7 @@ def test_rule_margin_gives_the_gap_and_threshold_the_rule_compares():
 
 # --- the comparison rule (compare) -------------------------------------------------------------
 
-from posenc_course.report import Verdict, checked  # noqa: E402
+from posenc_course.report import Verdict, checked, format_gap, show_checks  # noqa: E402
 
 
 def test_compare_needs_the_gap_to_clear_the_spread_and_the_floor():
@@ -120,6 +120,8 @@ def test_compare_paired_reads_per_seed_differences():
     (dict(a=[1, 2, 3], b=[1, 2, 3, 4], paired=True), ValueError, "paired comparison needs"),
     (dict(a=[1, 2, 3], b=[1, 2, 3], floor=-1), ValueError, "floor must be a number >= 0, got -1"),
     (dict(a=[1, 2, 3], b=[1, 2, 3], paired=1), TypeError, "paired must be True or False, got 1"),
+    (dict(a=[1, 2, 3], b=[1, 2, 3], names=("A",)), ValueError, "names must be None or a pair of non-empty strings"),
+    (dict(a=[1, 2, 3], b=[1, 2, 3], names=["A", "B"]), ValueError, "names must be None or a pair"),
 ])
 def test_compare_rejects_bad_input(kwargs, error, pattern):
     a, b = kwargs.pop("a"), kwargs.pop("b")
@@ -132,8 +134,63 @@ def test_verdict_str_names_the_outcome_and_its_numbers():
         "A ahead (gap +0.1; paired, spread 0.04, floor 0.02)")
 
 
+# --- the verdict as a sentence (issue #50) ------------------------------------------------------
+@pytest.mark.parametrize(("a", "b", "kwargs", "sentence"), [
+    ([1.5, 1.6, 1.55], [0.6, 0.7, 0.65], {}, "sinusoid ahead of the drowning table by 0.90 (needed 0.10)"),
+    ([0.6, 0.7, 0.65], [1.5, 1.6, 1.55], {}, "sinusoid behind the drowning table by 0.90 (needed 0.10)"),
+    ([0.61, 0.7, 0.65], [0.6, 0.7, 0.65], {},
+     "sinusoid and the drowning table not separated (gap 0.0033, needed 0.10)"),
+    ([0.61, 0.71, 0.66], [0.6, 0.7, 0.65], {"paired": True},
+     "sinusoid and the drowning table not separated (gap 0.01, paired, needed 0.02)"),
+    ([1.0, 1.1, 1.05], [1.5, 1.6, 1.55], {"higher_is_better": False, "relative": True},
+     "sinusoid ahead of the drowning table by 0.50 (needed 0.10)"),
+    ([0.71, 0.72, 0.73], [0.60, 0.61, 0.62], {"paired": True},
+     "sinusoid ahead of the drowning table by 0.11 (paired, needed 0.02)"),
+])
+def test_a_named_verdict_prints_a_sentence_with_both_arms_in_the_order_given(a, b, kwargs, sentence):
+    verdict = compare(a, b, names=("sinusoid", "the drowning table"), **kwargs)
+    assert str(verdict) == sentence == verdict.sentence("sinusoid", "the drowning table")
+    assert verdict == compare(a, b, **kwargs).__class__(**{**compare(a, b, **kwargs).__dict__,
+                                                         "names": ("sinusoid", "the drowning table")})
+
+
+def test_an_unnamed_verdict_keeps_the_older_form_and_its_properties():
+    verdict = compare([1.5, 1.6, 1.55], [0.6, 0.7, 0.65])
+    assert verdict.a_ahead and not verdict.b_ahead and str(verdict).startswith("A ahead (gap +0.9;")
+
+
+@pytest.mark.parametrize(("x", "shown"), [(0.9, "0.90"), (12.345, "12.35"), (0.0284, "0.028"), (-0.0785, "-0.079"),
+                                          (0.0012, "0.0012"), (2e-17, "< 0.001"), (0.0, "< 0.001"),
+                                          (0.09999, "0.10"), (0.0949, "0.095")])
+def test_format_gap(x, shown):
+    assert format_gap(x) == shown
+
+
+# --- checked lines -------------------------------------------------------------------------------
 def test_checked_prints_one_line_and_returns_none(capsys):
     assert checked("3 orderings hold by the rule") is None
     assert capsys.readouterr().out == "checked: 3 orderings hold by the rule\n"
     with pytest.raises(ValueError, match="what must be a non-empty"):
         checked(" ")
+
+
+def test_a_sections_claims_collapse_into_one_line(capsys):
+    checked("3 orderings hold by the rule", "the table matches the library")
+    assert capsys.readouterr().out == "checked: 3 orderings hold by the rule; the table matches the library\n"
+    with pytest.raises(ValueError, match="what must be a non-empty"):
+        checked("fine", "")
+
+
+def test_show_checks_false_silences_checked_until_turned_back_on(capsys):
+    try:
+        show_checks(False)
+        assert checked("3 orderings hold by the rule") is None
+        assert capsys.readouterr().out == ""
+        with pytest.raises(ValueError, match="what must be a non-empty"):  # a bad call is still an error
+            checked("")
+    finally:
+        show_checks(True)
+    checked("back")
+    assert capsys.readouterr().out == "checked: back\n"
+    with pytest.raises(TypeError, match="show must be True or False"):
+        show_checks("no")

@@ -405,11 +405,13 @@ def test_no_solution_output_is_visible_before_the_solution_is_opened(session):
 
 
 @pytest.mark.jupyterlab
-def test_a_wrong_answer_shows_the_hint_alone(session):
+def test_a_wrong_answer_shows_the_nudge_alone(session):
     outputs = session.wrong_cell["outputs"]
     assert [o["output_type"] for o in outputs] == ["stream"], outputs  # no error output: Run All would go on
     text = _text(outputs)
-    assert text.startswith("[not yet] Exercise 2") and "both models are untrained" in text, text
+    # a first wrong try: the question's nudge and a second try, not the worked answer
+    assert text.startswith("[not yet] Exercise 2") and "look for what only the decoder has" in text, text
+    assert "The answer is" not in text, text
     assert "Traceback" not in text and "File " not in text and "exercises" not in text, text
 
 

@@ -21,6 +21,7 @@ from bs4 import BeautifulSoup
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tools import build_site, catalog, check_site, record_run_times
+from tools.i18n_common import ENGLISH_LABEL
 from tools.site import posenc_site as glue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -529,7 +530,7 @@ def test_index_says_where_to_start_and_names_the_source_article(synthetic_site):
     soup = page(synthetic_site, "index.html")
     start = next(p for p in soup.select("article p") if p.get_text().startswith("Start here"))
     assert start.find("a")["href"] == "00_demo.html" and "00 · Demo" in start.get_text()
-    assert "Transformer positional encoding: from sinusoidal to RoPE" in " ".join(soup.get_text().split())
+    assert "《Transformer位置编码原理与实现：从正弦编码到RoPE》" in soup.get_text()
 
 
 @pytest.mark.parametrize("link, message", [
@@ -608,6 +609,78 @@ def test_the_chinese_site_writes_its_own_words_in_chinese(bilingual_site):
     assert english.select_one("p.posenc-page-facts").get_text().startswith("Download: notebook (.ipynb)")
     assert english.select_one("details.deep-dive summary").get_text(strip=True) == "Deep dive (optional) · Under the hood"
     assert glue.LANGUAGE == "en" and not glue._CATALOGS  # the build leaves the module in English
+
+
+def test_the_chinese_site_marks_what_it_shows_in_english(bilingual_site):
+    """Text whose entry is missing, fuzzy or empty shows in English with the class the stylesheet labels;
+    translated text, formulas and the English site are not marked."""
+    soup = page(bilingual_site / "zh_CN", "00_demo.html")
+    marked = soup.select(f".{glue.ENGLISH_CLASS}")
+    assert any("How RoPE rotates" in m.get_text() for m in marked)  # no entry in the catalog
+    assert not [m for m in marked if re.search(r"[\u4e00-\u9fff]", m.get_text())]  # nothing translated is marked
+    assert not soup.select(f".math.{glue.ENGLISH_CLASS}, div.math .{glue.ENGLISH_CLASS}")
+    css = (bilingual_site / "zh_CN" / "_static" / "posenc.css").read_text(encoding="utf-8")
+    assert f'.{glue.ENGLISH_CLASS}::before {{\n  content: "{ENGLISH_LABEL}";' in css
+    assert not page(bilingual_site, "00_demo.html").select(f".{glue.ENGLISH_CLASS}")
+
+
+@pytest.fixture(scope="module")
+def edited_chinese_page(tmp_path_factory) -> tuple[BeautifulSoup, dict[str, str]]:
+    """A real page in Chinese, as make html renders it, after an English-only change: notebook 00 with one
+    paragraph edited in English (its new text is in no catalog) and the real catalog with another
+    paragraph's entry made fuzzy (as make i18n-update leaves a changed one). The other notebooks are
+    left out (the site's placeholders), to render one page."""
+    from babel.messages.pofile import write_po
+
+    from tools import i18n_common
+
+    tmp = tmp_path_factory.mktemp("edited")
+    stem = "00_permutation_blindness"
+    notebooks = tmp / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "catalog.toml").write_bytes((ROOT / "notebooks" / "catalog.toml").read_bytes())
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    po = i18n_common.load(i18n_common.CATALOGS / f"{stem}.po")
+    current = {m.id: m.string for m in po if m.id and m.string and not m.fuzzy}
+    # paragraphs the catalog translates, with no formula, quote or dash for the page to typeset: raw source,
+    # msgid, and the text the page shows (its bold, code and links as plain text)
+    plain = [(cell, raw, " ".join(raw.split())) for cell in nb.cells if cell.cell_type == "markdown"
+             for raw in cell.source.split("\n\n")
+             if " ".join(raw.split()) in current and not raw.startswith("**Run time")
+             and re.fullmatch(r"[A-Z*][^$\"'<>|_\\#-]{60,}", " ".join(raw.split()))]
+    (cell, raw, edited), (_, _, fuzzy), (_, _, kept) = plain[:3]
+    cell.source = cell.source.replace(raw, raw + " One more sentence.", 1)
+    nbformat.write(nb, notebooks / f"{stem}.ipynb")
+    po[fuzzy].flags.add("fuzzy")
+    messages = tmp / "locale" / "zh_CN" / "LC_MESSAGES"
+    messages.mkdir(parents=True)
+    with open(messages / f"{stem}.po", "wb") as f:
+        write_po(f, po, width=76)
+    (messages.parent / "terminology.toml").write_bytes(i18n_common.TERMINOLOGY.read_bytes())
+    build_site.stage(tmp / "src", notebooks, notebooks, notebooks / "catalog.toml", api=False, repository="",
+                     locale=tmp / "locale")
+    build_site.render_languages(tmp / "src", tmp / "html", ("zh_CN",))
+
+    def shown(text: str) -> str:
+        return " ".join(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("*", "").replace("`", "").split())
+
+    texts = {"edited": shown(edited + " One more sentence."), "fuzzy": shown(fuzzy), "fuzzy_zh": shown(current[fuzzy]),
+             "kept_zh": shown(current[kept])}
+    return page(tmp / "html" / "zh_CN", f"{stem}.html"), texts
+
+
+def test_a_real_page_edited_in_english_shows_the_english_marked_in_chinese(edited_chinese_page):
+    soup, texts = edited_chinese_page
+    paragraphs = {" ".join(p.get_text().split()): p for p in soup.select("article p")}
+    edited, fuzzy = paragraphs.get(texts["edited"]), paragraphs.get(texts["fuzzy"])
+    assert edited is not None and fuzzy is not None, "the edited and the fuzzy paragraph show their English"
+    assert glue.ENGLISH_CLASS in edited.get("class", []), "the edited paragraph is not marked"
+    assert glue.ENGLISH_CLASS in fuzzy.get("class", []), "the fuzzy paragraph is not marked"
+    assert texts["fuzzy_zh"] not in soup.get_text()  # a fuzzy translation is not shown
+    kept = paragraphs[texts["kept_zh"]]
+    assert glue.ENGLISH_CLASS not in kept.get("class", [])  # a current translation: Chinese, unmarked
+    marked = soup.select(f".{glue.ENGLISH_CLASS}")
+    assert not [m for m in marked if re.search(r"[\u4e00-\u9fff]", m.get_text())], "a translated text is marked"
 
 
 def test_the_chinese_search_splits_chinese_words(bilingual_site):
@@ -714,6 +787,9 @@ def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_si
     assert "head_dim" not in links  # a variable in prose, not the attribute Sizes.head_dim
     readme = page(site, "06_length_extrapolation.html").find("a", class_="posenc-file", string="data/README.md")
     assert readme is not None and (site / readme["href"]).read_bytes() == (ROOT / "data" / "README.md").read_bytes()
+    # a mention of a page of docs/ that the site renders links to that page, not to the raw file
+    table = page(site, "06_length_extrapolation.html").find("a", class_="posenc-page", string="docs/replication.md")
+    assert table is not None and table["href"] == "replication.html"
     back = page(site, "api/posenc_lib.rotary.rope.html").find(id="where-the-notebooks-use-it")
     assert back is not None
     hrefs = [a["href"] for a in back.find_all("a") if not a["href"].startswith("#")]  # not the permalink

@@ -12,6 +12,10 @@ notebook:
   block (consecutive cells tagged ``deep-dive``, headed ``### Deep dive (optional) · title``) is
   folded into one ``<details class="deep-dive">`` whose summary is that heading (see ``fold_deep_dives``).
 - A line under each notebook's title: links to download the ``.ipynb`` and the ``.py`` source.
+- In a translated build, each paragraph, heading, list item or table cell whose translation is missing
+  or out of date (its entry empty, fuzzy, or not in the page's catalog yet), which Sphinx shows in
+  English, gets the class ``posenc-english``: the stylesheet puts a small label before it,
+  "英文原文，翻译待更新" (see ``mark_english``).
 - Tables as a reader expects them (see ``tidy_table``): pandas' separate row of index names is
   folded into the column header, and a default 0, 1, 2, ... row index is left out.
 - Glossary links: the first occurrence of each glossary term (``glossary.toml``) in a page's
@@ -20,7 +24,8 @@ notebook:
 - Library links: inline code in a notebook's prose that names a documented module or object of
   ``posenc_lib`` (``apply_rope``, ``posenc_lib/rotary/rope.py``) links to the library
   reference, and each reference page ends with the notebook sections that mention its objects;
-  a mention of another file of the repository (``data/README.md``) links to the copy the build
+  a mention of a page of ``docs/`` that the site renders (``docs/replication.md``) links to that page,
+  and a mention of another file of the repository (``data/README.md``) to the copy the build
   publishes under ``files/``.
 - Search: every page's prose, by section, in one script the search page loads, so that results
   show the text around the word and a glossary or section hit is labelled with its term or title.
@@ -49,6 +54,9 @@ from docutils import nodes
 from myst_parser.mdit_to_docutils.base import default_slugify
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.nodes import extract_messages
+
+from tools.i18n_common import nothing_to_translate
 
 HERE = Path(__file__).resolve().parent
 GLOSSARY = HERE / "glossary.toml"
@@ -90,6 +98,7 @@ UI: dict[str, dict[str, str]] = {
         "introduction": "introduction",
         "in_reference": "{name} in the library reference",
         "in_repository": "{name}, as in the repository",
+        "on_site": "{name}: a page of this site",
         "term_tooltip": "{en} ({zh}): {definition}",
         # the language switch: on this language's pages, the link to the other language
         "switch": "中文",
@@ -195,6 +204,29 @@ def reset_language(app: Sphinx, exception: Exception | None) -> None:
     _CATALOGS.clear()
     _TERM_FORMS.clear()
     _SEARCH_WORDS.clear()
+
+
+# A text element whose translation is missing or out of date, shown in English: the class the stylesheet
+# (_static/posenc.css) labels "英文原文，翻译待更新" (tools/i18n_common.ENGLISH_LABEL).
+ENGLISH_CLASS = "posenc-english"
+_NOT_PROSE = (nodes.literal_block, nodes.math_block, nodes.raw, nodes.comment, nodes.FixedTextElement)
+
+
+def mark_english(app: Sphinx, doctree: nodes.document) -> None:
+    """doctree-read, in a translated build (after Sphinx has translated the page): every text element
+    Sphinx extracts for translation (paragraph, heading, a list item's or table cell's paragraph) whose
+    message has no current translation in the page's catalog, and so is shown in English, gets
+    ``ENGLISH_CLASS``. A message with no words to translate (a number, a formula, a code name) is not
+    marked, nor is one whose translation is the English itself on purpose (a display formula), nor a
+    page with no catalog (the library reference, English by design)."""
+    docname = app.env.current_document.docname
+    if LANGUAGE == "en" or docname not in _CATALOGS:
+        return
+    table = _CATALOGS[docname]
+    for node, message in extract_messages(doctree):
+        if (isinstance(node, nodes.TextElement) and not isinstance(node, _NOT_PROSE)
+                and _normal(message) not in table and not nothing_to_translate(message)):
+            node["classes"].append(ENGLISH_CLASS)
 
 
 def switch_href(pagename: str, other_root: str) -> str:
@@ -345,7 +377,11 @@ def fold_deep_dives(cells: list[nbformat.NotebookNode]) -> list[nbformat.Noteboo
                              f"it starts with: {first.source[:80]!r}")
         # the summary is raw HTML, which Sphinx does not translate: in a translated build, the heading's
         # translation is looked up in the catalogs (where the extraction keeps it as a heading)
-        first.source = (f'<details class="deep-dive">\n<summary>{summary_html(translate(m[1]))}</summary>\n\n'
+        title = translate(m[1])
+        summary = summary_html(title)
+        if LANGUAGE != "en" and title == m[1]:  # no translation yet: shown in English, marked (mark_english)
+            summary = f'<span class="{ENGLISH_CLASS}">{summary}</span>'
+        first.source = (f'<details class="deep-dive">\n<summary>{summary}</summary>\n\n'
                         + first.source[m.end():].lstrip("\n"))
         out += cells[i:j] + [nbformat.v4.new_markdown_cell("</details>")]
         i = j
@@ -910,6 +946,8 @@ def resolve_short_name(app: Sphinx, env: Any, node: nodes.Element, contnode: nod
 # `posenc_course.report` or the file `posenc_lib/rotary/rope.py`.
 LIBRARY_MENTION = re.compile(r"(?P<name>posenc_lib(?:[./]\w+)*|[A-Za-z_]\w*(?:\.\w+)*)(?:\(.*\))?")
 NOTEBOOK_DOC = re.compile(r"\A\d\d_")
+#: A notebook's mention of a page of docs/ that the site renders (`docs/replication.md`) links to that page.
+DOC_PAGE_FILE = re.compile(r"docs/([\w-]+)\.md")
 
 
 def library_target(domain: Any, text: str) -> tuple[str, str, str] | None:
@@ -986,6 +1024,9 @@ def link_library_mentions(app: Sphinx, doctree: nodes.document, docname: str) ->
                 full, page, anchor = target
                 uri, title, kind = app.builder.get_relative_uri(docname, page) + "#" + anchor, \
                     ui("in_reference", name=full), "posenc-api"
+            elif (doc := DOC_PAGE_FILE.fullmatch(text)) and doc[1] in app.env.all_docs:
+                uri, title, kind = app.builder.get_relative_uri(docname, doc[1]), ui("on_site", name=text), \
+                    "posenc-page"
             elif "/" in text and (files / text).is_file():
                 uri, title, kind = "../" * docname.count("/") + f"files/{text}", ui("in_repository", name=text), \
                     "posenc-file"
@@ -1241,6 +1282,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", resolve_short_name)
     app.connect("builder-inited", set_language, priority=100)
     app.connect("builder-inited", _collect_headings)
+    app.connect("doctree-read", mark_english, priority=100)  # before this extension adds nodes of its own
     app.connect("doctree-read", add_page_facts)
     app.connect("doctree-read", collect_mentions)
     app.connect("doctree-read", collect_term_sections)
