@@ -52,6 +52,7 @@ Shapes:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -366,6 +367,40 @@ class RotaryPE(PositionScheme):
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype) if tables is None else tables
         return apply_rope_qk(q, k, cos, sin, self.layout)
+
+
+# ----------------------------------------------------------------------------- 0.2's names, until 0.4
+
+
+def _rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """0.2's ``rotate_half_reference(x, cos, sin)``: now :func:`apply_rope` with ``layout="half"``."""
+    return apply_rope(x, cos, sin, "half")
+
+
+def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
+    """0.2's ``apply_rope_complex(x, positions, inv_freq)``: now :func:`apply_rope` with ``layout="interleaved"``
+    on the tables of :func:`rope_cos_sin` (float64 ones for float64 x, as 0.2 computed)."""
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    return apply_rope(x, cos, sin, "interleaved")
+
+
+#: the functions 0.3 removed (one rotation per layout, issue #52): old name -> (what it now calls, the new spelling)
+_REMOVED_IN_0_3 = {
+    "rotate_half_reference": (_rotate_half_reference, 'apply_rope(x, cos, sin, layout="half")'),
+    "apply_rope_complex": (_apply_rope_complex,
+                           'apply_rope(x, *rope_cos_sin(positions, inv_freq), layout="interleaved")'),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """0.2's textbook rotations, still importable for one release: a DeprecationWarning names the call to use."""
+    if name in _REMOVED_IN_0_3:
+        function, new = _REMOVED_IN_0_3[name]
+        warnings.warn(f"posenc_lib.rotary.rope.{name} is deprecated since 0.3 (the library has one rotation per "
+                      f"layout): use {new}; {name} will be removed in posenc_lib 0.4", DeprecationWarning, stacklevel=2)
+        return function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------- layouts and checkpoints

@@ -113,3 +113,31 @@ def test_one_name_per_layout_across_the_library():
 
 def test_version():
     assert posenc_lib.__version__ == "0.3.0"
+
+
+def test_the_textbook_rotations_removed_in_0_3_still_import_with_a_deprecation_warning():
+    """0.2's ``rotate_half_reference`` and ``apply_rope_complex`` were parallel paths; 0.3 has one rotation per layout.
+    For one release the old names still import: a DeprecationWarning at the caller's line names the call that replaces
+    them, and they give that call's result (within rounding of 0.2's formulas, tests/lib/rope_reference.py)."""
+    from rope_reference import complex_formula, rotate_half_formula
+
+    gen = torch.Generator().manual_seed(0)
+    x, positions, inv_freq = torch.randn(2, 3, 7, 8, generator=gen), torch.randint(0, 500, (2, 7), generator=gen), \
+        posenc_lib.rope_inv_freq(6)  # partial rotation: the last 2 dims pass through
+    cos, sin = posenc_lib.rope_cos_sin(positions, inv_freq)
+    with pytest.warns(DeprecationWarning, match=r'use apply_rope\(x, cos, sin, layout="half"\)') as caught:
+        from posenc_lib.rotary.rope import rotate_half_reference
+    assert caught[0].filename == __file__
+    torch.testing.assert_close(rotate_half_reference(x, cos, sin), posenc_lib.apply_rope(x, cos, sin, "half"),
+                               atol=0, rtol=0)
+    torch.testing.assert_close(rotate_half_reference(x, cos, sin), rotate_half_formula(x, cos, sin))
+    with pytest.warns(DeprecationWarning, match=r'layout="interleaved"\); apply_rope_complex will be removed in '
+                                                r'posenc_lib 0.4'):
+        apply_rope_complex = posenc_lib.rotary.rope.apply_rope_complex
+    torch.testing.assert_close(apply_rope_complex(x, positions, inv_freq), complex_formula(x, positions, inv_freq))
+    x64 = x.double()
+    torch.testing.assert_close(apply_rope_complex(x64, positions, inv_freq.double()),
+                               complex_formula(x64, positions, inv_freq.double()), atol=1e-12, rtol=0)
+    with pytest.raises(AttributeError, match="no attribute 'apply_rope_fast'"):
+        posenc_lib.rotary.rope.apply_rope_fast  # noqa: B018  any other name is still an error
+    assert "apply_rope_complex" not in posenc_lib.rotary.rope.__all__

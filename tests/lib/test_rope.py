@@ -510,7 +510,7 @@ def test_state_dict_round_trip_and_no_tables_in_it():
 
     model = build()
     tokens = torch.randint(0, 30, (2, 10))
-    expected = model(tokens)  # fills the table cache
+    expected = model(tokens)
     state = model.state_dict()
     assert not any("scheme" in key or "inv_freq" in key or "table" in key for key in state)
     buffer = io.BytesIO()
