@@ -263,8 +263,9 @@ for (name, kind), ours in schemes.items():
         agree(label, torch.cat(ours.cos_sin(at)), torch.cat(theirs), tol=0.0)
 
 # %% [markdown]
-# A table is not yet a model: on a tiny Llama attention layer with Llama 3 scaling ($L_0 = 32$),
-# `attention_from_hf` copies the weights into the library's layer, which gives the same output:
+# A table is not yet a model: on a tiny Llama attention layer with Llama 3 scaling ($L_0 = 32$)
+# and grouped-query attention (2 key/value heads, 4 query heads), `attention_from_hf` copies
+# the weights into the library's layer: the same output.
 
 # %% tags=["nbval-check-output"]
 x = torch.randn(2, 40, 64, generator=torch.Generator().manual_seed(1))
@@ -281,6 +282,7 @@ torch.manual_seed(3)
 module = hf_llama.LlamaAttention(config, layer_idx=0).eval()
 with torch.no_grad():
     ours = hf.attention_from_hf(module, hf_config.rotary_scheme(config))
+    assert (ours.n_heads, ours.n_kv_heads) == (4, 2)
     theirs = module(x, hf_llama.LlamaRotaryEmbedding(config)(x, positions),
                     hf.additive_causal_mask(40))[0]
     agree("Llama 3 scaling: attention output", ours(x, causal=True), theirs)
@@ -905,7 +907,7 @@ checked("interleaved M-RoPE is ahead of every other arm on both test sets; "
 # **What the numbers say.**
 # - **Interleaved M-RoPE** generalises: 1.000 on the held-out placements, 0.945 at 5 × 5
 #   (lowest seed 0.834), ahead of every other arm on both by the series' rule.
-# - **2-D RoPE per frame** stays at its ceiling of 0.5; **1-D RoPE** stays below what $\Delta n$
+# - **2-D RoPE per frame** stays near or below its ceiling of 0.5; **1-D RoPE** stays below what $\Delta n$
 #   allows (0.547 against 0.679) and falls to chance at 5 × 5 (0.245).
 # - **Sectioned M-RoPE** stays at 0.5: its width pairs are the 4 slowest of 12, the fastest
 #   turning 0.046 rad per column, so columns look alike. Qwen3-VL's interleaved order fixes that.
