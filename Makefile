@@ -174,11 +174,14 @@ student: $(STAMP)
 
 # The browser check's own tests (tests/tools/test_check_site.py, hand-written pages), then what
 # tests/tools/test_site.py does in `make test` with every page of both sites instead of a few, and the full report;
-# CI runs it. Screenshots in build/site-check/ (the Chinese site's in its zh_CN/).
+# CI runs it. Screenshots in build/site-check/ (the Chinese site's in build/site-check-zh/zh_CN/).
 check-site: $(STAMP) chromium
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -m checksite tests/tools/test_check_site.py
 	$(PY) tools/build_site.py --no-execute --out build/test-site
-	$(PY) tools/check_site.py build/test-site --shots build/site-check
+	@# the two sites in two browsers at once, one per core (each prints its report when it ends)
+	$(PY) tools/check_site.py build/test-site --language en --shots build/site-check & en=$$!; \
+	$(PY) tools/check_site.py build/test-site --language zh --shots build/site-check-zh; zh=$$?; \
+	wait $$en && exit $$zh
 
 # tools/lab.py: server rooted at notebooks/ (pairing: notebooks/jupytext.toml), no news pop-up
 # (tools/lab/overrides.json), and POSENC_DETERMINISTIC unset, so progress bars are live.

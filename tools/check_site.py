@@ -4,6 +4,7 @@
     python tools/check_site.py SITE --shots DIR      # another site / screenshot folder
     python tools/check_site.py --zh-pages index.html 03_rope.html   # only these pages of the Chinese site
     python tools/check_site.py --en-pages index.html 03_rope.html   # only these pages of the English site
+    python tools/check_site.py --axe-all             # axe-core on every page, not only AXE_PAGES's
 
 A build holds two sites (tools/build_site.py): the English one at its root and the Chinese one in
 ``zh_CN/``. Both get every check below, each in its own words (``TEXTS``: the Chinese site's solution
@@ -44,6 +45,11 @@ when missing). For every page it checks:
 
 - the language switch (a link to the same page in the other language) shown at the top of the page,
   uncut, at 1280 px and on the phone;
+- accessibility, on the pages of ``AXE_PAGES`` (every page with ``--axe-all``, and in ``check_site()`` by
+  default): axe-core (Deque's engine, as the ``axe-playwright-python`` package ships it) finds no
+  violation of the WCAG 2.1 level A and AA rules at 1280 px: the contrast of the text (outside code and
+  formulas), the names of links, buttons and fold summaries, alt text, the page's language and title, links
+  told apart from text by more than colour, scroll boxes reachable by keyboard, ARIA use (``AXE_RUNS``);
 
 and, once for each site, that search (``search.html?q=...``, offline) finds a word of the prose
 that appears on one notebook page only, and the Chinese glossary term 位置编码 on the glossary,
@@ -699,6 +705,7 @@ class Report:
     problems: list[str] = field(default_factory=list)
     pages: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
+    axe_seconds: float = 0.0  # of ``seconds``, in axe-core (check_accessibility)
     languages: dict[str, int] = field(default_factory=dict)  # pages per language checked as files (check_languages)
 
     def add(self, page: str, message: str) -> None:
@@ -746,6 +753,47 @@ def check_layout(page, name: str, where: str, report: Report, index: bool, start
     if index and not any(re.match(r"(\./)?00_[^/]*\.html", href) for href in facts["startLink"] or []):
         report.add(name, 'the front page has no "Start here" link to the first notebook (00_*.html)')
     return facts
+
+
+# axe-core's rules for WCAG 2.0 and 2.1, levels A and AA (its "best-practice" rules are advice, not criteria), in two
+# runs: every rule but text contrast on the whole page, then text contrast on the page's words outside code and
+# formulas. Contrast over every highlighted code token and MathJax glyph took 18 s of CPU time on 03 alone (against
+# 6 s for the words): the code's colours are accessible-pygments' WCAG AA palettes (the theme's), and a formula is
+# drawn in the colour of its text. No preloading: axe would fetch each stylesheet again with XMLHttpRequest, which a
+# page opened from file:// may not do (a console error and a failed request on every page); the one rule that reads
+# stylesheets (css-orientation-lock) then reports nothing.
+AXE_TAGS = {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}
+# The pages ``make check-site`` runs axe-core on (``--axe-all``: every page). On every page of both sites it took 285 s
+# of a 628 s browser check (2026-12-07, 2 cores shared with other work), 3.8-28.9 s a notebook page: more than CI can give
+# it. The theme's frame (header, sidebars, buttons, search box, language switch) is the same markup on every page and
+# the lesson's content is written by the same extension; these pages hold every kind of it: the front page, 03 (every
+# kind of content a lesson has: formulas inline and displayed, a table of results, figures, solutions, a deep dive, an
+# explorer), the glossary, search, and the instructor guide (a formula wider than its line: the scroll box axe first
+# faulted); in Chinese, the front page and 03 (the Chinese UI's words and fonts). The checks written for
+# every page (alt text, folds labelled) still run on every page.
+AXE_PAGES = {"en": {"index.html", "03_rope.html", "glossary.html", "search.html", "instructor-guide.html"},
+             "zh": {"index.html", "03_rope.html"}}
+AXE_RUNS = [
+    (None, {"runOnly": AXE_TAGS, "rules": {"color-contrast": {"enabled": False}}, "preload": False}),
+    ({"include": [[tag] for tag in ("p", "li", "h1", "h2", "h3", "h4", "dt", "dd", "th", "td", "summary", "label",
+                                    "nav", "header", "footer")]},
+     {"runOnly": {"type": "rule", "values": ["color-contrast"]}, "preload": False}),
+]
+
+
+def check_accessibility(page, name: str, report: Report) -> int:
+    """axe-core on the current page (``AXE_RUNS``): one problem per rule violated, naming its first elements.
+    Returns how many rules were violated."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe, found = Axe(), 0
+    for context, options in AXE_RUNS:
+        for rule in axe.run(page, context=context, options={**options, "resultTypes": ["violations"]}).response["violations"]:
+            found += 1
+            where = [" ".join(map(str, node["target"])) for node in rule["nodes"]]
+            report.add(name, f"accessibility ({rule['id']}): {rule['help']}: {', '.join(where[:3])}"
+                             + (f" and {len(where) - 3} more" if len(where) > 3 else ""))
+    return found
 
 
 def index_page(name: str) -> bool:
@@ -1170,7 +1218,8 @@ def check_cjk_font(page, name: str, report: Report) -> dict:
 
 def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, str]] | None = None,
                check_search: bool = True, languages: tuple[str, ...] = ("en", "zh"),
-               zh_pages: list[str] | None = None, en_pages: list[str] | None = None) -> Report:
+               zh_pages: list[str] | None = None, en_pages: list[str] | None = None,
+               axe_pages: dict[str, set[str]] | None = None) -> Report:
     """Open every top-level page of ``site`` in headless Chromium and check it; see the module docstring.
 
     ``site`` is a build's output folder: the English site at its root and the Chinese one in ``zh_CN/``
@@ -1179,6 +1228,7 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
     pages in one language is checked as that language. ``languages``: the sites to open in the browser
     (the file checks of ``check_languages`` cover both always). ``zh_pages``, ``en_pages``: open only these
     pages of the Chinese or English site in the browser (``make test`` opens a few; ``make check-site`` all).
+    ``axe_pages``: per language (``en``, ``zh``), the pages axe-core checks (``AXE_PAGES``); None: every page opened.
 
     ``searches``: (term, page) pairs that search must find in the English site; by default see
     ``default_searches`` (and ``default_searches_zh`` for the Chinese site).
@@ -1234,12 +1284,17 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
                 only = {"zh": zh_pages, "en": en_pages}.get(lang)
                 if only is not None:
                     pages = [p for p in pages if p.name in only]
+                elif axe_pages is not None:  # a page renamed away would leave axe-core checking nothing
+                    for gone in sorted(set(axe_pages.get(lang, ())) - {p.name for p in pages}):
+                        report.add(prefix + gone, "a page axe-core is to check (AXE_PAGES) is not in the site")
                 lang_shots = (shots / prefix) if shots and prefix else shots
                 if lang_shots:
                     lang_shots.mkdir(parents=True, exist_ok=True)
                 for path in pages:
                     name = prefix + path.name
-                    explorers = _check_page(page, path, name, folder, lang, lang_shots, report, events, loaded, ids_cache)
+                    axe = axe_pages is None or path.name in axe_pages.get(lang, ())
+                    explorers = _check_page(page, path, name, folder, lang, lang_shots, report, events, loaded, ids_cache,
+                                            axe)
                     if explorers:
                         with_explorers.append((path, name))
                 if lang == "zh" and pages:
@@ -1265,8 +1320,9 @@ def check_site(site: Path, shots: Path | None = None, searches: list[tuple[str, 
 
 
 def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path | None, report: Report,
-                events: list[str], loaded: list[str], ids_cache: dict[Path, set[str]]) -> int:
-    """Every check of one page (see the module docstring); returns how many explorers it has."""
+                events: list[str], loaded: list[str], ids_cache: dict[Path, set[str]], axe: bool = True) -> int:
+    """Every check of one page (see the module docstring), axe-core's with ``axe``; returns how many explorers it
+    has."""
     text = TEXTS[lang]
     started = time.perf_counter()
     events.clear()
@@ -1298,6 +1354,11 @@ def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path 
     for line in dict.fromkeys(noise):
         report.add(name, f"an output line the site must not show: {line.strip()[:80]}")
     layout = check_layout(page, name, f"at {DESKTOP['width']} px", report, index=index_page(name), start=text["start"])
+    axe_started = time.perf_counter()
+    if axe:
+        check_accessibility(page, name, report)
+    axe_seconds = time.perf_counter() - axe_started
+    report.axe_seconds += axe_seconds
     if shots:
         page.screenshot(path=str(shots / f"{path.stem}.png"))
     if layout["enlargeable"] and (problem := page.evaluate(ENLARGE_JS)):
@@ -1358,7 +1419,8 @@ def _check_page(page, path: Path, name: str, site: Path, lang: str, shots: Path 
                           "phone: scrolling in their box": ", ".join(
                               f"{n} {kind}" for kind, n in phone["boxes"].items() if n) or "none",
                           **({"printed pages": printed["pages"]} if printed else {}),
-                          "checked in s": round(time.perf_counter() - started, 1)}
+                          "checked in s": round(time.perf_counter() - started, 1),
+                          **({"of which axe-core": round(axe_seconds, 1)} if axe else {})}
     return explorers
 
 
@@ -1378,10 +1440,13 @@ def main(argv: list[str]) -> int:
                         help="open only these top-level pages of the Chinese site (default: all)")
     parser.add_argument("--en-pages", nargs="+", metavar="PAGE",
                         help="open only these top-level pages of the English site (default: all)")
+    parser.add_argument("--axe-all", action="store_true",
+                        help="run axe-core on every page opened (default: on the pages of AXE_PAGES)")
     args = parser.parse_args(argv)
     languages = ("en", "zh") if args.language == "all" else (args.language,)
     report = check_site(args.site, args.shots, [tuple(s) for s in args.search] if args.search else None,
-                        languages=languages, zh_pages=args.zh_pages, en_pages=args.en_pages)
+                        languages=languages, zh_pages=args.zh_pages, en_pages=args.en_pages,
+                        axe_pages=None if args.axe_all else AXE_PAGES)
     for name, facts in report.pages.items():
         print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     for problem in report.problems:
@@ -1393,7 +1458,8 @@ def main(argv: list[str]) -> int:
     files = (f"; language switch and anchors of {' + '.join(f'{n} {lang}' for lang, n in report.languages.items())} "
              "pages read as files" if report.languages else "")
     print(f"check_site: {len(pages)} page(s) ({split}) and {sum('?' in n for n in report.pages)} search(es) "
-          f"checked in a browser in {report.seconds:.1f} s{files}, {verdict}")
+          f"checked in a browser in {report.seconds:.1f} s (axe-core's accessibility rules on {sum('of which axe-core' in f for f in report.pages.values())} of them, {report.axe_seconds:.1f} s of it)"
+          f"{files}, {verdict}")
     return 0 if not report.problems else 1
 
 

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.checksite
 PNG_1PX = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q"
            "DwADhgGAWjR9awAAAABJRU5ErkJggg==")
 # The site's own stylesheet and script (copied beside the pages): code wraps, folds open in print,
-# a figure opens full size, an outside link prints its URL.
-CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title>
+# a figure opens full size, an outside link prints its URL. Its language is given, as axe-core requires.
+CLEAN = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>clean</title>
 <link rel="stylesheet" href="posenc.css"><script src="posenc.js"></script>
 <style>@media print {{ nav {{ display: none; }} }}</style></head>
 <body><nav class="bd-sidebar-primary"><a href="other.html">other</a></nav><main>
@@ -46,12 +46,12 @@ CLEAN = f"""<!doctype html><html><head><meta charset="utf-8"><title>clean</title
 <dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog>
 </main></body></html>
 """
-INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>index</title></head><body><main>
+INDEX = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>index</title></head><body><main>
 <p>Start here: <a href="00_first.html">00 · First</a>.</p></main></body></html>"""
 SVG_400PX = "data:image/svg+xml," + '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="10"></svg>'.replace("<", "%3C").replace(">", "%3E").replace('"', "%22")
-OTHER = '<!doctype html><html><head><title>other</title></head><body><main><p id="there">here</p></main></body></html>'
+OTHER = '<!doctype html><html lang="en"><head><title>other</title></head><body><main><p id="there">here</p></main></body></html>'
 # The theme's article header with its ☰ button hidden at every width: a phone reader has no way to the navigation.
-NO_BUTTON = """<!doctype html><html><head><meta charset="utf-8"><title>no button</title></head><body>
+NO_BUTTON = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>no button</title></head><body>
 <div class="bd-header-article"><button class="primary-toggle" style="display: none">☰</button></div>
 <main><p>A page whose navigation drawer no button opens.</p></main>
 <dialog id="pst-primary-sidebar-modal"><a href="other.html">other</a></dialog></body></html>"""
@@ -80,6 +80,8 @@ white-space: nowrap">x + y + z + w + v + u</span>.</p>
 <tr><th>scheme</th><th></th><th></th></tr></thead>
 <tbody><tr><th>RoPE</th><td class="posenc-number" style="width: 30px">12.48 ± 0.03</td><td>1.0</td></tr></tbody></table>
 <div class="search-button-field">Search</div><div class="search-button-field">Search</div>
+<p style="color: #bbb; background: #fff">Pale grey text on white, which few can read.</p>
+<p><a href="other.html"><span class="icon"></span></a> a link with nothing to read out</p>
 <script>console.error("something went wrong")</script>
 </main></body></html>
 """.replace("SVG_400PX", SVG_400PX)
@@ -88,7 +90,7 @@ white-space: nowrap">x + y + z + w + v + u</span>.</p>
 # An explorer's page: the static figure and the empty container as the site writes them, its data and the
 # site's script. "explorer_bad.html" draws corrupted data: one array off, a control that changes nothing,
 # and no static figure under it.
-EXPLORER = """<!doctype html><html><head><meta charset="utf-8"><title>explorer</title>
+EXPLORER = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>explorer</title>
 <link rel="stylesheet" href="posenc.css"><script src="posenc.js"></script>
 <script src="DATA"></script><script src="posenc_explorer.js"></script></head>
 <body><main><h1>An explorer</h1><div class="cell_output">FIGURE
@@ -204,6 +206,10 @@ def test_a_broken_page_fails_on_every_fault(report):
         "at 768 px: a tap on the visible navigation (☰) button opens no drawer",
         "on a 390 px phone: a tap on the visible navigation (☰) button opens no drawer",
         "a solution prints labelled '', not 'Solution to exercise N'",  # no paper label (posenc.js absent)
+        # axe-core (WCAG 2.1 A and AA): no <html lang>, pale text, a link with no name
+        "accessibility (html-has-lang): <html> element must have a lang attribute",
+        "accessibility (color-contrast): Elements must meet minimum color contrast ratio thresholds",
+        "accessibility (link-name): Links must have discernible text",
     ]
     missing = [e for e in expected if e not in text]
     assert not missing, f"the check missed {missing}; it reported:\n{text}"
@@ -287,6 +293,18 @@ def test_the_front_page_must_start_the_reader_at_00(report, tmp_path):
         'index.html: "Start here" is not within the first screen of a 390 px phone (its top at 10'), problems
 
 
+def test_axe_core_runs_on_the_pages_it_is_given_and_names_one_that_is_gone(tmp_path):
+    """make check-site runs axe-core on a few pages (AXE_PAGES): only there is a page without its language
+    faulted, and a listed page missing from the site is reported rather than silently unchecked."""
+    (tmp_path / "index.html").write_text(INDEX.replace(' lang="en"', ""), encoding="utf-8")
+    (tmp_path / "00_first.html").write_text(OTHER.replace(' lang="en"', ""), encoding="utf-8")
+    problems = check.check_site(tmp_path, check_search=False,
+                                axe_pages={"en": {"00_first.html", "03_gone.html"}}).problems
+    assert sorted(problems) == [
+        "00_first.html: accessibility (html-has-lang): <html> element must have a lang attribute: html",
+        "03_gone.html: a page axe-core is to check (AXE_PAGES) is not in the site"], problems
+
+
 def test_a_figure_that_does_not_enlarge_is_caught(tmp_path):
     """Without the site's script, a click on a figure opens nothing."""
     page = CLEAN.replace('<script src="posenc.js"></script>', "")
@@ -308,7 +326,7 @@ def test_the_search_check_fails_without_a_search_page(report):
 
 
 # A search page as Sphinx's script leaves it once it has answered: the results, each with its summary.
-SEARCH_RESULTS = """<!doctype html><html><head><meta charset="utf-8"><title>search</title></head><body><main>
+SEARCH_RESULTS = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>search</title></head><body><main>
 <div id="search-results"><ul>
 <li><a href="api/rope.html">posenc_lib.rotary.rope</a><p class="context">the module</p></li>
 <li><a href="03_rope.html">03 · RoPE</a><p class="context">the notebook</p></li>

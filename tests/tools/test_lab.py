@@ -163,7 +163,6 @@ class Session:
     saved_py: str
     committed_ipynb: dict
     committed_py: str
-    seconds: float
     server_log: str
     bars_seen: int  # progress widgets drawn at once during Run All
     peeked: dict  # the solutions' fold state in the document after peeking (before the save)
@@ -302,7 +301,6 @@ def _listing(port: int) -> list[str]:
 def session() -> Iterator[Session]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing (make setup installs it)")
-    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="posenc-lab-") as tmp:
         folder = Path(tmp)
         notebooks = folder / "notebooks"
@@ -346,7 +344,6 @@ def session() -> Iterator[Session]:
             saved_py=(notebooks / f"{STEM}.py").read_text(encoding="utf-8"),
             committed_ipynb=json.loads((NOTEBOOKS / f"{STEM}.ipynb").read_text(encoding="utf-8")),
             committed_py=(NOTEBOOKS / f"{STEM}.py").read_text(encoding="utf-8"),
-            seconds=time.monotonic() - start,
             server_log=log_path.read_text(encoding="utf-8", errors="replace"),
             bars_seen=bars_seen,
             peeked=peeked,
@@ -513,16 +510,6 @@ def test_a_saved_notebook_reopens_with_its_widgets_drawn(session):
     assert [list(o["data"]) for o in bar if "data" in o] == [["text/plain"]]
     final = "".join(bar[-1]["data"]["text/plain"])
     assert final.startswith("scheme x seed: 100%|") and "21/21" in final, final
-
-
-@pytest.mark.jupyterlab
-def test_the_session_ends_in_minutes(session):
-    """About 75 s on the reference machine. `make check-lab` runs it outside `make test` (CI, `.ci/run`), so the
-    limit only catches a session that hangs or grew many times over: on 2026-12-04, a machine running two to
-    three times slower than usual, beside another browser check, the file took 247 s and the 180 s this
-    limit was when the session ran inside `make test` failed."""
-    print(f"JupyterLab session: {session.seconds:.0f} s")
-    assert session.seconds < 600, f"the JupyterLab session took {session.seconds:.0f} s"
 
 
 # --- the pre-save hook alone (tools/lab.py before_save) -----------------------------------------------------

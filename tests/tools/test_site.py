@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-import time
 from pathlib import Path
 
 import nbformat
@@ -441,12 +441,18 @@ def test_mathjax_is_served_from_the_site_with_its_menu_off(synthetic_site):
     assert '"enableMenu": false' in " ".join(s.get_text() for s in soup.find_all("script", src=False))
 
 
-def test_vendored_mathjax_is_3_2_2_with_its_fonts_and_license():
+def test_vendored_mathjax_is_the_recorded_files_unmodified():
+    """tools/vendor/mathjax holds exactly the files its SHA256SUMS lists (npm's mathjax@3.2.2, README.md there),
+    byte for byte: the fonts the script loads and the license among them."""
     mathjax = ROOT / "tools" / "vendor" / "mathjax"
-    assert 'e.VERSION="3.2.2"' in (mathjax / "tex-chtml-full.js").read_text(encoding="utf-8")
-    fonts = sorted(p.name for p in (mathjax / "output/chtml/fonts/woff-v2").glob("*.woff"))
-    assert "MathJax_Main-Regular.woff" in fonts and len(fonts) == 23
-    assert "Apache License" in (mathjax / "LICENSE").read_text(encoding="utf-8")
+    lines = (mathjax / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
+    recorded = {name: digest for digest, name in (line.split(maxsplit=1) for line in lines)}
+    present = {p.relative_to(mathjax).as_posix() for p in mathjax.rglob("*") if p.is_file()} - {"README.md", "SHA256SUMS"}
+    assert present == set(recorded), f"files not in SHA256SUMS: {present - set(recorded)}; missing: {set(recorded) - present}"
+    changed = [name for name, digest in recorded.items()
+               if hashlib.sha256((mathjax / name).read_bytes()).hexdigest() != digest]
+    assert not changed, f"vendored files differ from SHA256SUMS: {changed}"
+    assert {"LICENSE", "tex-chtml-full.js", "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"} <= set(recorded)
 
 
 def test_solution_folded_stub_shown(synthetic_site):
@@ -715,54 +721,24 @@ def test_one_language_alone_has_no_switch(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def real_site() -> tuple[Path, dict[str, float]]:
-    """The course's site, built from the committed notebooks as `make html` builds it (the English site
-    and the Chinese one in zh_CN/, from one staging), and the CPU seconds each language's render took.
-
-    CPU time of this process, not wall time: Sphinx renders in this one process, so on a quiet machine
-    the two agree, while under `make test` another test process shares the cores and stretches the
-    wall time (30.7 s measured once that way, against 19-26 s alone)."""
+def real_site() -> Path:
+    """The course's site, built from the committed notebooks as `make html` builds it: the English site, and the
+    Chinese one in zh_CN/, from one staging. (How long the render takes is measured by `make bench`, not here.)"""
     out = ROOT / "build" / "test-site"
     build_site.stage(ROOT / "build" / "test-site-src", catalog.NOTEBOOKS)
-    cpu: dict[str, float] = {}
-    render = build_site.render
-
-    def timed(*args, **kwargs) -> float:
-        start = time.process_time()
-        try:
-            return render(*args, **kwargs)
-        finally:
-            cpu[kwargs.get("language", args[3] if len(args) > 3 else "en")] = time.process_time() - start
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(build_site, "render", timed)
-        build_site.render_languages(ROOT / "build" / "test-site-src", out)
-    return out, cpu
+    build_site.render_languages(ROOT / "build" / "test-site-src", out)
+    return out
 
 
-def test_real_site_renders_within_its_cpu_budget(real_site):
-    """English in under 30 s of CPU time on the reference machine (about 20 s there, docs/site.md); the
-    Chinese site in under three times the English one's time (Sphinx parses every translation as Markdown
-    again, and jieba splits the text for the search index).
-
-    The machines the tests run on differ in speed by a factor of two and more (docs/performance.md: on
-    2026-12-04 the same notebook took 1.7 times its recorded time, and alone the renders took 42.0 s English
-    and 61.2 s Chinese of CPU time), so the English limit is doubled to 60 s, which still fails a render that
-    grew several times over, and the Chinese one is a ratio. The ratio moves with what the other worker does
-    while each render runs (a shared core stretches CPU time too): 1.46 alone, 2.00 (30.0 s and 60.0 s)
-    under `make unit` that evening. The limit, three times the English render, still fails a Chinese render
-    that grew several times over."""
-    site, seconds = real_site
-    assert seconds["en"] < 60, f"rendering the English site took {seconds['en']:.1f} s of CPU time"
-    assert seconds["zh_CN"] < 3 * seconds["en"], \
-        f"rendering the Chinese site took {seconds['zh_CN']:.1f} s of CPU time, the English {seconds['en']:.1f} s"
+def test_real_site_has_every_notebook_in_both_languages(real_site):
     stems = [e.stem for e in catalog.existing(catalog.load_catalog())]
-    assert all((site / f"{stem}.html").is_file() and (site / "zh_CN" / f"{stem}.html").is_file() for stem in stems)
-    assert not (site / "jupyter_execute").exists()  # MyST-NB's files of the Chinese render stay out of the site
+    assert all((real_site / f"{stem}.html").is_file() and (real_site / "zh_CN" / f"{stem}.html").is_file()
+               for stem in stems)
+    assert not (real_site / "jupyter_execute").exists()  # MyST-NB's files of the Chinese render stay out of the site
 
 
 def test_real_site_has_a_library_reference_with_sources(real_site):
-    site, _ = real_site
+    site = real_site
     modules = build_site.library_modules()
     assert "posenc_lib.rotary.rope" in modules and "posenc_lib.attention" in modules
     index = page(site, "api/index.html")
@@ -779,7 +755,7 @@ def test_real_site_has_a_library_reference_with_sources(real_site):
 
 
 def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_site):
-    site, _ = real_site
+    site = real_site
     rope = page(site, "03_rope.html")
     links = {a.get_text(): a["href"] for a in rope.select("article a.posenc-api")}
     assert links["apply_rope"] == "api/posenc_lib.rotary.rope.html#posenc_lib.rotary.rope.apply_rope"
@@ -798,7 +774,7 @@ def test_notebook_mentions_of_the_library_link_to_the_reference_and_back(real_si
 
 
 def test_glossary_has_contents_definitions_as_tooltips_and_links_back(real_site):
-    site, _ = real_site
+    site = real_site
     glossary = page(site, "glossary.html")
     terms = glue.load_glossary()
     contents = next(p for p in glossary.select("article p") if p.get_text().startswith("Terms:"))
@@ -814,7 +790,7 @@ def test_glossary_has_contents_definitions_as_tooltips_and_links_back(real_site)
 
 
 def test_the_chinese_site_has_the_reference_glossary_links_and_its_own_words(real_site):
-    site, _ = real_site
+    site = real_site
     zh = site / "zh_CN"
     rope = page(zh, "03_rope.html")
     assert rope.select_one("p.posenc-page-facts").get_text().startswith("下载：")
@@ -833,7 +809,7 @@ def test_the_chinese_site_has_the_reference_glossary_links_and_its_own_words(rea
 def test_search_gets_the_page_texts_from_one_script_on_the_search_page(real_site):
     import json
 
-    site, _ = real_site
+    site = real_site
     script = (site / "_static" / glue.SEARCH_TEXT).read_text(encoding="utf-8")
     data = json.loads(script.removeprefix("window.POSENC_SEARCH = ").rstrip().removesuffix(";"))
     assert {"03_rope", "glossary", "index"} <= data.keys() and "00_demo" not in data  # not the synthetic site's
@@ -854,7 +830,7 @@ def test_explorer_pages_load_the_library_values_and_the_script_that_draws_them(r
 
     from posenc_course.explorers import EXPLORERS, export_explorer
 
-    site, _ = real_site
+    site = real_site
     for stem, name in EXPLORER_PAGES.items():
         soup = page(site, f"{stem}.html")
         [container] = soup.select("div.posenc-explorer")
@@ -883,10 +859,11 @@ ZH_TEST_PAGES = ["index.html", "03_rope.html", "glossary.html", "search.html"]
 
 
 def test_real_site_passes_the_browser_check(real_site):
-    site, _ = real_site
+    site = real_site
     assert check_site.CHROMIUM.exists(), "Chromium is missing: `make setup` installs Debian's chromium package"
+    # axe-core's accessibility rules are left to `make check-site` (CI runs it): 25-30 s here for pages it checks there
     report = check_site.check_site(site, ROOT / "build" / "site-check", zh_pages=ZH_TEST_PAGES,
-                                   en_pages=EN_TEST_PAGES)
+                                   en_pages=EN_TEST_PAGES, axe_pages={"en": set(), "zh": set()})
     assert report.problems == [], "\n".join(report.problems)
     assert {name: facts["explorers"] for name, facts in report.pages.items() if facts.get("explorers")} == {
         "03_rope.html": 1, "zh_CN/03_rope.html": 1}  # its explorer exercised in both languages
@@ -932,7 +909,7 @@ def test_tidy_table_drops_a_default_row_index_and_leaves_other_html_alone():
 def test_the_front_page_says_how_to_get_the_code(real_site, tmp_path):
     import zipfile
 
-    site, _ = real_site
+    site = real_site
     link = page(site, "index.html").find("a", string="download the sources")
     assert link is not None and link["href"] == f"downloads/{build_site.ARCHIVE}"
     names = zipfile.ZipFile(site / link["href"]).namelist()

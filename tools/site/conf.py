@@ -25,8 +25,8 @@ extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx.ext.autodoc", "sphinx.ext
               "sphinx_copybutton", "tools.site.posenc_site"]
 
 # --- reading aids: a copy button on code (inputs and shell blocks, not outputs). Names of posenc_lib in
-#     code cells link to the library reference (posenc_site.link_code_names; sphinx-codeautolink does
-#     the same and more, but multiplied the render's CPU time by four here, docs/site.md) ---
+#     code cells link to the library reference (posenc_site.link_code_names; sphinx-codeautolink 0.19.0 cost
+#     40% more render CPU time, linked fewer names and warned on notebook cells: docs/site.md's tooling table) ---
 copybutton_selector = ("div.cell_input div.highlight pre, div.highlight-bash div.highlight pre, "
                        "div.highlight-python div.highlight pre, div.highlight-default div.highlight pre")
 copybutton_exclude = ".linenos, .gp, .go"

@@ -119,6 +119,7 @@ UI: dict[str, dict[str, str]] = {
         "introduction": "引言",
         "in_reference": "库参考中的 {name}",
         "in_repository": "{name}（仓库中的文件）",
+        "on_site": "{name}：本站的一页",
         "term_tooltip": "{zh} / {en}：{definition}",
         "switch": "English",
         "switch_title": "This page in English",

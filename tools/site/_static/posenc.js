@@ -169,7 +169,8 @@ document.addEventListener("DOMContentLoaded", () => {
 });
 
 // Inline formulas: not scroll boxes (posenc.css), except one wider than the line it stands in (a long
-// formula on a phone), which gets the class posenc-wide-math and scrolls in its own box. Marked once
+// formula on a phone), which gets the class posenc-wide-math and scrolls in its own box, reachable from
+// the keyboard (tabindex 0: arrow keys scroll it; axe-core's scrollable-region-focusable). Marked once
 // MathJax has typeset the page, and again when the window's width changes.
 window.addEventListener("load", () => {
   const block = (el) => { for (let a = el.parentElement; a; a = a.parentElement) {
@@ -177,10 +178,14 @@ window.addEventListener("load", () => {
   const mark = () => {
     for (const math of document.querySelectorAll("span.math")) {
       math.classList.remove("posenc-wide-math");
+      math.removeAttribute("tabindex");
       const parent = block(math);
       const room = parent.clientWidth - parseFloat(getComputedStyle(parent).paddingLeft) -
         parseFloat(getComputedStyle(parent).paddingRight);
-      if (math.getBoundingClientRect().width > room + 1) math.classList.add("posenc-wide-math");
+      if (math.getBoundingClientRect().width > room + 1) {
+        math.classList.add("posenc-wide-math");
+        math.setAttribute("tabindex", "0");
+      }
     }
   };
   const ready = window.MathJax && MathJax.startup && MathJax.startup.promise;
