@@ -2,7 +2,9 @@
 
 Timing: every case is a ``torch.utils.benchmark.Timer`` with a fixed thread count. Cases are
 measured in interleaved rounds (round 1: case A, B, C; round 2: B, C, A; ...), so a burst of load
-from another process hits all cases alike, and each case reports the median over rounds.
+from another process hits all cases alike, and each case reports the median over rounds. A round
+during which other processes took CPU (:func:`other_cores`: the machine's busy CPU time, from
+``/proc/stat``, less this process's own) is thrown away and measured again, after a pause.
 
 Peak memory: ``torch.profiler`` with ``profile_memory=True`` records every allocation and free
 that goes through PyTorch's CPU allocator (every tensor, including scratch tensors inside
@@ -19,6 +21,7 @@ import os
 import platform
 import statistics
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -33,6 +36,8 @@ from torch.utils.benchmark import Timer  # noqa: E402
 __all__ = [
     "Timing",
     "interleaved_times",
+    "cpu_snapshot",
+    "other_cores",
     "allocation_profile",
     "load_average",
     "machine_info",
@@ -44,10 +49,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call of one case: the median over rounds, and every round's value."""
+    """Seconds per call of one case: the median over rounds, and every round's value.
+
+    ``discarded``: rounds measured and thrown away because other processes took CPU meanwhile;
+    ``other_cores``: the largest CPU use of other processes (in cores) during a round that was kept.
+    """
 
     median: float
     samples: tuple[float, ...]
+    discarded: int = 0
+    other_cores: float | None = None
 
     @property
     def spread(self) -> float:
@@ -58,12 +69,44 @@ class Timing:
         return (q3 - q1) / self.median
 
 
+def _busy_seconds() -> float | None:
+    """CPU-seconds all cores of the machine have been busy since boot (Linux ``/proc/stat``: user, nice, system,
+    irq, softirq, steal), or None where the system does not say."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_snapshot() -> tuple[float | None, float, float]:
+    """(the machine's busy CPU-seconds or None, this process's CPU-seconds, a wall clock): where :func:`other_cores` starts."""
+    times = os.times()
+    return _busy_seconds(), times.user + times.system, time.perf_counter()
+
+
+def other_cores(since: tuple[float | None, float, float]) -> float | None:
+    """Cores' worth of CPU that other processes used since the :func:`cpu_snapshot` ``since``: the machine's busy
+    time less this process's, over the wall time; None where the system does not report busy time."""
+    busy, own, wall = since
+    now = _busy_seconds()
+    if busy is None or now is None:
+        return None
+    times = os.times()
+    return max(0.0, (now - busy) - (times.user + times.system - own)) / max(time.perf_counter() - wall, 1e-9)
+
+
 def interleaved_times(
     cases: Mapping[str, Callable[[], object]],
     rounds: int,
     threads: int,
     min_block_s: float = 0.02,
     reset: Mapping[str, Callable[[], object]] | None = None,
+    max_other_cores: float | None = None,
+    max_tries: int = 30,
+    pause_s: float = 2.0,
 ) -> dict[str, Timing]:
     """Time every case in ``rounds`` interleaved rounds; return the median seconds per call of each.
 
@@ -72,6 +115,10 @@ def interleaved_times(
     passed; the round's value is the median block. Round ``r`` starts at case ``r mod n``, so no
     case always follows the same neighbour. ``reset[name]``, if given, runs (untimed) before each of
     that case's rounds, e.g. to restore tensors that the case modifies in place.
+
+    ``max_other_cores``: a round during which other processes used more CPU than this many cores
+    (:func:`other_cores`) is discarded and measured again after ``pause_s`` seconds, up to ``max_tries``
+    times per round (then the last try is kept; its load shows in ``Timing.other_cores``).
     """
     if not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
@@ -85,13 +132,26 @@ def interleaved_times(
     timers = {name: Timer("fn()", globals={"fn": fn}, num_threads=threads) for name, fn in cases.items()}
     names = list(timers)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    discarded, worst = 0, None
     for r in range(rounds):
         start = r % len(names)
-        for name in names[start:] + names[:start]:
-            if name in reset:
-                reset[name]()
-            samples[name].append(timers[name].blocked_autorange(min_run_time=min_block_s).median)
-    return {name: Timing(statistics.median(s), tuple(s)) for name, s in samples.items()}
+        for attempt in range(max_tries):
+            since = cpu_snapshot()
+            measured = {}
+            for name in names[start:] + names[:start]:
+                if name in reset:
+                    reset[name]()
+                measured[name] = timers[name].blocked_autorange(min_run_time=min_block_s).median
+            load = other_cores(since)
+            if max_other_cores is None or load is None or load <= max_other_cores or attempt == max_tries - 1:
+                break
+            discarded += 1
+            time.sleep(pause_s)
+        for name, value in measured.items():
+            samples[name].append(value)
+        if load is not None:
+            worst = load if worst is None else max(worst, load)
+    return {name: Timing(statistics.median(s), tuple(s), discarded, worst) for name, s in samples.items()}
 
 
 def allocation_profile(fn: Callable[[], object]) -> tuple[int, int]:

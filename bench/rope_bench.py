@@ -8,6 +8,9 @@ positions 0..seq-1 into new tensors:
 * ``Meta complex`` (peer, interleaved layout): Meta's Llama reference, pairs as complex numbers in
   float32 times ``freqs_cis`` (``torch.polar``), then ``type_as(q)`` (``apply_rotary_emb``).
 * ``library half`` / ``library interleaved``: :func:`posenc_lib.rotary.rope.apply_rope_qk`.
+* ``..., hand-written backward`` (fwd+bwd only, not a library row): the library's formula with 0.2's
+  custom backward (an ``autograd.Function`` whose backward is the same rotation by -angle) instead of
+  autograd's: the measurement behind dropping it.
 
 Each row eager and ``compiled``: the same function under ``torch.compile(dynamic=False)``,
 compiled (forward, and backward for fwd+bwd) during the correctness check, before any timing.
@@ -28,7 +31,7 @@ import torch
 from torch import Tensor
 
 from bench.common import Timing, format_seconds, interleaved_times
-from posenc_lib.rotary.rope import apply_rope_qk, rope_cos_sin, rope_inv_freq
+from posenc_lib.rotary.rope import _multipliers, _rotate, apply_rope_qk, rope_cos_sin, rope_inv_freq
 
 SHAPES: tuple[tuple[int, int, int, int], ...] = ((8, 8, 256, 64), (1, 32, 2048, 128))
 DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16)
@@ -66,6 +69,30 @@ def library(layout: str) -> Callable[..., tuple[Tensor, Tensor]]:
         return apply_rope_qk(q, k, cos, sin, layout)
 
     rotate.__name__ = f"library_{layout}"
+    return rotate
+
+
+class _HandWrittenBackward(torch.autograd.Function):
+    """0.2's design: the library's rotation with its backward written by hand, the same rotation by -angle."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(cos, sin)
+        ctx.layout = layout
+        return _rotate(x, _multipliers(cos, sin, layout, x.dtype), layout)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None, None]:  # type: ignore[override]
+        cos, sin = ctx.saved_tensors
+        return _rotate(grad, _multipliers(cos, -sin, ctx.layout, grad.dtype), ctx.layout), None, None, None
+
+
+def hand_written_backward(layout: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The library's formula with the hand-written backward (the alternative to autograd's)."""
+    def rotate(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+        return _HandWrittenBackward.apply(q, cos, sin, layout), _HandWrittenBackward.apply(k, cos, sin, layout)
+
+    rotate.__name__ = f"hand_written_{layout}"
     return rotate
 
 
@@ -108,23 +135,36 @@ class Method:
     peer: bool
     family: str  # which tables it takes
     fn: Callable[..., tuple[Tensor, Tensor]]
+    alternative: bool = False  # a design the library did not take, timed in fwd+bwd only; never a library row
+
+    @property
+    def library(self) -> bool:
+        return not self.peer and not self.alternative
 
 
 def _methods() -> list[Method]:
     plain = [Method("HF rotate_half", "half", True, "hf", hf_rotate_half),
              Method("Meta complex", "interleaved", True, "meta", meta_complex),
              Method("library half", "half", False, "library", library("half")),
-             Method("library interleaved", "interleaved", False, "library", library("interleaved"))]
+             Method("library interleaved", "interleaved", False, "library", library("interleaved")),
+             Method("library half, hand-written backward", "half", False, "library", hand_written_backward("half"), True),
+             Method("library interleaved, hand-written backward", "interleaved", False, "library",
+                    hand_written_backward("interleaved"), True)]
     rows = []
     for m in plain:
         compiled = torch.compile(m.fn, dynamic=False, fullgraph=True, recompile_limit=64, isolate_recompiles=True)
-        rows += [m, Method(f"{m.name}, compiled", m.layout, m.peer, m.family, compiled)]
+        rows += [m, Method(f"{m.name}, compiled", m.layout, m.peer, m.family, compiled, m.alternative)]
     return rows
 
 
 METHODS: list[Method] = _methods()
 METHOD_NAMES: list[str] = [m.name for m in METHODS]
 PEERS: dict[str, list[str]] = {layout: [m.name for m in METHODS if m.peer and m.layout == layout] for layout in LAYOUTS}
+
+
+def methods(mode: str) -> list[Method]:
+    """The rows timed in ``mode``: every row in fwd+bwd; the alternatives' forward is the library's, so not in fwd."""
+    return [m for m in METHODS if mode != "fwd" or not m.alternative]
 
 
 def _call(m: Method, x: RopeInputs, mode: str, q: Tensor, k: Tensor) -> Callable[[], object]:
@@ -150,7 +190,7 @@ def cases(x: RopeInputs, mode: str) -> dict[str, Callable[[], object]]:
         q, k = x.q, x.k
     else:
         q, k = x.q.clone().requires_grad_(), x.k.clone().requires_grad_()
-    return {m.name: _call(m, x, mode, q, k) for m in METHODS}
+    return {m.name: _call(m, x, mode, q, k) for m in methods(mode)}
 
 
 # ----------------------------------------------------------------------------- correctness before timing
@@ -200,15 +240,17 @@ class RopeResult:
 
 
 def run_rope_bench(shapes: Sequence[Sequence[int]] = SHAPES, rounds: int = 7, threads: int = 2,
-                   min_block_s: float = 0.02) -> list[RopeResult]:
-    """Check, then time every row of every (shape, dtype, mode) cell in interleaved rounds."""
+                   min_block_s: float = 0.02, max_other_cores: float | None = None) -> list[RopeResult]:
+    """Check, then time every row of every (shape, dtype, mode) cell in interleaved rounds (a round during which
+    other processes took more than ``max_other_cores`` cores is measured again)."""
     results = []
     for shape in shapes:
         for dtype in DTYPES:
             x = make_inputs(shape, dtype)
             check_methods(x)
             for mode in MODES:
-                times = interleaved_times(cases(x, mode), rounds=rounds, threads=threads, min_block_s=min_block_s)
+                times = interleaved_times(cases(x, mode), rounds=rounds, threads=threads, min_block_s=min_block_s,
+                                          max_other_cores=max_other_cores)
                 results += [RopeResult(tuple(shape), dtype, mode, name, t) for name, t in times.items()]
     return results
 
@@ -230,9 +272,8 @@ class Ratio:
         return cls(median, low, high)
 
     def __str__(self) -> str:
-        """1.05× (0.98–1.12): the median and, over several rounds, the middle half of the rounds."""
-        spread = f" ({self.low:.2f}–{self.high:.2f})" if self.high > self.low else ""
-        return f"{self.median:.2f}×{spread}"
+        """1.05× (0.98–1.12): the median and the middle half of the rounds (first to third quartile)."""
+        return f"{self.median:.2f}× ({self.low:.2f}–{self.high:.2f})"
 
 
 def _cells(results: Sequence[RopeResult]) -> dict[tuple, dict[str, Timing]]:
@@ -271,7 +312,7 @@ def evaluate_targets(results: Sequence[RopeResult]) -> list[Target]:
     for cell, times in _cells(results).items():
         for layout in LAYOUTS:
             peer = fastest_peer(times, layout)
-            ours = min((m.name for m in METHODS if not m.peer and m.layout == layout), key=lambda n: times[n].median)
+            ours = min((m.name for m in METHODS if m.library and m.layout == layout), key=lambda n: times[n].median)
             targets.append(Target(cell, layout, ours, peer, Ratio.of(times[ours], times[peer])))
     return targets
 
@@ -279,7 +320,10 @@ def evaluate_targets(results: Sequence[RopeResult]) -> list[Target]:
 RATIO_NOTE = (
     "Each ratio is the row's time over the fastest peer of its layout in the same cell (half: `HF rotate_half` "
     "eager or compiled; interleaved: `Meta complex` eager or compiled; the peer is marked *), taken round by "
-    "round: the median over rounds and, in brackets, the middle half of the rounds (first to third quartile)."
+    "round: the median over rounds and, in brackets, the middle half of the rounds (first to third quartile). "
+    "The `hand-written backward` rows (fwd+bwd only) are the library's formula with 0.2's custom backward (the "
+    "rotation by -angle, an `autograd.Function`) instead of autograd's: not library rows, the measurement behind "
+    "dropping it."
 )
 
 
@@ -303,9 +347,14 @@ def rope_tables_markdown(results: Sequence[RopeResult]) -> str:
                 star = "*" if m.name == peer else ""
                 row += [format_seconds(times[m.name].median), f"{Ratio.of(times[m.name], times[peer])}{star}"]
             rows.append(f"| {m.name} | " + " | ".join(row) + " |")
+        timings = [(cell, next(iter(times.values()))) for cell, times in cells.items() if cell[0] == shape]
         spread = max(t.spread for (s, _, _), times in cells.items() if s == shape for t in times.values())
+        discarded = sum(t.discarded for _, t in timings)
+        loads = [t.other_cores for _, t in timings if t.other_cores is not None]
+        load = f"; other processes' CPU during a kept round: at most {max(loads):.2f} cores" if loads else ""
         parts.append(f"### (batch, heads, seq, head_dim) = {shape}\n\n" + "\n".join(rows)
-                     + f"\n\nLargest spread in this table (interquartile range over rounds / median): {spread:.0%}.")
+                     + f"\n\nLargest spread in this table (interquartile range over rounds / median): {spread:.0%}. "
+                     + f"Rounds discarded because other processes took CPU: {discarded}{load}.")
     return "\n\n".join(parts)
 
 

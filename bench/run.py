@@ -58,6 +58,9 @@ ROPE_METHOD = """\
   than the round before); the median over rounds is reported. Ratios compare rows timed in the
   same rounds, round by round: a ratio is the median of the per-round ratios, and the brackets give
   their first and third quartiles. The load average at the start and at the end is in the machine list.
+- A round during which other processes used more than {quiet} cores of CPU (the machine's busy time in
+  `/proc/stat` less this process's own) is discarded and measured again after a 2 s pause; each table
+  says how many rounds were discarded and the most CPU other processes took during a kept round.
 - Every row rotates q and k of the cell's shape into new tensors, positions 0..seq-1, tables built once
   outside the timing (angles in float32, cast to the row's dtype where the formula takes them so).
 - Peers, written from the published formulas: `HF rotate_half` (half layout), Hugging Face's
@@ -70,7 +73,7 @@ ROPE_METHOD = """\
   row followed by `torch.autograd.backward((q_out, k_out), (dq, dk))` with fixed output gradients, then
   `q.grad = k.grad = None`.
 - Before timing, every row's outputs and gradients are checked against a float64 rotation of the same inputs.
-- Target (issue #35, item 6): in every cell, the fastest library row of each layout (eager or compiled)
+- Target (issues #35 and #52): in every cell, the fastest library row of each layout (eager or compiled)
   within 1.05× the fastest peer of that layout.
 """
 
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per RoPE cell (default 7)")
     parser.add_argument("--scheme-rounds", type=int, default=3, help="interleaved rounds per scheme length (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for every Timer (default 2)")
+    parser.add_argument("--max-other-cores", type=float, default=0.2,
+                        help="discard and repeat a round during which other processes used more CPU than this many "
+                             "cores (default 0.2; a negative value keeps every round)")
     parser.add_argument("--quick", action="store_true", help="tiny shapes and lengths: a smoke test in seconds")
     parser.add_argument("--only", choices=("rope", "schemes", "series"), help="run one of the three parts")
     parser.add_argument("--out", type=Path, help="directory for the results (default bench/results; with --quick a new temporary directory)")
@@ -109,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     torch.set_num_threads(args.threads)
+    quiet = None if args.max_other_cores < 0 or args.quick else args.max_other_cores
     separate_inductor_cache()  # before anything compiles: one inductor cache per forced ATEN_CPU_CAPABILITY level
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -117,14 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "rope"):
         t0, load = time.perf_counter(), load_average()
         results = run_rope_bench(QUICK_SHAPES if args.quick else SHAPES, rounds=args.rounds, threads=args.threads,
-                                 min_block_s=block)
+                                 min_block_s=block, max_other_cores=quiet)
         tables = rope_tables_markdown(results)
         met = evaluate_targets(results)
         targets = targets_markdown(met)
         text = (
             _header("RoPE speed: the library beside Meta's and Hugging Face's formulas, eager and compiled", args, time.perf_counter() - t0, load)
             + f"\n## Results\n\n{tables}\n\n## Targets\n\n{targets}\n\n"
-            + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds, block=block)
+            + ROPE_METHOD.format(threads=args.threads, rounds=args.rounds, block=block, quiet=quiet)
         )
         _write(args.out / "rope.md", text)
         print(f"\n{tables}\n\n{targets}\n")
@@ -134,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         d_model, n_heads = (32, 4) if args.quick else (128, 4)
         results, missing = run_schemes_bench(
             QUICK_LENGTHS if args.quick else LENGTHS, d_model, n_heads, rounds=args.scheme_rounds, threads=args.threads,
-            min_block_s=block,
+            min_block_s=block, max_other_cores=quiet,
         )
         tables = schemes_markdown(results, d_model, n_heads)
         notes = "\n".join(f"- {m}" for m in missing) or "- none: every scheme of the library was measured"

@@ -169,6 +169,7 @@ def run_schemes_bench(
     threads: int = 2,
     min_block_s: float = 0.02,
     log: Callable[[str], None] = print,
+    max_other_cores: float | None = None,
 ) -> tuple[list[SchemeResult], list[str]]:
     """Measure every available scheme at every length and setting; also return the notes on missing ones."""
     found, missing = discover_schemes()
@@ -180,7 +181,7 @@ def run_schemes_bench(
                 if setting in spec.settings:
                     forward, kinds[spec.name], resident = prepare(spec, length, setting, d_model, n_heads)
                     calls[spec.name], memory[spec.name] = forward, (resident, allocation_profile(forward)[0])
-            times = interleaved_times(calls, rounds, threads, min_block_s)
+            times = interleaved_times(calls, rounds, threads, min_block_s, max_other_cores=max_other_cores)
             for name, t in times.items():
                 results.append(SchemeResult(name, kinds[name], setting, length, t, *memory[name]))
             log(f"schemes {setting} L={length}: " + ", ".join(

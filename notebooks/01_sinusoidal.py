@@ -557,7 +557,7 @@ plt.show()
 # theirs needs their table, not ours permuted.
 
 # %% tags=["nbval-check-output"]
-concat = sinusoidal_table(max_len, d_model, layout="concat",
+concat = sinusoidal_table(max_len, d_model, layout="half",
                           dtype=torch.float64)
 perm = sinusoidal_layout_permutation(d_model)
 print("perm[:6] =", perm[:6].tolist(),
@@ -568,13 +568,13 @@ assert torch.equal(pe, concat[:, torch.argsort(perm)])      # and back
 # same dot products: section 5 holds for both
 torch.testing.assert_close(concat @ concat.T, pe @ pe.T)
 # the same shift map, permuted
-m5_concat = shift_matrix(5, d_model, layout="concat")
+m5_concat = shift_matrix(5, d_model, layout="half")
 torch.testing.assert_close(m5_concat, m5[perm][:, perm])
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7.5, 3.3))
 heatmap(ax1, pe.numpy(), title='layout="interleaved"',
         xlabel="dimension j", ylabel="position p", center=True)
-heatmap(ax2, concat.numpy(), title='layout="concat" = interleaved[:, perm]',
+heatmap(ax2, concat.numpy(), title='layout="half" = interleaved[:, perm]',
         xlabel="dimension j",
         ylabel="position p", center=True)
 plt.show()

@@ -74,12 +74,11 @@ from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rotary.rope import (
     RotaryPE,
     apply_rope,
-    apply_rope_complex,
     convert_rope_checkpoint,
     rope_cos_sin,
     rope_inv_freq,
     rope_layout_permutation,
-    rotate_half_reference,
+    rotate_half,
 )
 
 gen = setup_notebook(0)  # threads, figure style, seeds, print options
@@ -359,7 +358,7 @@ def rope_complex_inline(x: torch.Tensor, positions: torch.Tensor,
 
 
 assert_close(rope_complex_inline(qs, positions), rope_inline(qs, positions))
-by_complex = apply_rope_complex(x, positions[None], inv_freq)
+by_complex = rope_complex_inline(x, positions)
 assert_close(by_complex, apply_rope(x, cos, sin, layout="interleaved"))
 
 # the score formula above, for query position m and key position n
@@ -447,8 +446,10 @@ evens_then_odds = torch.cat([torch.arange(0, head_dim, 2),
 assert torch.equal(perm, evens_then_odds)
 half = apply_rope(x[..., perm], cos, sin, layout="half")
 assert_close(half, apply_rope(x, cos, sin, layout="interleaved")[..., perm])
-# the textbook Hugging Face formula
-assert_close(half, rotate_half_reference(x[..., perm], cos, sin))
+# the textbook Hugging Face formula, x * [cos|cos] + rotate_half(x) * [sin|sin]
+x_half = x[..., perm]
+cos_full, sin_full = (torch.cat((t, t), dim=-1)[:, None] for t in (cos, sin))
+assert_close(half, x_half * cos_full + rotate_half(x_half) * sin_full)
 print("half(x[perm]) == interleaved(x)[perm]; library == Hugging Face"
       " rotate_half formula")
 

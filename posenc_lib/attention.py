@@ -8,10 +8,18 @@ except for T5, 1.0); merge the heads and project back.
 :meth:`MultiHeadAttention._attend` holds the one speed decision: how to hand the causal mask
 and the bias to PyTorch's fused ``scaled_dot_product_attention``.
 
+Grouped-query attention (GQA, Ainslie et al. 2023; Llama 2 70B and 3, Mistral, Gemma, Qwen,
+SmolLM3): ``n_kv_heads`` key/value heads, each shared by ``n_heads / n_kv_heads`` query heads
+(query head h reads key/value head ``h // (n_heads / n_kv_heads)``, as Hugging Face's ``repeat_kv``).
+The projection, the rotation and the KV cache then hold ``n_kv_heads`` heads of keys and values: the
+cache is ``n_heads / n_kv_heads`` times smaller. ``n_kv_heads = n_heads`` is multi-head attention,
+``n_kv_heads = 1`` multi-query attention (Shazeer 2019).
+
 Shapes:
     x          (batch, seq, d_model)
     positions  (batch, seq) integer positions of the tokens (0-based)
-    q, k, v    (batch, heads, seq, head_dim)
+    q          (batch, heads, seq, head_dim)
+    k, v       (batch, kv_heads, seq, head_dim)
     bias       broadcastable to (batch, heads, q_len, k_len)
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -71,8 +80,10 @@ def allowed_keys(
 class KVCache:
     """Keys, values and key positions of the tokens seen so far, for one attention layer.
 
-    k, v: (batch, heads, cached_len, head_dim); positions: (batch, cached_len).
-    Keys are stored *after* ``rotate_qk``, so a decode step only rotates the new token.
+    k, v: (batch, kv_heads, cached_len, head_dim); positions: (batch, cached_len).
+    Keys are stored *after* ``rotate_qk``, so a decode step only rotates the new token. Under
+    grouped-query attention the cache holds the layer's ``n_kv_heads`` key/value heads, not one per
+    query head: ``n_heads / n_kv_heads`` times fewer bytes (:meth:`nbytes`).
     """
 
     k: Tensor | None = None
@@ -82,8 +93,22 @@ class KVCache:
     def __len__(self) -> int:
         return 0 if self.k is None else self.k.shape[-2]
 
+    @property
+    def n_kv_heads(self) -> int | None:
+        """The number of key/value heads held (None while empty)."""
+        return None if self.k is None else self.k.shape[1]
+
+    def nbytes(self) -> int:
+        """Bytes held by the cached keys and values."""
+        return 0 if self.k is None else self.k.nbytes + self.v.nbytes
+
     def extend(self, k: Tensor, v: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Append the new keys/values/positions and return the full ones."""
+        """Append the new keys/values (batch, kv_heads, new, head_dim) and positions (batch|1, new); return the full ones."""
+        if k.shape != v.shape:
+            raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+        if self.k is not None and (k.shape[1], k.shape[3]) != (self.k.shape[1], self.k.shape[3]):
+            raise ValueError(f"k must have the cached {self.k.shape[1]} key/value heads of head_dim {self.k.shape[3]}, "
+                             f"got shape {tuple(k.shape)}")
         if self.k is None:
             self.k, self.v, self.positions = k, v, positions
         else:
@@ -122,11 +147,11 @@ def fold_key_bias(q: Tensor, k: Tensor, v: Tensor, key_bias: Tensor, scale: floa
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head self-attention with a pluggable position scheme.
+    """Multi-head self-attention with a pluggable position scheme, and grouped-query attention.
 
     Args:
         d_model: model width; must be divisible by ``n_heads``.
-        n_heads: number of heads.
+        n_heads: number of (query) heads.
         scheme: the :class:`PositionScheme` whose ``rotate_qk``, ``score_bias`` and ``qk_bias``
             hooks this layer calls (its ``add_to_embeddings`` is the model's job).
             ``None`` means :class:`NoPosition`.
@@ -135,6 +160,10 @@ class MultiHeadAttention(nn.Module):
             with i and j indices in the sequence (the cache counts as earlier); under a causal
             mask that is the last ``window`` keys, i - window < j <= i, as the local layers of
             Mistral, Gemma 2/3 and Cohere2 (``sliding_window`` in Hugging Face). ``None``: global.
+        n_kv_heads: key/value heads (grouped-query attention), dividing ``n_heads``; ``None``: ``n_heads``.
+            The fused projection ``qkv`` then has ``d_model + 2 * n_kv_heads * head_dim`` outputs:
+            the query rows, then the key rows, then the value rows (Hugging Face's ``q_proj``,
+            ``k_proj``, ``v_proj`` stacked).
 
     Call with x: (batch, seq, d_model) and get (batch, seq, d_model).
 
@@ -152,7 +181,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(
         self, d_model: int, n_heads: int, scheme: PositionScheme | None = None, bias: bool = True,
-        window: int | None = None,
+        window: int | None = None, n_kv_heads: int | None = None,
     ):
         super().__init__()
         if n_heads <= 0 or d_model <= 0 or d_model % n_heads != 0:
@@ -161,9 +190,14 @@ class MultiHeadAttention(nn.Module):
             )
         if window is not None:
             check_int("window", window)
+        n_kv_heads = n_heads if n_kv_heads is None else check_int("n_kv_heads", n_kv_heads)
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads must divide n_heads={n_heads} (each key/value head serves a group of query "
+                             f"heads), got {n_kv_heads}")
         self.d_model, self.n_heads, self.head_dim, self.window = d_model, n_heads, d_model // n_heads, window
+        self.n_kv_heads = n_kv_heads
         self.scheme = scheme if scheme is not None else NoPosition()
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.qkv = nn.Linear(d_model, d_model + 2 * n_kv_heads * self.head_dim, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         gain = (1.0 / math.sqrt(self.head_dim)) / self.scheme.score_scale(self.head_dim)
         if gain != 1.0:  # fold the scale the scheme leaves out into the query init (T5)
@@ -179,6 +213,7 @@ class MultiHeadAttention(nn.Module):
         causal: bool = False,
         cache: KVCache | None = None,
         return_weights: bool = False,
+        tables: Any = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Attend.
 
@@ -191,16 +226,20 @@ class MultiHeadAttention(nn.Module):
                 (the cache, if any, counts as earlier).
             cache: a :class:`KVCache` to read earlier keys/values from and append to.
             return_weights: also return the attention weights (batch, heads, q_len, k_len).
+            tables: the scheme's ``rotation_tables(positions, x.dtype)``, when the model computed them once for
+                all its layers (RoPE's cos and sin); None: computed here.
         """
         past = 0 if cache is None else len(cache)
         positions = self._check_inputs(x, positions, attn_mask, causal, past)
 
-        q, k, v = self.heads(x, positions)  # project, split heads, rotate q and k (values never)
+        q, k, v = self.heads(x, positions, tables)  # project, split heads, rotate q and k (values never)
         k_positions = positions
         if cache is not None:
             k, v, k_positions = cache.extend(k, v, positions)  # keys are cached rotated
         bias = self.scheme.score_bias(positions, k_positions)
-        qk_bias = self.scheme.qk_bias(q, k, positions, k_positions)  # a bias that reads q and k (Transformer-XL)
+        qk_bias = None
+        if type(self.scheme).qk_bias is not PositionScheme.qk_bias:  # a bias that reads q and k (Transformer-XL)
+            qk_bias = self.scheme.qk_bias(q, self._repeat_kv(k), positions, k_positions)
         if qk_bias is not None:
             bias = qk_bias if bias is None else bias + qk_bias
         if return_weights:
@@ -209,13 +248,18 @@ class MultiHeadAttention(nn.Module):
         y = self._attend(q, k, v, bias, attn_mask, causal, past, x)
         return self.out(self._merge_heads(y))
 
-    def heads(self, x: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def heads(self, x: Tensor, positions: Tensor, tables: Any = None) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v of x as the scores see them: projected, split into heads, q and k turned by ``scheme.rotate_qk``.
 
-        x: (batch, seq, d_model); positions: (batch, seq). Returns three (batch, heads, seq, head_dim) tensors.
+        x: (batch, seq, d_model); positions: (batch, seq); tables: the scheme's ``rotation_tables`` for them (None:
+        computed here). Returns q (batch, heads, seq, head_dim) and k, v (batch, kv_heads, seq, head_dim).
         """
-        q, k, v = (self._split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
-        q, k = self.scheme.rotate_qk(q, k, positions)
+        kv_width = self.n_kv_heads * self.head_dim
+        q, k, v = self.qkv(x).split([self.d_model, kv_width, kv_width], dim=-1)
+        q, k, v = self._split_heads(q, self.n_heads), self._split_heads(k, self.n_kv_heads), self._split_heads(v, self.n_kv_heads)
+        if tables is None:
+            tables = self.scheme.rotation_tables(positions, q.dtype)
+        q, k = self.scheme.rotate_qk(q, k, positions) if tables is None else self.scheme.rotate_qk(q, k, positions, tables)
         return q, k, v
 
     def _check_inputs(
@@ -238,10 +282,16 @@ class MultiHeadAttention(nn.Module):
             check_attn_mask(attn_mask, b, past + s)
         return positions
 
-    def _split_heads(self, t: Tensor) -> Tensor:
-        """(batch, seq, d_model) -> (batch, heads, seq, head_dim)."""
+    def _split_heads(self, t: Tensor, heads: int) -> Tensor:
+        """(batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim)."""
         b, s, _ = t.shape
-        return t.view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
+        return t.view(b, s, heads, self.head_dim).transpose(1, 2)
+
+    def _repeat_kv(self, t: Tensor) -> Tensor:
+        """Keys or values (batch, kv_heads, k_len, head_dim) with each head repeated for its group of query heads:
+        (batch, heads, k_len, head_dim), head h = kv head h // group (Hugging Face's ``repeat_kv``); t itself without GQA."""
+        group = self.n_heads // self.n_kv_heads
+        return t if group == 1 else t.repeat_interleave(group, dim=1)
 
     def _merge_heads(self, t: Tensor) -> Tensor:
         """(batch, heads, seq, head_dim) -> (batch, seq, d_model)."""
@@ -264,17 +314,19 @@ class MultiHeadAttention(nn.Module):
         if sdpa_causal and bias is not None:
             per_key = (bias.dim() == 4 and bias.shape[0] in (1, q.shape[0]) and bias.shape[1] in (1, self.n_heads)
                        and bias.shape[2] == 1 and bias.shape[3] == k.shape[-2])
-            if per_key:
-                q, k, v = fold_key_bias(q, k, v, bias, scale)
+            if per_key:  # a per-head bias column: every query head needs its own keys
+                q, k, v = fold_key_bias(q, self._repeat_kv(k), self._repeat_kv(v), bias, scale)
                 bias = None
             else:
                 sdpa_causal = False
         mask = None if sdpa_causal else self._mask(bias, attn_mask, causal, past, k.shape[-2], x)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal, scale=scale)
+        gqa = k.shape[1] != q.shape[1]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=sdpa_causal, scale=scale, enable_gqa=gqa)
         return y[..., : self.head_dim]  # drop fold_key_bias's zero value column, if any
 
     def _attend_with_weights(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
         """The same attention written out, returning (output, weights (batch, heads, q_len, k_len))."""
+        k, v = self._repeat_kv(k), self._repeat_kv(v)
         scores = q @ k.transpose(-2, -1) * self.scheme.score_scale(self.head_dim)
         if mask is not None:
             scores = scores + mask

@@ -13,20 +13,27 @@ Two precisions, one formula each:
 * float64 (the sinusoidal tables, and RoPE in a float64 model): in log space,
   ``exp(-(2i/d) * ln base)``.
 
-:func:`even_odd_permutation` is the other rule both families share: the column order that
-takes an interleaved layout (pairs at 2i, 2i+1) to a split one (pairs at i, i + d/2).
+Both families also share the two orders of the pairs, :data:`LAYOUTS`, one name each across the library:
+"interleaved" puts pair i at dims (2i, 2i+1) (the paper's sinusoid, Meta's RoPE), "half" at (i, i + d/2)
+(tensor2tensor's and Marian's sinusoid, Hugging Face's ``rotate_half``). :func:`even_odd_permutation`
+is the column order that takes the first to the second.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 from torch import Tensor
 
 from posenc_lib.checks import check_even_int, check_number
 
-__all__ = ["inverse_frequencies", "wavelengths", "even_odd_permutation"]
+__all__ = ["LAYOUTS", "Layout", "inverse_frequencies", "wavelengths", "even_odd_permutation"]
+
+#: The two orders of d/2 pairs in a width-d vector: "half", pair i at (i, i + d/2); "interleaved", at (2i, 2i+1).
+Layout = Literal["half", "interleaved"]
+LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 
 def _exponents(dim: int, dtype: torch.dtype, device: torch.device | str | None) -> Tensor:

@@ -2,7 +2,10 @@
 
 Both are the same pre-LayerNorm stack; ``causal=True`` turns it into a decoder.
 Position enters only through the scheme (see :mod:`posenc_lib.attention`), so swapping
-encodings never changes anything else in the model. One scheme serves every layer by default;
+encodings never changes anything else in the model. What a scheme computes from the positions
+alone (RoPE's cos and sin, its ``rotation_tables``) is computed once per forward pass and handed to
+every layer that uses that scheme, as Hugging Face's models hand ``position_embeddings`` to every
+decoder layer. One scheme serves every layer by default;
 ``layer_specs`` gives each layer its own (:class:`LayerSpec`), as today's models mix layer kinds:
 RoPE on three layers in four and none on the fourth (SmolLM3, Llama 4), local-window layers
 with RoPE beside global ones without (Cohere2), or two RoPE bases by layer type (Gemma 3).
@@ -13,7 +16,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -47,17 +50,18 @@ class TransformerBlock(nn.Module):
 
     def __init__(
         self, d_model: int, n_heads: int, scheme: PositionScheme, d_ff: int, dropout: float = 0.0,
-        window: int | None = None,
+        window: int | None = None, n_kv_heads: int | None = None,
     ):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, n_heads, scheme, window=window)
+        self.attn = MultiHeadAttention(d_model, n_heads, scheme, window=window, n_kv_heads=n_kv_heads)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, positions: Tensor, attn_mask: Tensor | None, causal: bool, cache: KVCache | None) -> Tensor:
-        x = x + self.drop(self.attn(self.ln1(x), positions, attn_mask, causal, cache))
+    def forward(self, x: Tensor, positions: Tensor, attn_mask: Tensor | None, causal: bool, cache: KVCache | None,
+                tables: Any = None) -> Tensor:
+        x = x + self.drop(self.attn(self.ln1(x), positions, attn_mask, causal, cache, tables=tables))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -78,6 +82,8 @@ class TinyTransformer(nn.Module):
         embed: a module mapping inputs to (batch, seq, d_model); default ``nn.Embedding``.
             A vision model passes its patch embedding here.
         d_ff: MLP width, default 4 * d_model.
+        n_kv_heads: key/value heads of every attention layer (grouped-query attention, dividing
+            ``n_heads``); ``None``: ``n_heads``.
         layer_specs: one :class:`LayerSpec` per layer (``n_layers`` of them): layer i's attention
             uses ``layer_specs[i].scheme`` and window instead of ``scheme``, which then only
             adds to the embeddings (its ``add_to_embeddings``; ``None`` adds nothing). A scheme
@@ -99,6 +105,7 @@ class TinyTransformer(nn.Module):
         d_ff: int | None = None,
         dropout: float = 0.0,
         layer_specs: Sequence[LayerSpec] | None = None,
+        n_kv_heads: int | None = None,
     ):
         super().__init__()
         if pool not in ("none", "mean", "first", "last"):
@@ -113,7 +120,7 @@ class TinyTransformer(nn.Module):
         self.embed = embed if embed is not None else nn.Embedding(vocab_size, d_model)
         self.embed_scale = d_model**0.5 if embed_scale else 1.0
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, spec.scheme, d_ff or 4 * d_model, dropout, spec.window)
+            TransformerBlock(d_model, n_heads, spec.scheme, d_ff or 4 * d_model, dropout, spec.window, n_kv_heads)
             for spec in layer_specs
         )
         self.ln_f = nn.LayerNorm(d_model)
@@ -149,7 +156,8 @@ class TinyTransformer(nn.Module):
 
     @torch.no_grad()
     def queries_and_keys(self, inputs: Tensor, positions: Tensor | None = None) -> list[tuple[Tensor, Tensor]]:
-        """Every layer's queries and keys as its scores see them (rotated): a list of (q, k), each (batch, heads, seq, head_dim).
+        """Every layer's queries and keys as its scores see them (rotated): a list of (q, k), q (batch, heads, seq,
+        head_dim) and k (batch, kv_heads, seq, head_dim).
 
         Arguments as for :meth:`forward`; each layer's :meth:`~posenc_lib.attention.MultiHeadAttention.heads`
         is called on that layer's own input (a forward hook). Puts the model in eval mode.
@@ -200,9 +208,24 @@ class TinyTransformer(nn.Module):
             positions = default_positions(b, s, x.device, offset=past)
         check_positions(positions, b, s)
         x = self.scheme.add_to_embeddings(x, positions)
+        tables = self._rotation_tables(positions, x.dtype)
         for i, block in enumerate(self.blocks):
-            x = block(x, positions, attn_mask, self.causal, None if cache is None else cache[i])
+            x = block(x, positions, attn_mask, self.causal, None if cache is None else cache[i], tables[i])
         return self.ln_f(x)
+
+    def _rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> list[Any]:
+        """Each layer's ``scheme.rotation_tables(positions, dtype)``, computed once per scheme object: one cos/sin
+        for all the layers that share a RoPE."""
+        done: list[tuple[PositionScheme, Any]] = []
+        tables = []
+        for block in self.blocks:
+            scheme = block.attn.scheme
+            found = [t for s, t in done if s is scheme]
+            if not found:
+                found = [scheme.rotation_tables(positions, dtype)]
+                done.append((scheme, found[0]))
+            tables.append(found[0])
+        return tables
 
     def forward(
         self,

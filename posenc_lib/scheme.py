@@ -7,6 +7,10 @@ four places, and a :class:`PositionScheme` is the object that does it:
    first layer (sinusoidal, learnable, 2-D tables).
 2. ``rotate_qk`` - a transform of queries and keys after the projection and head
    split, before the scores (RoPE and its variants; Llama 4's query temperature). Values are never touched.
+   What it computes from the positions alone (RoPE's cos and sin) it may return from
+   ``rotation_tables``: the model then computes it once per forward pass and hands it to every
+   layer's ``rotate_qk`` as ``tables`` (as Hugging Face's models hand ``position_embeddings`` to
+   every decoder layer).
 3. ``score_bias`` - a tensor added to ``s * (q . k)``, with ``s = score_scale(head_dim)``
    (``1/sqrt(head_dim)``, and ``s = 1`` for T5, which does not scale) (T5, ALiBi, Swin). It
    depends on positions only.
@@ -30,18 +34,20 @@ The default of every hook is "do nothing", so :class:`NoPosition` is simply the
 base class, and a scheme only overrides what it uses. One scheme object is
 shared by all layers of a model (as T5 shares its bias and RoPE its tables);
 :class:`posenc_lib.attention.MultiHeadAttention` calls the last three hooks,
-:class:`posenc_lib.models.TinyTransformer` the first.
+:class:`posenc_lib.models.TinyTransformer` the first (and ``rotation_tables``, once per forward pass).
 
 Shapes used throughout:
     x          (batch, seq, d_model)
     positions  (batch, seq) integer positions of the tokens (0-based)
-    q, k, v    (batch, heads, seq, head_dim)
+    q          (batch, heads, seq, head_dim)
+    k, v       (batch, kv_heads, seq, head_dim); kv_heads = heads, or fewer (grouped-query attention)
     bias       broadcastable to (batch, heads, q_len, k_len)
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -70,8 +76,18 @@ class PositionScheme(nn.Module):
         """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
         return x
 
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> Any:
+        """What ``rotate_qk`` computes from the positions (batch|1, seq) alone, for q of ``dtype``; None: nothing.
+
+        The model calls it once per forward pass and passes the result to every layer using this
+        scheme as ``rotate_qk(q, k, positions, tables)`` (RoPE: its cos and sin). A scheme that returns
+        something here must accept ``tables``; with None, ``rotate_qk(q, k, positions)`` is called.
+        """
+        return None
+
     def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Return position-transformed (q, k). q, k: (batch, heads, seq, head_dim); positions: (batch, seq)."""
+        """Return position-transformed (q, k). q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim);
+        positions: (batch, seq)."""
         return q, k
 
     def score_scale(self, head_dim: int) -> float:

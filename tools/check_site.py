@@ -518,7 +518,7 @@ def explorer_oracle(name: str, params: dict, state: dict) -> dict:
     import torch.nn.functional as F
 
     from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_table
-    from posenc_lib.rotary.rope import apply_rope_complex, rope_inv_freq
+    from posenc_lib.rotary.rope import rope_inv_freq
     from posenc_lib.rotary.scaling import rope_frequencies
     from posenc_lib.score_bias.alibi import ALiBi, alibi_slopes
     from posenc_lib.score_bias.t5 import t5_relative_bucket
@@ -533,8 +533,14 @@ def explorer_oracle(name: str, params: dict, state: dict) -> dict:
         m, k_at, n = state["query_position"], state["key_position"], params["n_positions"]
         q, k = torch.tensor(params["query"], dtype=torch.float64), torch.tensor(params["key"], dtype=torch.float64)
         inv_freq = rope_inv_freq(q.numel(), params["base"]).double()
-        keys = apply_rope_complex(k.expand(1, 1, n, -1), torch.arange(n), inv_freq)[0, 0]  # (n, head_dim)
-        query = apply_rope_complex(q.expand(1, 1, 1, -1), torch.tensor([m]), inv_freq)[0, 0, 0]
+
+        def turned(x, positions):  # Meta's complex form: pairs (x[2i], x[2i+1]) times e^(j m theta_i)
+            angles = positions.double()[:, None] * inv_freq
+            z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+            return torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2)
+
+        keys = turned(k.expand(n, -1), torch.arange(n))  # (n, head_dim)
+        query = turned(q[None], torch.tensor([m]))[0]
         scores = keys @ query
         return {"q_rotated": query.reshape(-1, 2), "k_rotated": keys[k_at].reshape(-1, 2),
                 "offset": np.arange(n) - m, "score": scores, "marker_offset": [k_at - m], "marker_score": [scores[k_at]]}

@@ -101,8 +101,14 @@ class WithoutPairs(PositionScheme):
     def extra_repr(self) -> str:
         return f"pairs={self.pairs}"
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """The wrapped RoPE's cos and sin at ``positions``, for every layer of one forward pass."""
+        return self.rope.rotation_tables(positions, dtype)
+
+    def rotate_qk(
+        self, q: Tensor, k: Tensor, positions: Tensor, tables: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Rotate q and k (batch, heads, seq, head_dim) with the wrapped RoPE, then zero the switched-off pairs."""
-        q, k = self.rope.rotate_qk(q, k, positions)
+        q, k = self.rope.rotate_qk(q, k, positions, tables)
         keep = self.keep.to(device=q.device, dtype=q.dtype)
         return q * keep, k * keep

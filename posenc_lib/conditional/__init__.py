@@ -2,3 +2,7 @@
 
     peg.py   Chu et al.'s positional encoding generator: a depthwise convolution over the 2-D patch grid
 """
+
+from .peg import PEG, peg
+
+__all__ = ["PEG", "peg"]

@@ -7,12 +7,14 @@ Pair ``i`` turns at the angular frequency ``w_i = base^(-2i/d_model)`` (radians 
     PE[p, 2i+1] = cos(p * w_i)
 
 Small ``i`` = high frequency (wavelength ``2*pi``), large ``i`` = low frequency (wavelength up
-to ``base * 2*pi``). Two column orders circulate and both are offered:
+to ``base * 2*pi``). Two column orders circulate and both are offered, under the names RoPE
+uses for the same two orders of pairs (:data:`posenc_lib.frequencies.LAYOUTS`):
 
     "interleaved"  [sin_0, cos_0, sin_1, cos_1, ...]   (the paper; XLM / DistilBERT)
-    "concat"       [sin_0, sin_1, ... | cos_0, cos_1, ...]   (tensor2tensor, fairseq, Marian)
+    "half"         [sin_0, sin_1, ... | cos_0, cos_1, ...]   (concatenated: tensor2tensor, fairseq, Marian)
 
-They hold the same numbers: ``concat == interleaved[:, sinusoidal_layout_permutation(d)]``.
+They hold the same numbers: ``half == interleaved[:, sinusoidal_layout_permutation(d)]``. The
+name "concat" (posenc_lib 0.2) still works for "half", with a DeprecationWarning, until 0.4.
 
 Because each pair is a point on a circle, moving ``k`` positions is a rotation of every pair
 by ``k * w_i``: there is one fixed matrix ``M_k`` with ``PE(p + k) = M_k @ PE(p)`` for every p
@@ -26,7 +28,7 @@ position 10^4 would already be off by up to ~3e-4 rad (d_model 64); with float64
 from __future__ import annotations
 
 import math
-from typing import Literal
+import warnings
 
 import torch
 from torch import Tensor
@@ -39,7 +41,7 @@ from posenc_lib.checks import (
     check_number,
     is_int,
 )
-from posenc_lib.frequencies import even_odd_permutation, inverse_frequencies
+from posenc_lib.frequencies import LAYOUTS, Layout, even_odd_permutation, inverse_frequencies
 from posenc_lib.scheme import PositionScheme
 
 __all__ = [
@@ -51,14 +53,22 @@ __all__ = [
     "SinusoidalPE",
 ]
 
-Layout = Literal["interleaved", "concat"]
-LAYOUTS: tuple[str, ...] = ("interleaved", "concat")
+
+
+def _check_layout(layout: object, stacklevel: int) -> str:
+    """``layout`` checked against :data:`LAYOUTS`; the 0.2 name "concat" becomes "half", with a DeprecationWarning
+    pointing ``stacklevel`` frames up (at the caller's line)."""
+    if layout == "concat":
+        warnings.warn('layout="concat" is now called "half" (the name RoPE uses for the same order of pairs); '
+                      '"concat" will be removed in posenc_lib 0.4', DeprecationWarning, stacklevel=stacklevel + 1)
+        return "half"
+    return check_choice("layout", layout, LAYOUTS)
 
 
 def _check_table_args(base: object, layout: object, dtype: object) -> tuple[float, str, torch.dtype]:
-    """The base, layout and dtype shared by every table function, checked."""
+    """The base, layout and dtype shared by every table function, checked (a warning names the function's caller)."""
     base = check_number("base", base, above=1, finite=True)
-    return base, check_choice("layout", layout, LAYOUTS), check_float_dtype("dtype", dtype)
+    return base, _check_layout(layout, stacklevel=3), check_float_dtype("dtype", dtype)
 
 
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Tensor:
@@ -92,7 +102,7 @@ def sinusoidal_table(
     """The encodings of positions 0 .. max_len-1: shape (max_len, d_model).
 
     Angles are computed in float64 on the CPU and the result is cast to ``dtype`` and moved to
-    ``device`` at the end. ``layout`` is "interleaved" (sin, cos, sin, cos, ...) or "concat"
+    ``device`` at the end. ``layout`` is "interleaved" (sin, cos, sin, cos, ...) or "half"
     ([all sines | all cosines]).
     """
     max_len = check_int("max_len", max_len, 1)
@@ -103,10 +113,10 @@ def sinusoidal_table(
 
 
 def sinusoidal_layout_permutation(d_model: int) -> Tensor:
-    """Column permutation ``perm`` (d_model,) int64 with ``concat_table == interleaved_table[:, perm]``.
+    """Column permutation ``perm`` (d_model,) int64 with ``half_table == interleaved_table[:, perm]``.
 
     ``perm = [0, 2, 4, ..., 1, 3, 5, ...]``: first the sine columns, then the cosine columns.
-    The inverse, ``torch.argsort(perm)``, maps a concat table back to interleaved.
+    The inverse, ``torch.argsort(perm)``, maps a half table back to interleaved.
     """
     d_model = check_int("d_model", d_model, 2, even=True)
     return even_odd_permutation(d_model)
@@ -129,7 +139,7 @@ def shift_matrix(
 
     It depends on k but not on p. For a table (rows = positions) the identity reads
     ``table[p + k] = table[p] @ M_k.T``. ``k`` may be negative (``M_{-k} = M_k.T``).
-    In the "concat" layout the same map is the permuted matrix ``M[perm][:, perm]``.
+    In the "half" layout the same map is the permuted matrix ``M[perm][:, perm]``.
     """
     if not is_int(k):
         raise TypeError(f"k must be an int (an offset in positions), got {k!r} of type {type(k).__name__}")
@@ -143,7 +153,7 @@ def shift_matrix(
     m[even, even + 1] = sin
     m[even + 1, even] = -sin
     m[even + 1, even + 1] = cos
-    if layout == "concat":
+    if layout == "half":
         perm = sinusoidal_layout_permutation(d_model)
         m = m[perm][:, perm]
     return m.to(dtype)
@@ -156,7 +166,7 @@ class SinusoidalPE(PositionScheme):
         d_model: width of the encoding; a positive even int.
         max_len: number of rows computed up front (positions 0 .. max_len-1).
         base: the ``10000`` of the formula; must be > 1.
-        layout: "interleaved" (Vaswani et al.) or "concat" ([sin | cos]).
+        layout: "interleaved" (Vaswani et al.) or "half" ([sin | cos]; "concat" before 0.3).
 
     The table is a *non-persistent buffer* ``table`` (max_len, d_model): it is not a parameter
     (the optimizer never sees it), it is not saved in ``state_dict`` (it is recomputed from the
@@ -179,9 +189,9 @@ class SinusoidalPE(PositionScheme):
         self.d_model = check_int("d_model", d_model, 2, even=True)
         self.max_len = check_int("max_len", max_len, 1)
         self.base = check_number("base", base, above=1, finite=True)
-        self.layout = check_choice("layout", layout, LAYOUTS)
+        self.layout = _check_layout(layout, stacklevel=2)
         self.table: Tensor
-        self.register_buffer("table", sinusoidal_table(max_len, d_model, base, layout), persistent=False)
+        self.register_buffer("table", sinusoidal_table(max_len, d_model, base, self.layout), persistent=False)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base}, layout={self.layout!r}"

@@ -3,9 +3,9 @@
 :func:`attention_from_hf` builds a :class:`~posenc_lib.attention.MultiHeadAttention` that holds the
 weights of a ``transformers`` attention module (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``), so
 that a notebook cell can state "our layer with scheme X gives Hugging Face's attention output" and
-check it. Only what both layers compute can be bridged: as many key/value heads as query heads (no
-grouped-query attention), no normalisation of queries or keys, ``heads * head_dim == hidden_size``,
-and the scheme's score scale equal to the module's ``scaling``. Anything else raises an error that
+check it. Only what both layers compute can be bridged: key/value heads dividing the query heads
+(grouped-query attention: ``num_key_value_heads < num_attention_heads``), no normalisation of queries
+or keys, ``heads * head_dim == hidden_size``, and the scheme's score scale equal to the module's ``scaling``. Anything else raises an error that
 says what differs. The masks a Hugging Face model builds around the module (causal, padding,
 chunked) are the caller's business (:func:`additive_causal_mask` builds the causal one, with or without a
 window); a module's ``sliding_window`` becomes our ``window``.
@@ -42,14 +42,15 @@ def attention_from_hf(module: nn.Module, scheme: PositionScheme | None = None) -
             must equal ``module.scaling``.
 
     Returns:
-        A :class:`MultiHeadAttention` (d_model = hidden_size, the module's number of heads, bias
-        as the module's, ``window = module.sliding_window`` when the module has one), in the
-        module's dtype and device, in eval mode.
+        A :class:`MultiHeadAttention` (d_model = hidden_size, the module's number of query heads and
+        of key/value heads, bias as the module's, ``window = module.sliding_window`` when the module
+        has one), in the module's dtype and device, in eval mode.
 
     Raises:
         TypeError: ``module`` lacks one of the four projections or is not an ``nn.Module``.
-        ValueError: grouped-query attention, a query/key norm, heads * head_dim != hidden_size,
-            biases on some projections only, or a score scale that is not the module's.
+        ValueError: key/value heads that do not divide the query heads, a query/key norm,
+            heads * head_dim != hidden_size, biases on some projections only, or a score scale that is
+            not the module's.
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a Hugging Face attention module (nn.Module), got {type(module).__name__}")
@@ -65,10 +66,13 @@ def attention_from_hf(module: nn.Module, scheme: PositionScheme | None = None) -
     q, k, v, o = (getattr(module, p) for p in _PROJECTIONS)
     head_dim = module.head_dim
     d_model = q.in_features
-    if q.out_features % head_dim or k.out_features != q.out_features or v.out_features != q.out_features:
+    heads, kv_heads = q.out_features // head_dim, k.out_features // head_dim
+    if (q.out_features % head_dim or k.out_features % head_dim or v.out_features != k.out_features or kv_heads < 1
+            or heads % kv_heads):
         raise ValueError(
-            f"module {name} has {k.out_features // head_dim} key/value heads for {q.out_features / head_dim:g} query heads "
-            f"of head_dim {head_dim}; MultiHeadAttention needs as many key/value heads as query heads (no grouped-query attention)"
+            f"module {name} has k_proj and v_proj of {k.out_features} and {v.out_features} rows for "
+            f"{q.out_features / head_dim:g} query heads of head_dim {head_dim}; MultiHeadAttention needs key/value heads "
+            f"(rows / head_dim, the same for k and v) that divide the query heads"
         )
     if q.out_features != d_model or o.in_features != d_model or o.out_features != d_model:
         raise ValueError(f"module {name} must have heads * head_dim == hidden_size for MultiHeadAttention, got "
@@ -84,7 +88,7 @@ def attention_from_hf(module: nn.Module, scheme: PositionScheme | None = None) -
         raise ValueError(f"scheme {type(scheme).__name__} scales the scores by {ours_scale:.6g}, module {name} by "
                          f"{theirs_scale}; the scheme's score_scale(head_dim={head_dim}) must equal module.scaling")
     attention = MultiHeadAttention(
-        d_model, q.out_features // head_dim, scheme, bias=has_bias[0], window=getattr(module, "sliding_window", None)
+        d_model, heads, scheme, bias=has_bias[0], window=getattr(module, "sliding_window", None), n_kv_heads=kv_heads
     ).to(device=q.weight.device, dtype=q.weight.dtype)
     attention.qkv.weight.copy_(torch.cat((q.weight, k.weight, v.weight)))
     attention.out.weight.copy_(o.weight)

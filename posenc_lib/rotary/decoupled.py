@@ -79,13 +79,21 @@ class DecoupledRoPE(PositionScheme):
         """``head_dim ** -0.5`` times DeepSeek's YaRN gain ``yarn_mscale(factor, mscale_all_dim) ** 2`` (1 without it)."""
         return super().score_scale(head_dim) * self.softmax_gain
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Rotate the trailing rope_dim dims of q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim)."""
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """The slice's cos and sin at ``positions`` for every layer of one forward pass (its RotaryPE's)."""
+        return self.rope.rotation_tables(positions, dtype)
+
+    def rotate_qk(
+        self, q: Tensor, k: Tensor, positions: Tensor, tables: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Rotate the trailing rope_dim dims of q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim).
+
+        ``tables``: :meth:`rotation_tables` of these positions (None: computed here)."""
         for name, x in (("q", q), ("k", k)):
             check_float_tensor(name, x)
             if x.dim() != 4 or x.shape[-1] != self.head_dim:
                 raise ValueError(f"{name} must have shape (batch, heads, seq, nope_dim + rope_dim = {self.nope_dim} + "
                                  f"{self.rope_dim}), got {tuple(x.shape)}")
         n = self.nope_dim
-        q_rot, k_rot = self.rope.rotate_qk(q[..., n:], k[..., n:], positions)
+        q_rot, k_rot = self.rope.rotate_qk(q[..., n:], k[..., n:], positions, tables)
         return torch.cat((q[..., :n], q_rot), dim=-1), torch.cat((k[..., :n], k_rot), dim=-1)

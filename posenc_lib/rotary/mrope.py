@@ -176,8 +176,8 @@ class MRoPE(PositionScheme):
     Args:
         head_dim: width of one head (even); every pair rotates.
         coordinates: (n_tokens, 3) integer table, row j = the (t, h, w) of token j, e.g. from
-            :func:`mrope_positions`. Kept as a plain attribute (a constant of the layout, not a
-            parameter: never in ``state_dict``).
+            :func:`mrope_positions`. Kept as a non-persistent buffer (a constant of the layout, not a
+            parameter: never in ``state_dict``; ``.to(device)`` moves it).
         mrope_section: (s_t, s_h, s_w), pairs per axis, summing to head_dim // 2 (Qwen2-VL: (16, 24, 24)
             for head_dim 128; Qwen3-VL interleaved: (24, 20, 20)). ``None``: those published
             proportions scaled to this head (:func:`default_mrope_section`).
@@ -185,7 +185,9 @@ class MRoPE(PositionScheme):
         interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
         layout: the pairing of dims, "half" (Hugging Face's Qwen models) or "interleaved".
 
-    Positions must index the table: 0 <= position < n_tokens (checked in eager mode).
+    Positions must index the table: 0 <= position < n_tokens (checked in eager mode). The frequencies
+    are a non-persistent buffer ``inv_freq`` (head_dim // 2,) float32, as :class:`~posenc_lib.rotary.rope.RotaryPE`'s;
+    a model computes cos and sin once per forward pass (:meth:`rotation_tables`) for all its layers.
     """
 
     kind = "rotary"
@@ -214,8 +216,8 @@ class MRoPE(PositionScheme):
             mrope_section = default_mrope_section(head_dim // 2, interleaved)
         self.mrope_section = _check_section(mrope_section, head_dim // 2)
         mrope_axes(head_dim // 2, self.mrope_section, interleaved)  # a section the cycling order can honour
-        self.coordinates = coordinates.to(torch.int64)  # plain attribute: the layout's constants
-        self.inv_freq = rope_inv_freq(head_dim, self.base)
+        self.register_buffer("coordinates", coordinates.to(torch.int64), persistent=False)  # the layout's constants
+        self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.base), persistent=False)
 
     def extra_repr(self) -> str:
         order = "interleaved" if self.interleaved else "sectioned"
@@ -231,15 +233,27 @@ class MRoPE(PositionScheme):
         n = self.coordinates.shape[0]
         check_position_range("positions", positions, n, f"the rows of the {n}-token coordinate table")
         coords = self.coordinates.to(positions.device)[positions].movedim(-1, 0)  # (3, batch, seq)
-        return mrope_cos_sin(coords, self.inv_freq, self.mrope_section, self.interleaved, 1.0, dtype)
+        inv_freq = self.inv_freq  # cast to 16 bits with the module: the exact float32 values again
+        if inv_freq.dtype not in (torch.float32, torch.float64):
+            inv_freq = rope_inv_freq(self.head_dim, self.base, device=inv_freq.device)
+        return mrope_cos_sin(coords, inv_freq, self.mrope_section, self.interleaved, 1.0, dtype)
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Rotate q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim) at token indices (batch|1, seq)."""
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """cos and sin at token indices ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`."""
+        return self.cos_sin(positions, dtype)
+
+    def rotate_qk(
+        self, q: Tensor, k: Tensor, positions: Tensor, tables: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Rotate q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim) at token indices (batch|1, seq).
+
+        ``tables``: :meth:`rotation_tables` of these positions, computed once for all layers; None computes them here.
+        """
         check_float_tensor("q", q)
         if q.dim() != 4 or q.shape[-1] != self.head_dim:
             raise ValueError(f"q must have shape (batch, heads, seq, head_dim={self.head_dim}), got {tuple(q.shape)}")
         check_positions(positions, q.shape[0], q.shape[2])
-        cos, sin = self.cos_sin(positions, q.dtype)
+        cos, sin = self.cos_sin(positions, q.dtype) if tables is None else tables
         return apply_rope_qk(q, k, cos, sin, self.layout)
 
 

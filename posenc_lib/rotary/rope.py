@@ -7,10 +7,19 @@ positions only through m - n: relative position, obtained with absolute angles.
 
 Two layouts say which dims form a pair, and a checkpoint only works in its own one:
 
-* ``"half"`` (Hugging Face ``rotate_half``): pair i is (x[i], x[i + d/2]).
-* ``"interleaved"`` (Meta's LLaMA reference, complex numbers): pair i is (x[2i], x[2i+1]).
+* ``"half"`` (Hugging Face ``rotate_half``): pair i is (x[i], x[i + d/2]), and
+  ``RoPE(x) = x * [cos | cos] + rotate_half(x) * [sin | sin]``.
+* ``"interleaved"`` (Meta's LLaMA reference): pair i is (x[2i], x[2i+1]), read as the complex
+  number ``x[2i] + j x[2i+1]`` and multiplied by ``exp(j m theta_i)``.
 
-:func:`rope_layout_permutation` and :func:`convert_qk_weight` translate between them.
+The sinusoidal table (:mod:`posenc_lib.embeddings.sinusoidal`) uses the same two names for the same
+two orders. :func:`rope_layout_permutation` and :func:`convert_qk_weight` translate between them.
+
+The module follows the idea: the frequencies theta_i (:func:`rope_inv_freq`), the angles and
+their cos/sin (:func:`rope_cos_sin`), the rotation, written once per layout (:func:`apply_rope`,
+:func:`apply_rope_qk`), the position scheme (:class:`RotaryPE`), then the layouts and checkpoint
+conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling, LongRoPE) and truncated frequencies
+(proportional RoPE) change theta_i: :mod:`.scaling`.
 
 Tables are *half width*: ``cos, sin`` have shape (batch|1, seq, rot_dim // 2), one column
 per pair, and broadcast over heads. The angles and their cos/sin are computed in float32
@@ -18,17 +27,14 @@ and cast to the model dtype last: in bfloat16 a position like 3000 is not even r
 (spacing 16), so bf16 angles are wrong by whole radians. Float64 tables (a model moved to
 float64) are computed in float64 throughout, frequencies included.
 
-The module follows the idea: the frequencies theta_i (:func:`rope_inv_freq`), the angles and
-their cos/sin (:func:`rope_cos_sin`), the rotation formula (:func:`rotate_half_reference`,
-:func:`apply_rope_complex`), the rotation as called by models (:func:`apply_rope`,
-:func:`apply_rope_qk`), the position scheme (:class:`RotaryPE`), then the layouts and checkpoint
-conversion. Longer contexts (linear, NTK, YaRN, Llama 3 scaling, LongRoPE) and truncated frequencies
-(proportional RoPE) change theta_i: :mod:`.scaling`.
+Once per forward pass. A model asks :meth:`RotaryPE.rotation_tables` for cos and sin once per
+forward pass, computed from the positions (no cached table, nothing read back to the host), and
+hands them to every layer, as Hugging Face's models compute ``position_embeddings`` once and pass
+them to each decoder layer (:class:`~posenc_lib.models.TinyTransformer` does it for every scheme).
 
-Speed. The rotation is the formula above, in plain public PyTorch ops: a few multiply-adds per
-element, so its cost is memory traffic, and eager PyTorch makes one pass over memory per op.
-``torch.compile`` fuses those ops into one loop (and with the attention's other ops around
-them). So wrap the model, or the attention, in ``torch.compile``::
+Speed. The rotation is a few multiply-adds per element, so its cost is memory traffic, and eager
+PyTorch makes one pass over memory per op. ``torch.compile`` fuses those ops into one loop (and
+with the attention's other ops around them). So wrap the model, or the attention, in ``torch.compile``::
 
     model = TinyTransformer(vocab, vocab, d_model=64, n_heads=4, scheme=RotaryPE(head_dim=16))
     model = torch.compile(model)    # the first call compiles (seconds), later calls are fused
@@ -37,7 +43,8 @@ them). So wrap the model, or the attention, in ``torch.compile``::
 Measured speeds beside Meta's and Hugging Face's formulas: ``docs/rope-speed.md`` (``make bench``).
 
 Shapes:
-    x, q, k         (batch, heads, seq, head_dim)
+    x, q            (batch, heads, seq, head_dim)
+    k               (batch, kv_heads, seq, head_dim)  (kv_heads < heads under grouped-query attention)
     positions       (batch, seq) or (seq,) integer
     inv_freq        (rot_dim // 2,) float32
     cos, sin        (batch|1, seq, rot_dim // 2) or (seq, rot_dim // 2); rot_dim <= head_dim
@@ -45,7 +52,8 @@ Shapes:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import warnings
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -59,7 +67,7 @@ from posenc_lib.checks import (
     check_number,
     is_int,
 )
-from posenc_lib.frequencies import even_odd_permutation, inverse_frequencies
+from posenc_lib.frequencies import LAYOUTS, Layout, even_odd_permutation, inverse_frequencies
 from posenc_lib.rotary import scaling as rope_scaling
 from posenc_lib.scheme import PositionScheme
 
@@ -68,8 +76,6 @@ __all__ = [
     "rope_inv_freq",
     "rope_cos_sin",
     "rotate_half",
-    "rotate_half_reference",
-    "apply_rope_complex",
     "apply_rope",
     "apply_rope_qk",
     "RotaryPE",
@@ -77,10 +83,6 @@ __all__ = [
     "convert_qk_weight",
     "convert_rope_checkpoint",
 ]
-
-Layout = Literal["half", "interleaved"]
-LAYOUTS: tuple[str, ...] = ("half", "interleaved")
-
 
 # ----------------------------------------------------------------------------- the frequencies theta_i
 
@@ -140,7 +142,7 @@ def rope_cos_sin(
     return cos.to(dtype), sin.to(dtype)
 
 
-# ----------------------------------------------------------------------------- the rotation formula
+# ----------------------------------------------------------------------------- the rotation, once per layout
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -149,111 +151,42 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """The textbook half-layout formula ``x * cat(cos, cos) + rotate_half(x) * cat(sin, sin)``.
+def _multipliers(cos: Tensor, sin: Tensor, layout: str, dtype: torch.dtype) -> tuple[Tensor, ...]:
+    """Half-width cos, sin (batch|1, seq, c) as the rotation of ``layout`` multiplies by them, over heads.
 
-    Readable and slow (it materialises full-width tables and four temporaries); the fast
-    :func:`apply_rope` is tested against it. x: (batch, heads, seq, head_dim); cos, sin:
-    (batch|1, seq, c) half width. Only the first 2c dims are rotated, the rest pass through.
+    In float32 (float64 for float64 x): for "half" the full-width ``[cos | cos]`` and ``[sin | sin]``,
+    for "interleaved" the complex ``cos + j sin``; each (batch|1, 1, seq, ...). Computed once for q and k.
     """
-    _check_x("x", x)
-    cos, sin = _table_3d(cos, sin, x)
-    rot = 2 * cos.shape[-1]
-    cos = torch.cat((cos, cos), dim=-1).unsqueeze(1)  # (batch|1, 1, seq, rot): broadcast over heads
-    sin = torch.cat((sin, sin), dim=-1).unsqueeze(1)
-    rotated = x[..., :rot] * cos + rotate_half(x[..., :rot]) * sin
-    return torch.cat((rotated, x[..., rot:]), dim=-1).to(x.dtype)
-
-
-def apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
-    """Interleaved-layout RoPE with complex numbers, as in Meta's LLaMA reference.
-
-    Pairs (x[2i], x[2i+1]) are read as complex numbers z_i and multiplied by
-    ``exp(i * m * theta_i)`` (``torch.polar``); computed in float32 (float64 for float64 x) and
-    cast back to x's dtype.
-    x: (batch, heads, seq, head_dim); positions: (batch, seq) or (seq,); inv_freq: (c,) with
-    2c <= head_dim (dims from 2c on pass through).
-    """
-    _check_x("x", x)
-    _check_positions(positions)
-    c = inv_freq.shape[-1]
-    if not 1 <= c <= x.shape[-1] // 2:
-        raise ValueError(f"inv_freq must have 1..head_dim // 2 = {x.shape[-1] // 2} entries, got {c}")
-    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-    angles = positions.to(compute).unsqueeze(-1) * inv_freq.to(device=x.device, dtype=compute)
-    turn = torch.polar(torch.ones_like(angles), angles)  # (batch|seq..., c) unit complex numbers
-    if turn.dim() == 3:
-        turn = turn.unsqueeze(1)  # broadcast over heads
-    z = torch.view_as_complex(x[..., : 2 * c].to(compute).unflatten(-1, (c, 2)).contiguous())
-    rotated = torch.view_as_real(z * turn).flatten(-2)
-    return torch.cat((rotated, x[..., 2 * c :].to(compute)), dim=-1).to(x.dtype)
-
-
-def _rotate(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-    """The rotation itself: x (batch, heads, seq, head_dim) turned by half-width tables (batch|1, seq, c).
-
-    Computed in float32 (float64 for float64 x) and cast back to x's dtype, so bfloat16/float16
-    are rounded once. Half layout: ``x * cos + rotate_half(x) * sin`` with full-width tables;
-    interleaved: the pairs as complex numbers times ``cos + i sin``. Dims from 2c on pass through.
-    """
-    c = cos.shape[-1]
-    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
     cos, sin = cos.to(compute).unsqueeze(1), sin.to(compute).unsqueeze(1)  # (batch|1, 1, seq, c): over heads
-    pairs = x[..., : 2 * c].to(compute)
     if layout == "half":
-        rotated = torch.addcmul(pairs * torch.cat((cos, cos), dim=-1), rotate_half(pairs), torch.cat((sin, sin), dim=-1))
+        return torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+    return (torch.complex(cos, sin),)
+
+
+def _rotate(x: Tensor, multipliers: tuple[Tensor, ...], layout: str) -> Tensor:
+    """The rotation: x (batch, heads, seq, head_dim) turned by :func:`_multipliers`, a new tensor.
+
+    Computed in float32 (float64 for float64 x) and cast back to x's dtype, so that bfloat16 and
+    float16 are rounded once; the first rot_dim dims rotate, the rest pass through. Per layout::
+
+        half          x * [cos | cos] + rotate_half(x) * [sin | sin]   (the sum as one multiply-add, addcmul)
+        interleaved   (x[2i] + j x[2i+1]) * (cos_i + j sin_i)           (a complex multiply)
+    """
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    rot = multipliers[0].shape[-1] * (1 if layout == "half" else 2)
+    whole = rot == x.shape[-1]
+    pairs = (x if whole else x[..., :rot]).to(compute)
+    if layout == "half":
+        cos, sin = multipliers
+        rotated = torch.addcmul(pairs * cos, rotate_half(pairs), sin)
     else:
-        z = _as_complex(pairs.unflatten(-1, (c, 2)))
-        rotated = torch.view_as_real(z * torch.complex(cos, sin)).flatten(-2)
+        z = pairs.unflatten(-1, (rot // 2, 2))  # a complex view needs each pair's two floats adjacent, at an even offset
+        if torch.compiler.is_compiling() or z.storage_offset() % 2 or any(step % 2 for step in z.stride()[:-1]):
+            z = z.contiguous()
+        rotated = torch.view_as_real(torch.view_as_complex(z) * multipliers[0]).flatten(-2)
     rotated = rotated.to(x.dtype)
-    return rotated if 2 * c == x.shape[-1] else torch.cat((rotated, x[..., 2 * c :]), dim=-1)
-
-
-def _as_complex(pairs: Tensor) -> Tensor:
-    """pairs (..., c, 2) as c complex numbers: a view of their memory where it allows one, else of a copy.
-
-    A complex number is two adjacent floats at an even offset. (Under torch.compile, always a copy:
-    the compiler plans the memory itself.)
-    """
-    aligned = not torch.compiler.is_compiling() and pairs.storage_offset() % 2 == 0 and all(
-        step % 2 == 0 for step in pairs.stride()[:-1])
-    return torch.view_as_complex(pairs if aligned else pairs.contiguous())
-
-
-class _Rotation(torch.autograd.Function):
-    """:func:`_rotate` as one autograd node: a rotation's transpose is the rotation by -angle.
-
-    So the backward pass is :func:`_rotate` of the gradient with ``-sin``, one more pass, instead
-    of autograd through the formula's ops. For tables with no gradient.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-        ctx.save_for_backward(cos, sin)
-        ctx.layout = layout
-        return _rotate(x, cos, sin, layout)
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
-        cos, sin = ctx.saved_tensors
-        return _rotate(grad, cos, -sin, ctx.layout), None, None, None
-
-
-def _rotate_formula(x: Tensor, cos: Tensor, sin: Tensor, layout: str) -> Tensor:
-    """The same rotation with real pairs in x's dtype, differentiated by autograd: for tables that learn.
-
-    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), pairs (x[i], x[i + c]) or (x[2i], x[2i+1]).
-    Used when cos or sin require a gradient (learned frequencies, e.g. mixed 2-D RoPE).
-    """
-    c = cos.shape[-1]
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    x1, x2 = (x[..., :c], x[..., c : 2 * c]) if layout == "half" else (x[..., 0 : 2 * c : 2], x[..., 1 : 2 * c : 2])
-    r1, r2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
-    rotated = torch.cat((r1, r2), dim=-1) if layout == "half" else torch.stack((r1, r2), dim=-1).flatten(-2)
-    return torch.cat((rotated, x[..., 2 * c :]), dim=-1).to(x.dtype)
-
-
-# ----------------------------------------------------------------------------- the rotation as models call it
+    return rotated if whole else torch.cat((rotated, x[..., rot:]), dim=-1)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> Tensor:
@@ -269,28 +202,22 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> 
     Returns:
         The rotated tensor, x's shape and dtype.
 
-    How: the half layout is ``x * cos + rotate_half(x) * sin`` (full-width tables), the interleaved
-    one a complex multiply, both in float32 (float64 for float64 x) and cast back to x's dtype.
-    The backward pass turns the gradient back (rotation by -angle); tables that require a
-    gradient (learned frequencies) go through the real-pair formula in x's dtype and autograd.
-    For speed wrap the model (or the attention) in ``torch.compile``: see the module docstring.
+    How: the half layout is ``x * [cos | cos] + rotate_half(x) * [sin | sin]``, the interleaved one
+    a complex multiply, both in float32 (float64 for float64 x) and cast back to x's dtype; autograd
+    differentiates it (x, and cos and sin when they learn, as mixed 2-D RoPE's do). For speed wrap
+    the model (or the attention) in ``torch.compile``: see the module docstring.
 
-    Accuracy. Against the textbook formulas (:func:`rotate_half_reference`,
-    :func:`apply_rope_complex`) the result differs only by rounding: at most 1e-6 in float32
-    for standard-normal x. bfloat16/float16 x is rotated here in float32 and rounded once, so
-    the result is within about 1.5u ``|pair|`` of the exact rotation of the same x and tables
-    (u the unit roundoff: 2**-8 for bfloat16, 2**-11 for float16; ``|pair|`` the length of the
-    pair an element belongs to); the textbook formula, which rounds every product and sum to
-    x's dtype, is within about 3u ``|pair|``. The tests check ``|ours - textbook|`` <= 6u ``|pair|``
-    (0.023 ``|pair|`` in bfloat16, 0.0029 ``|pair|`` in float16) element by element. For long
-    positions see :func:`rope_cos_sin`.
+    Accuracy. bfloat16/float16 x is rotated in float32 and rounded once, so the result is within
+    about 1.5u ``|pair|`` of the exact rotation of the same x and tables (u the unit roundoff:
+    2**-8 for bfloat16, 2**-11 for float16; ``|pair|`` the length of the pair an element belongs
+    to); the textbook formula computed in x's dtype, which rounds every product and sum, is within
+    about 3u ``|pair|``. The tests check both element by element. For long positions see
+    :func:`rope_cos_sin`.
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
     cos, sin = _table_3d(cos, sin, x)
-    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
-        return _rotate_formula(x, cos, sin, layout)
-    return _Rotation.apply(x, cos, sin, layout)
+    return _rotate(x, _multipliers(cos, sin, layout, x.dtype), layout)
 
 
 def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> tuple[Tensor, Tensor]:
@@ -299,6 +226,7 @@ def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout
     q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim) (kv_heads may differ,
     as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c).
     """
+    check_choice("layout", layout, LAYOUTS)
     _check_x("q", q)
     _check_x("k", k)
     if (q.shape[0], q.shape[2], q.shape[3]) != (k.shape[0], k.shape[2], k.shape[3]) or q.dtype != k.dtype:
@@ -306,7 +234,8 @@ def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout
             f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
             f"and k {tuple(k.shape)} {k.dtype}"
         )
-    return apply_rope(q, cos, sin, layout), apply_rope(k, cos, sin, layout)
+    multipliers = _multipliers(*_table_3d(cos, sin, q), layout, q.dtype)
+    return _rotate(q, multipliers, layout), _rotate(k, multipliers, layout)
 
 
 # ----------------------------------------------------------------------------- the position scheme
@@ -327,21 +256,25 @@ class RotaryPE(PositionScheme):
             ``{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}``
             (see :func:`posenc_lib.rotary.scaling.rope_frequencies`).
 
-    Half-width cos/sin tables are cached per (device, dtype) in a plain dict - not buffers,
-    so never in ``state_dict`` and free to change with ``base`` - and grown on demand to the
-    next power of two above the largest position seen. Positions may be anything (KV-cache
-    offsets, left padding, negative): negative ones are computed directly. "dynamic" scaling
-    recomputes the frequencies from the largest position of each call (no cache), and under
-    ``torch.compile`` the tables are computed inside the graph instead of looked up. Float32
-    and lower precisions share the float32 angles (cast last); float64 q and k get tables
-    computed in float64, frequencies included (unscaled RoPE), so a float64 model is exact to
-    float64 rounding at any position.
+    The frequencies are a non-persistent buffer ``inv_freq`` (rotary_dim // 2,), float32, as in
+    torchtune's ``RotaryPositionalEmbeddings`` and Hugging Face's rotary modules: ``.to(device)``
+    moves it, ``.to(dtype)`` casts it, and it is never in the ``state_dict``. The angles still use
+    float32 frequencies after a cast to a lower precision (recomputed from the config then), and
+    float64 ones computed in float64 for a float64 model (unscaled RoPE; a scaled variant widens its
+    float32 frequencies), so a float64 model is exact to float64 rounding at any position.
 
-    "longrope" keeps two sets of frequencies and picks one per call, as Hugging Face does: the
-    long factors when the call's largest position + 1 exceeds L0
-    (``original_max_position_embeddings``), the short ones otherwise, for the whole batch. So a
-    KV-cache decode step past L0 rotates its token with the long set while the cached keys
-    were rotated with the short one (Hugging Face's Phi-3 behaves the same way).
+    cos and sin are computed from the positions at every call (:meth:`cos_sin`): any positions
+    (KV-cache offsets, left padding, negative ones), no cached table, nothing read back to the host
+    but for "dynamic" scaling, whose frequencies depend on the largest position of the call. A model
+    computes them once per forward pass (:meth:`rotation_tables`) and passes them to every layer's
+    :meth:`rotate_qk`.
+
+    "longrope" keeps two sets of frequencies (buffers ``inv_freq`` and ``inv_freq_long``) and picks
+    one per call, as Hugging Face does: the long factors when the call's largest position + 1
+    exceeds L0 (``original_max_position_embeddings``), the short ones otherwise, for the whole batch
+    (a tensor choice, no host read). So a KV-cache decode step past L0 rotates its token with the
+    long set while the cached keys were rotated with the short one (Hugging Face's Phi-3 behaves the
+    same way).
     """
 
     kind = "rotary"
@@ -365,79 +298,109 @@ class RotaryPE(PositionScheme):
                 raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
         self.head_dim, self.layout, self.config = head_dim, layout, config
         self.dynamic = config.get("rope_type") == "dynamic"
-        # validates the config; for "dynamic" this is the unscaled set (lengths <= L0), for "longrope" the short one
-        length = config.get("original_max_position_embeddings") if self.dynamic else None
-        inv_freq, self.attention_factor = rope_scaling.rope_frequencies(head_dim, config, seq_len=length)
-        self.inv_freq = inv_freq  # plain attribute: a table of constants, not model state
-        self.rotary_dim = 2 * inv_freq.numel()
         # LongRoPE: the long set, used for calls whose largest position + 1 exceeds this L0
         self.long_after = config["original_max_position_embeddings"] if config.get("rope_type") == "longrope" else None
-        self.inv_freq_long = (
-            None if self.long_after is None
-            else rope_scaling.rope_frequencies(head_dim, config, seq_len=self.long_after + 1)[0]
-        )
-        # float64 frequencies for a model moved to float64 (default RoPE: base^(-2i/rotary_dim)
-        # computed in float64; a scaled variant keeps its float32 frequencies, angles in float64)
-        plain = config.get("rope_type", "default") == "default"
-        self.inv_freq64 = (inverse_frequencies(self.rotary_dim, config["rope_theta"], dtype=torch.float64) if plain
-                           else inv_freq.double())
-        self._tables: dict[tuple[torch.device, torch.dtype, bool], tuple[Tensor, Tensor]] = {}
+        # validates the config; for "dynamic" this is the unscaled set (lengths <= L0), for "longrope" the short one
+        inv_freq, self.attention_factor = self._init_frequencies()
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.register_buffer("inv_freq_long", None if self.long_after is None else self._init_frequencies(long=True)[0],
+                             persistent=False)
+        self.rotary_dim = 2 * inv_freq.numel()
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, layout={self.layout!r}, config={self.config}"
 
-    def _table(self, length: int, device: torch.device, dtype: torch.dtype, long: bool = False) -> tuple[Tensor, Tensor]:
-        """Cached (cos, sin) for positions 0 .. >= length-1: each (n, rotary_dim // 2) in dtype on device.
+    def _init_frequencies(self, long: bool = False) -> tuple[Tensor, float]:
+        """The float32 frequencies of the config and its attention factor (LongRoPE's long set if ``long``)."""
+        length = self.long_after + 1 if long else (
+            self.config.get("original_max_position_embeddings") if self.dynamic else None)
+        return rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=length)
 
-        ``long``: LongRoPE's long set of frequencies (a table of its own).
+    def frequencies(self, dtype: torch.dtype = torch.float32, long: bool = False) -> Tensor:
+        """theta_i as the angles for ``dtype`` tables use them: (rotary_dim // 2,), float32 (float64 for float64).
+
+        The buffer ``inv_freq`` (``inv_freq_long`` if ``long``, LongRoPE's long set), or, when the
+        module was cast to a lower precision, the float32 frequencies recomputed from the config; for
+        float64 unscaled RoPE, base^(-2i/d) computed in float64. On the buffer's device.
         """
-        cached = self._tables.get((device, dtype, long))
-        if cached is not None and cached[0].shape[0] >= length:
-            return cached
-        if dtype in (torch.float32, torch.float64):
-            n = max(256, 1 << (length - 1).bit_length())
-            positions = torch.arange(n, device=device)
-            table = rope_cos_sin(positions, self._frequencies(dtype, long), self.attention_factor, dtype)
-        else:
-            table = tuple(t.to(dtype) for t in self._table(length, device, torch.float32, long))
-        self._tables[(device, dtype, long)] = table
-        return table
-
-    def _frequencies(self, dtype: torch.dtype, long: bool = False) -> Tensor:
-        """The frequencies the angles are computed with: float64 ones for float64 tables, else float32.
-
-        ``long``: LongRoPE's long set instead of the short one.
-        """
-        if long:
-            return self.inv_freq_long.double() if dtype == torch.float64 else self.inv_freq_long
-        return self.inv_freq64 if dtype == torch.float64 else self.inv_freq
+        buffer = self.inv_freq_long if long else self.inv_freq
+        if dtype == torch.float64 and self.config.get("rope_type", "default") == "default":
+            return inverse_frequencies(self.rotary_dim, self.config["rope_theta"], torch.float64, buffer.device)
+        if buffer.dtype not in (torch.float32, torch.float64):  # cast to 16 bits: the exact float32 values again
+            buffer = self._init_frequencies(long)[0].to(buffer.device)
+        return buffer.to(torch.float64 if dtype == torch.float64 else torch.float32)
 
     def cos_sin(self, positions: Tensor, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
-        """Half-width (cos, sin) at ``positions`` (batch, seq): each (batch, seq, rotary_dim // 2) in dtype."""
-        _check_positions(positions)
-        if self.dynamic:
-            seq_len = int(positions.max()) + 1
-            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=seq_len)
-            return rope_cos_sin(positions, inv_freq, factor, dtype)
-        if torch.compiler.is_compiling():
-            inv_freq = self._frequencies(dtype).to(positions.device)
-            if self.long_after is not None:  # LongRoPE's choice as a tensor op, traceable (as Hugging Face makes it)
-                long = self._frequencies(dtype, long=True).to(positions.device)
-                inv_freq = torch.where(positions.max() + 1 > self.long_after, long, inv_freq)
-            return rope_cos_sin(positions, inv_freq, self.attention_factor, dtype)
-        low, high = torch.aminmax(positions)
-        long = self.long_after is not None and int(high) + 1 > self.long_after
-        if int(low) < 0:
-            return rope_cos_sin(positions, self._frequencies(dtype, long), self.attention_factor, dtype)
-        cos, sin = self._table(int(high) + 1, positions.device, dtype, long)
-        return cos[positions], sin[positions]
+        """Half-width (cos, sin) at ``positions`` (batch, seq) or (seq,): each (..., rotary_dim // 2) in dtype.
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Rotate q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim) by ``positions`` (batch|1, seq)."""
+        :func:`rope_cos_sin` of :meth:`frequencies`, times the attention factor (YaRN, LongRoPE).
+        """
+        _check_positions(positions)
+        check_float_dtype("dtype", dtype)
+        if self.dynamic:  # the frequencies of the call's length: the one read of the positions on the host
+            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=int(positions.max()) + 1)
+            return rope_cos_sin(positions, inv_freq, factor, dtype)
+        inv_freq = self.frequencies(dtype)
+        if self.long_after is not None:  # LongRoPE's choice for the whole call, as a tensor op (as Hugging Face makes it)
+            inv_freq = torch.where(positions.max() + 1 > self.long_after, self.frequencies(dtype, long=True), inv_freq)
+        return rope_cos_sin(positions, inv_freq, self.attention_factor, dtype)
+
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """cos and sin at ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`.
+
+        Rows that share their positions (the default ``arange`` expanded over the batch) share one
+        (1, seq, rotary_dim // 2) table.
+        """
+        if positions.dim() == 2 and positions.shape[0] > 1 and positions.stride(0) == 0:
+            positions = positions[:1]
+        return self.cos_sin(positions, dtype)
+
+    def rotate_qk(
+        self, q: Tensor, k: Tensor, positions: Tensor, tables: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Rotate q (batch, heads, seq, head_dim) and k (batch, kv_heads, seq, head_dim) by ``positions`` (batch|1, seq).
+
+        ``tables``: the (cos, sin) of :meth:`rotation_tables` for these positions, computed once for all
+        layers; None computes them here.
+        """
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
-        cos, sin = self.cos_sin(positions, q.dtype)
+        cos, sin = self.cos_sin(positions, q.dtype) if tables is None else tables
         return apply_rope_qk(q, k, cos, sin, self.layout)
+
+
+# ----------------------------------------------------------------------------- 0.2's names, until 0.4
+
+
+def _rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """0.2's ``rotate_half_reference(x, cos, sin)``: now :func:`apply_rope` with ``layout="half"``."""
+    return apply_rope(x, cos, sin, "half")
+
+
+def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
+    """0.2's ``apply_rope_complex(x, positions, inv_freq)``: now :func:`apply_rope` with ``layout="interleaved"``
+    on the tables of :func:`rope_cos_sin` (float64 ones for float64 x, as 0.2 computed)."""
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
+    return apply_rope(x, cos, sin, "interleaved")
+
+
+#: the functions 0.3 removed (one rotation per layout, issue #52): old name -> (what it now calls, the new spelling)
+_REMOVED_IN_0_3 = {
+    "rotate_half_reference": (_rotate_half_reference, 'apply_rope(x, cos, sin, layout="half")'),
+    "apply_rope_complex": (_apply_rope_complex,
+                           'apply_rope(x, *rope_cos_sin(positions, inv_freq), layout="interleaved")'),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """0.2's textbook rotations, still importable for one release: a DeprecationWarning names the call to use."""
+    if name in _REMOVED_IN_0_3:
+        function, new = _REMOVED_IN_0_3[name]
+        warnings.warn(f"posenc_lib.rotary.rope.{name} is deprecated since 0.3 (the library has one rotation per "
+                      f"layout): use {new}; {name} will be removed in posenc_lib 0.4", DeprecationWarning, stacklevel=2)
+        return function
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------- layouts and checkpoints
@@ -500,7 +463,8 @@ def convert_rope_checkpoint(state: dict[str, Tensor], head_dim: int, to: Layout,
     :func:`convert_qk_weight` (``to="interleaved"`` for a half-layout checkpoint such as Llama's,
     ``to="half"`` back). Two namings are recognised: separate ``q_proj`` / ``k_proj`` (Hugging Face;
     each has rows // head_dim heads, so grouped-query keys convert too), and the fused ``attn.qkv``
-    of :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: the first two thirds convert).
+    of :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: d_model query rows, then key and
+    value rows in equal parts, fewer under grouped-query attention; q and k convert).
     Values, output projections and every other tensor are copied unchanged.
 
     Args:
@@ -513,7 +477,7 @@ def convert_rope_checkpoint(state: dict[str, Tensor], head_dim: int, to: Layout,
     out = {}
     for name, tensor in state.items():
         if name.endswith(_QK_ROWS) or name.endswith(_FUSED_QKV):
-            parts = list(tensor.chunk(3, dim=0)) if name.endswith(_FUSED_QKV) else [tensor]
+            parts = _fused_qkv_parts(state, name) if name.endswith(_FUSED_QKV) else [tensor]
             for i, rows in enumerate(parts[:2]):  # q and k; a fused projection's v rows stay
                 if rows.shape[0] % head_dim:
                     raise ValueError(f"head_dim must divide the rows of {name} ({rows.shape[0]}), got head_dim={head_dim}")
@@ -521,6 +485,15 @@ def convert_rope_checkpoint(state: dict[str, Tensor], head_dim: int, to: Layout,
             tensor = torch.cat(parts, dim=0)
         out[name] = tensor.clone()
     return out
+
+
+def _fused_qkv_parts(state: dict[str, Tensor], name: str) -> list[Tensor]:
+    """The q, k and v rows of a fused ``qkv`` weight or bias: d_model query rows (the weight's in_features),
+    then the key and value rows, equal in number (n_kv_heads * head_dim)."""
+    tensor = state[name]
+    d_model = state[name.removesuffix("bias") + "weight"].shape[1] if name.endswith("bias") else tensor.shape[1]
+    kv = (tensor.shape[0] - d_model) // 2
+    return list(tensor.split([d_model, kv, kv], dim=0))
 
 
 def _check_positions(positions: Any) -> None:

@@ -79,14 +79,21 @@ class QueryTemperature(PositionScheme):
     def extra_repr(self) -> str:
         return f"floor_scale={self.floor_scale}, attn_scale={self.attn_scale:g}"
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """Return (q * temperature(positions), k). q: (batch, heads, seq, head_dim); positions: (batch|1, seq)."""
+    def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+        """The factor of every position (batch|1, seq), float32 (float64 for float64), for every layer of one forward pass."""
+        check_integer_tensor("positions", positions)
+        compute = torch.float64 if dtype == torch.float64 else torch.float32
+        return query_temperature(positions, self.floor_scale, self.attn_scale, compute)
+
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor, tables: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Return (q * temperature(positions), k). q: (batch, heads, seq, head_dim); positions: (batch|1, seq).
+
+        ``tables``: :meth:`rotation_tables` of these positions (None: computed here)."""
         check_float_tensor("q", q)
         if q.dim() != 4:
             raise ValueError(f"q must have shape (batch, heads, seq, head_dim), got {tuple(q.shape)}")
         check_integer_tensor("positions", positions)
         if positions.dim() != 2 or positions.shape[-1] != q.shape[2]:
             raise ValueError(f"positions must have shape (batch|1, seq={q.shape[2]}), got {tuple(positions.shape)}")
-        compute = torch.float64 if q.dtype == torch.float64 else torch.float32
-        scales = query_temperature(positions, self.floor_scale, self.attn_scale, compute)
+        scales = self.rotation_tables(positions, q.dtype) if tables is None else tables
         return (q * scales[:, None, :, None]).to(q.dtype), k

@@ -1,4 +1,9 @@
-"""Relative position biases: T5 buckets, ALiBi slopes, Swin's 2-D window table; Transformer-XL.
+"""Relative position biases: T5 buckets, ALiBi slopes, Swin's 2-D window table (``PositionScheme.score_bias``).
+
+    t5.py       T5 (Raffel et al. 2020): a learned bias per bucket of the key-minus-query distance
+    alibi.py    ALiBi (Press et al. 2022): a fixed per-head penalty linear in the distance
+    swin.py     Swin (Liu et al. 2021): a learned bias per 2-D offset inside a window
+    common.py   what the three check and share: query/key positions, one row for a shared batch
 
 All three add a number to every attention score that depends only on *where* the query
 and the key are relative to each other (never on their content), after the scale: ALiBi and
@@ -12,11 +17,10 @@ Each scheme is also a plain function you can call on positions:
     t5_relative_bucket(rel)                   bucket id of each key-minus-query distance
     alibi_slopes(n_heads), alibi_bias(...)    ALiBi's fixed per-head slopes and its bias
     swin_relative_position_index(h, w)        index of each (query, key) pair into Swin's table
-    relative_shift(scores, k_len)             Transformer-XL's per-distance -> per-pair score view
 
-Transformer-XL (:class:`TransformerXLRelative`, Dai et al. 2019) goes one step further: its
-position terms read the query, ``(q_i + v) . W_r r_{i-j}``, plus a global content bias
-``u . k_j``, so it overrides ``qk_bias`` instead of ``score_bias`` (kind "qk-bias").
+Transformer-XL (:class:`~posenc_lib.qk_bias.TransformerXLRelative`, Dai et al. 2019) goes one step
+further: its position terms read the query, ``(q_i + v) . W_r r_{i-j}``, plus a global content bias
+``u . k_j``, so it overrides ``qk_bias`` instead of ``score_bias`` and lives in :mod:`posenc_lib.qk_bias`.
 
 Compact forms. The softmax over keys does not change when a constant is added to a whole row
 (one query), so a bias ``b(i, j)`` can be stored as ``g(j)`` alone when ``b(i, j) = f(i) + g(j)``
@@ -33,4 +37,9 @@ no sum ``f(i) + g(j)``. T5 and Swin therefore always return the full
 (batch|1, heads, q_len, k_len) bias.
 """
 
-from __future__ import annotations
+from .alibi import ALiBi, alibi_bias, alibi_slopes
+from .swin import SwinRelativeBias, swin_relative_position_index
+from .t5 import T5RelativeBias, t5_relative_bucket
+
+__all__ = ["T5RelativeBias", "ALiBi", "SwinRelativeBias", "t5_relative_bucket", "alibi_slopes", "alibi_bias",
+           "swin_relative_position_index"]

@@ -20,7 +20,7 @@ from posenc_course import explorers as ex
 from posenc_course import training
 from posenc_course.plotting import MAX_WIDTH_IN, use_style
 from posenc_lib.embeddings.sinusoidal import sinusoidal_frequencies, sinusoidal_table
-from posenc_lib.rotary.rope import apply_rope_complex, rope_inv_freq
+from posenc_lib.rotary.rope import rope_inv_freq
 from posenc_lib.rotary.scaling import rope_frequencies
 from posenc_lib.score_bias.alibi import alibi_bias, alibi_slopes
 from posenc_lib.score_bias.t5 import t5_relative_bucket
@@ -65,8 +65,14 @@ def test_rope_values_are_the_library_rotations_and_their_scores():
     v = ex.rope_values(7, 30)
     q, k = torch.tensor(ex.ROPE_QUERY, dtype=torch.float64), torch.tensor(ex.ROPE_KEY, dtype=torch.float64)
     inv_freq = rope_inv_freq(8).double()
-    keys = apply_rope_complex(k.expand(1, 1, 48, 8), torch.arange(48), inv_freq)[0, 0]
-    query = apply_rope_complex(q.expand(1, 1, 1, 8), torch.tensor([7]), inv_freq)[0, 0, 0]
+
+    def turned(x, positions):  # Meta's complex form, another path than the explorer's apply_rope
+        angles = positions.double()[:, None] * inv_freq
+        z = torch.view_as_complex(x.reshape(*x.shape[:-1], 4, 2).contiguous())
+        return torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2)
+
+    keys = turned(k.expand(48, 8), torch.arange(48))
+    query = turned(q[None], torch.tensor([7]))[0]
     np.testing.assert_allclose(v["q_rotated"], query.reshape(4, 2).numpy(), atol=1e-12)
     np.testing.assert_allclose(v["k_rotated"], keys[30].reshape(4, 2).numpy(), atol=1e-12)
     np.testing.assert_allclose(v["score"], (keys @ query).numpy(), atol=1e-12)

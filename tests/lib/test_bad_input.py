@@ -19,7 +19,7 @@ import transformers
 
 from posenc_lib.analysis.lm_metrics import per_position_loss, perplexity_at
 from posenc_lib.training import accuracy, train
-from posenc_lib.attention import MultiHeadAttention, allowed_keys
+from posenc_lib.attention import KVCache, MultiHeadAttention, allowed_keys
 from posenc_lib.conditional.peg import PEG, peg
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.embeddings.sinusoidal import SinusoidalPE, shift_matrix, sinusoidal_table
@@ -66,6 +66,7 @@ video = mrope_positions(1, 2, 2)  # 4 tokens
 def hf_attention(model: str, **config):
     """A tiny Hugging Face attention module (built only when its row runs)."""
     sizes = dict(hidden_size=16, num_attention_heads=2, num_hidden_layers=1, intermediate_size=16, vocab_size=8)
+    sizes.update((key, config.pop(key)) for key in list(config) if key in sizes)
     if model == "llama":
         return transformers.models.llama.modeling_llama.LlamaAttention(transformers.LlamaConfig(**sizes, **config), 0)
     return transformers.models.gemma3.modeling_gemma3.Gemma3Attention(transformers.Gemma3TextConfig(**sizes, **config), 0)
@@ -91,6 +92,17 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("model unknown pool", lambda: TinyTransformer(7, 3, pool="max"), ValueError, r"pool must be one of .*'max'"),
     ("model no vocab", lambda: TinyTransformer(None, 3), ValueError, r"vocab_size is required"),
     ("mha window 0", lambda: MultiHeadAttention(16, 2, window=0), ValueError, r"window must be an int >= 1, got 0"),
+    ("mha n_kv_heads not dividing n_heads", lambda: MultiHeadAttention(16, 4, n_kv_heads=3), ValueError,
+     r"n_kv_heads must divide n_heads=4 .*got 3"),
+    ("mha n_kv_heads 0", lambda: MultiHeadAttention(16, 4, n_kv_heads=0), ValueError, r"n_kv_heads must be an int >= 1, got 0"),
+    ("mha n_kv_heads float", lambda: MultiHeadAttention(16, 4, n_kv_heads=2.0), TypeError, r"n_kv_heads must be an int, got 2\.0"),
+    ("model n_kv_heads not dividing n_heads", lambda: TinyTransformer(7, 3, n_heads=4, n_kv_heads=3), ValueError,
+     r"n_kv_heads must divide n_heads=4 .*got 3"),
+    ("kv cache of other heads", lambda: KVCache(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4), pos(3)).extend(
+        torch.zeros(1, 4, 1, 4), torch.zeros(1, 4, 1, 4), pos(1)), ValueError,
+     r"k must have the cached 2 key/value heads of head_dim 4, got shape \(1, 4, 1, 4\)"),
+    ("kv cache k and v of other shapes", lambda: KVCache().extend(torch.zeros(1, 2, 3, 4), torch.zeros(1, 1, 3, 4), pos(3)),
+     ValueError, r"k and v must have the same shape, got \(1, 2, 3, 4\) and \(1, 1, 3, 4\)"),
     ("model layer_specs wrong length", lambda: TinyTransformer(7, 3, n_layers=2, layer_specs=[LayerSpec(NoPosition())]),
      ValueError, r"layer_specs must be a list of n_layers=2 LayerSpec objects, got 1 items"),
     ("train steps 0", lambda: train(tiny, (torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long)), steps=0),
@@ -210,8 +222,9 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"layer_type must be one of \['sliding_attention', 'full_attention'\].*got 'global_attention'"),
     ("per-layer-type rope without a layer type", lambda: rope_parameters(transformers.Gemma3TextConfig()),
      ValueError, r"layer_type must be given for Gemma3TextConfig.*got None"),
-    ("bridge from grouped-query attention", lambda: attention_from_hf(hf_attention("llama", num_key_value_heads=1)), ValueError,
-     r"1 key/value heads for 2 query heads .*no grouped-query attention"),
+    ("bridge from key/value heads that do not divide the query heads",
+     lambda: attention_from_hf(hf_attention("llama", num_attention_heads=4, num_key_value_heads=3)), ValueError,
+     r"k_proj and v_proj of 12 and 12 rows for 4 query heads of head_dim 4; .*key/value heads .* that divide the query heads"),
     ("bridge from an attention with qk-norm", lambda: attention_from_hf(hf_attention("gemma3", num_key_value_heads=2, head_dim=8)),
      ValueError, r"module Gemma3Attention normalises queries or keys \(\['q_norm', 'k_norm'\]\)"),
     ("bridge with another score scale", lambda: attention_from_hf(hf_attention("llama"), T5RelativeBias(2)), ValueError,

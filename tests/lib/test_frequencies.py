@@ -78,4 +78,4 @@ def test_scaling_builds_on_frequencies_not_on_rope():
             imported |= {alias.name for alias in node.names}
     assert "posenc_lib.frequencies" in imported
     assert not any(name.startswith("posenc_lib.rotary") for name in imported), imported
-    assert frequencies.__all__ == ["inverse_frequencies", "wavelengths", "even_odd_permutation"]
+    assert frequencies.__all__ == ["LAYOUTS", "Layout", "inverse_frequencies", "wavelengths", "even_odd_permutation"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import math
 
@@ -10,21 +11,21 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rope_reference import complex_formula, rotate_half_formula
+
 from posenc_lib.attention import MultiHeadAttention
 from posenc_lib.frequencies import inverse_frequencies
+from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rotary.rope import (
     LAYOUTS,
     RotaryPE,
     apply_rope,
-    apply_rope_complex,
     apply_rope_qk,
     convert_qk_weight,
     rope_cos_sin,
     rope_inv_freq,
     rope_layout_permutation,
-    rotate_half_reference,
 )
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
 
 HYPOTHESIS = settings(max_examples=30, deadline=None)
 U_BF16, U_FP16 = 2.0**-8, 2.0**-11  # unit roundoff (half an ulp at 1)
@@ -69,8 +70,8 @@ def reference(x, positions, inv_freq, layout, cos=None, sin=None):
     if layout == "half":
         if cos is None:
             cos, sin = rope_cos_sin(positions, inv_freq, dtype=x.dtype)
-        return rotate_half_reference(x, cos, sin)
-    return apply_rope_complex(x, positions, inv_freq)
+        return rotate_half_formula(x, cos, sin)
+    return complex_formula(x, positions, inv_freq)
 
 
 # ----------------------------------------------------------------------------- properties
@@ -107,7 +108,7 @@ def test_complex_path_equals_real_path(shape, seed, partial, dtype):
     c = max(1, shape[-1] // 4) if partial else None
     x, positions, inv_freq = random_case(shape, seed, c)
     x = x.to(dtype)
-    expected = apply_rope_complex(x, positions, inv_freq)
+    expected = complex_formula(x, positions, inv_freq)
     cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
     # contiguous x takes the complex-multiply fast path; an odd-strided view forces the real-pairs blocks
     odd_strided = torch.zeros(*x.shape[:-1], x.shape[-1] + 1, dtype=dtype)[..., :-1].copy_(x)
@@ -315,10 +316,10 @@ def test_backward_is_inverse_rotation(layout):
     grad = torch.randn_like(x)
     (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout), x, grad)
     if layout == "half":
-        expected = rotate_half_reference(x, cos, sin)
+        expected = rotate_half_formula(x, cos, sin)
     else:  # the layout identity: interleaved(x) = half(x[perm])[inverse perm], perm on the rotated 6 dims
         perm = torch.cat((rope_layout_permutation(6), torch.tensor([6, 7])))
-        expected = rotate_half_reference(x[..., perm], cos, sin)[..., torch.argsort(perm)]
+        expected = rotate_half_formula(x[..., perm], cos, sin)[..., torch.argsort(perm)]
     (g_ref,) = torch.autograd.grad(expected, x, grad)
     torch.testing.assert_close(g_fast, g_ref, atol=1e-6, rtol=0)
 
@@ -337,7 +338,7 @@ def test_learnable_tables_get_gradients():
     (grad,) = torch.autograd.grad((rotated() * x).sum(), freq)
     assert grad.abs().max() > 1e-2  # <R x, x> = sum |pair|^2 cos(angle) does
     angles = positions.float().unsqueeze(-1) * freq
-    torch.testing.assert_close(rotated(), rotate_half_reference(x, angles.cos(), angles.sin()), atol=1e-6, rtol=0)
+    torch.testing.assert_close(rotated(), rotate_half_formula(x, angles.cos(), angles.sin()), atol=1e-6, rtol=0)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -378,8 +379,6 @@ def cos_sin_for(x):
          ValueError, ["head_dim=8", "(1, 1, 3, 16)"]),
         (lambda: convert_qk_weight(torch.ones(10, 4), n_heads=3), ValueError, ["n_heads", "10", "3"]),
         (lambda: convert_qk_weight(torch.ones(8, 4), n_heads=1, to="rotate_half"), ValueError, ["to", "half"]),
-        (lambda: apply_rope_complex(torch.ones(1, 1, 3, 8), torch.arange(3).float(), rope_inv_freq(8)), TypeError,
-         ["positions", "integer"]),
     ],
 )
 def test_bad_input_names_parameter_and_allowed_values(call, error, words):
@@ -408,6 +407,95 @@ def test_scheme_tables_at_any_position_and_dtype():
     assert len(scheme.state_dict()) == 0  # tables are not model state
 
 
+# ----------------------------------------------------------------------------- the frequencies as a buffer, as Hugging Face and torchtune keep them
+
+
+def _llama_rotary(head_dim=16, **rope):
+    import transformers
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = transformers.LlamaConfig(hidden_size=4 * head_dim, num_attention_heads=4, head_dim=head_dim,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0, **rope})
+    return LlamaRotaryEmbedding(config)
+
+
+def test_to_moves_and_casts_inv_freq_as_hugging_face_and_torchtune_do():
+    """inv_freq is a buffer: .to(device) moves it and .to(dtype) casts it, as Hugging Face's LlamaRotaryEmbedding's
+    inv_freq and torchtune's RotaryPositionalEmbeddings' theta (both buffers). The angles still use float32
+    frequencies after a cast to bfloat16 (recomputed), and float64 ones after .double()."""
+    ours, theirs = RotaryPE(16), _llama_rotary(16)
+    assert dict(ours.named_buffers()).keys() == {"inv_freq"} and "inv_freq" in dict(theirs.named_buffers())
+    assert torch.equal(ours.inv_freq, theirs.inv_freq) and ours.inv_freq.dtype == torch.float32
+    positions = torch.tensor([[0, 7, 3000, 32767]])
+    float32 = ours.cos_sin(positions)
+    for target in (torch.float64, torch.bfloat16, torch.float16, "meta"):
+        moved, moved_theirs = copy.deepcopy(ours).to(target), copy.deepcopy(theirs).to(target)
+        assert (moved.inv_freq.dtype, moved.inv_freq.device) == (moved_theirs.inv_freq.dtype, moved_theirs.inv_freq.device)
+        if target in (torch.bfloat16, torch.float16):  # the buffer lost bits; the angles did not
+            assert not torch.equal(moved.inv_freq.float(), ours.inv_freq)
+            torch.testing.assert_close(moved.cos_sin(positions, target), tuple(t.to(target) for t in float32), atol=0, rtol=0)
+    on_meta = copy.deepcopy(ours).to("meta").cos_sin(positions.to("meta"))  # computed where the buffer is
+    assert on_meta[0].device.type == "meta" and on_meta[0].shape == (1, 4, 8)
+    exact = positions.double()[..., None] * inverse_frequencies(16, 10000.0, dtype=torch.float64)
+    torch.testing.assert_close(copy.deepcopy(ours).double().cos_sin(positions, torch.float64)[1], exact.sin(), atol=0, rtol=0)
+
+
+def test_state_dict_holds_no_frequencies_as_hugging_face_and_torchtune():
+    """inv_freq is non-persistent (persistent=False in Hugging Face and torchtune too): never in a state_dict, so a
+    model saved with 0.2 (frequencies a plain attribute) or with another base loads strictly, and the loaded model
+    keeps the base it was built with (LongRoPE's two sets too)."""
+    theirs = _llama_rotary(16)
+    longrope = {"rope_type": "longrope", "short_factor": [1.0, 1.1, 1.2, 1.3], "long_factor": [1.0, 2.0, 3.0, 4.0],
+                "original_max_position_embeddings": 8, "factor": 4.0}
+    for ours in (RotaryPE(16), RotaryPE(8, scaling=longrope)):
+        assert ours.state_dict() == {} and theirs.state_dict() == {}
+    torch.manual_seed(0)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8, base=500.0))
+    state = model.state_dict()
+    assert not any("inv_freq" in key for key in state)
+    other_base = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8))
+    assert other_base.load_state_dict(state, strict=True).missing_keys == []
+    assert torch.equal(other_base.scheme.inv_freq, rope_inv_freq(8))  # its own frequencies: they are not state
+
+
+def test_cos_sin_once_per_forward_pass_for_every_layer(monkeypatch):
+    """A model computes its schemes' cos and sin once per forward pass (per scheme object), not once per layer, and
+    hands them to every layer; a layer alone computes its own."""
+    calls = []
+    real = RotaryPE.cos_sin
+    monkeypatch.setattr(RotaryPE, "cos_sin", lambda self, *args: calls.append(self) or real(self, *args))
+    shared = RotaryPE(8)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, n_layers=3, causal=True, pool="none", scheme=shared)
+    tokens = torch.randint(0, 30, (2, 10))
+    with torch.no_grad():
+        model(tokens)
+        assert calls == [shared]
+        cache = model.new_cache()
+        model(tokens[:, :6], cache=cache)
+        model(tokens[:, 6:7], cache=cache)
+        assert len(calls) == 3  # one per forward pass, with a cache too
+        two = [LayerSpec(RotaryPE(8)), LayerSpec(RotaryPE(8, base=500.0))]
+        mixed = TinyTransformer(30, 30, d_model=32, n_heads=4, n_layers=4, causal=True, pool="none",
+                                layer_specs=[two[0], two[1], two[0], two[1]])
+        calls.clear()
+        mixed(tokens)
+        assert calls == [two[0].scheme, two[1].scheme]
+        calls.clear()
+        MultiHeadAttention(32, 4, shared)(torch.randn(2, 10, 32))
+        assert calls == [shared]
+
+
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8},
+                                     {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                                      "original_max_position_embeddings": 8, "factor": 2.0}])
+def test_no_position_is_read_back_to_the_host(scaling):
+    """Positions never leave the device (0.2 read their min and max in every layer): the model runs on the meta
+    device, where reading a value raises. Dynamic NTK alone reads the largest position, once per forward pass."""
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, n_layers=2, causal=True, pool="none",
+                            scheme=RotaryPE(8, scaling=scaling)).to("meta")
+    assert model(torch.zeros(2, 10, dtype=torch.long, device="meta")).shape == (2, 10, 30)
+
+
 def test_yarn_scheme_scales_cos_and_sin_by_attention_factor():
     scheme = RotaryPE(16, scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32})
     cos, sin = scheme.cos_sin(torch.arange(100)[None])
@@ -422,7 +510,7 @@ def test_state_dict_round_trip_and_no_tables_in_it():
 
     model = build()
     tokens = torch.randint(0, 30, (2, 10))
-    expected = model(tokens)  # fills the table cache
+    expected = model(tokens)
     state = model.state_dict()
     assert not any("scheme" in key or "inv_freq" in key or "table" in key for key in state)
     buffer = io.BytesIO()
@@ -460,7 +548,7 @@ def test_rotary_scheme_matches_functional_api():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("rotary_halves", [None, 3])
 def test_gradcheck_float64(layout, rotary_halves):
-    """The backward pass (a rotation by -angle) passes gradcheck and gradgradcheck in float64, partial rotary too."""
+    """Autograd's backward pass passes gradcheck and gradgradcheck in float64, partial rotary too."""
     x, positions, inv_freq = random_case((2, 3, 5, 8), seed=18, rotary_halves=rotary_halves)
     cos, sin = rope_cos_sin(positions, inv_freq.double(), dtype=torch.float64)
     x = x.double().requires_grad_()
@@ -482,11 +570,11 @@ def test_backward_equals_autograd_of_the_formula(layout, dtype):
     q_out.backward(seed)
     leaf = x.double().requires_grad_()
     perm = rope_layout_permutation(16) if layout == "interleaved" else torch.arange(16)  # interleaved as half
-    rotate_half_reference(leaf[..., perm], cos.double(), sin.double())[..., torch.argsort(perm)].backward(seed.double())
+    rotate_half_formula(leaf[..., perm], cos.double(), sin.double())[..., torch.argsort(perm)].backward(seed.double())
     tol = {"atol": 1e-6, "rtol": 0} if dtype == torch.float32 else {"atol": 0.05, "rtol": 0}
     assert q.grad.dtype == dtype
     torch.testing.assert_close(q.grad.double(), leaf.grad, **tol)
-    torch.testing.assert_close(q.grad, _inverse(seed, cos, sin, layout), atol=0, rtol=0)
+    torch.testing.assert_close(q.grad.double(), _inverse(seed, cos, sin, layout).double(), **tol)  # a rotation's transpose
     assert k.grad is None
 
 

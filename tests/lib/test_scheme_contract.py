@@ -65,7 +65,7 @@ class Case:
 CASES = [
     Case("none", NoPosition),
     Case("sinusoidal-interleaved", lambda: SinusoidalPE(D_MODEL, max_len=16), far_offset=100),
-    Case("sinusoidal-concat", lambda: SinusoidalPE(D_MODEL, max_len=16, layout="concat"), far_offset=100),
+    Case("sinusoidal-half", lambda: SinusoidalPE(D_MODEL, max_len=16, layout="half"), far_offset=100),
     Case("learnable", lambda: LearnablePE(D_MODEL, max_len=16)),
     Case("rope-half", lambda: RotaryPE(HEAD_DIM), causal=True, far_offset=1000),
     Case("rope-interleaved", lambda: RotaryPE(HEAD_DIM, layout="interleaved"), causal=True, far_offset=1000),

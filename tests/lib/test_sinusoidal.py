@@ -23,7 +23,7 @@ from posenc_lib.models import TinyTransformer
 
 even_dims = st.integers(1, 24).map(lambda h: 2 * h)
 bases = st.sampled_from([10.0, 100.0, 10000.0, 500000.0])
-layouts = st.sampled_from(["interleaved", "concat"])
+layouts = st.sampled_from(["interleaved", "half"])
 FAST = settings(max_examples=40, deadline=None)
 
 
@@ -96,13 +96,13 @@ def test_float64_angles_beat_float32_angles_at_large_positions():
 
 @FAST
 @given(max_len=st.integers(1, 50), d_model=even_dims, base=bases)
-def test_concat_is_a_column_permutation_of_interleaved(max_len, d_model, base):
+def test_half_is_a_column_permutation_of_interleaved(max_len, d_model, base):
     inter = sinusoidal_table(max_len, d_model, base, "interleaved", dtype=torch.float64)
-    concat = sinusoidal_table(max_len, d_model, base, "concat", dtype=torch.float64)
+    half = sinusoidal_table(max_len, d_model, base, "half", dtype=torch.float64)
     perm = sinusoidal_layout_permutation(d_model)
     assert perm.dtype == torch.int64 and torch.equal(perm.sort().values, torch.arange(d_model))
-    assert torch.equal(concat, inter[:, perm])
-    assert torch.equal(inter, concat[:, torch.argsort(perm)])
+    assert torch.equal(half, inter[:, perm])
+    assert torch.equal(inter, half[:, torch.argsort(perm)])
 
 
 def test_layout_permutation_small_case():
@@ -165,11 +165,11 @@ def test_matches_transformers_distilbert_interleaved(n, d):
 
 
 @pytest.mark.parametrize("n, d", [(64, 32), (512, 64), (1000, 128)])
-def test_matches_transformers_marian_concat(n, d):
+def test_matches_transformers_marian_half(n, d):
     """Marian builds [sin | cos] (concatenated, not interleaved) with NumPy float64 angles."""
     marian = importlib.import_module("transformers.models.marian.modeling_marian")
     ref = marian.MarianSinusoidalPositionalEmbedding(n, d).create_weight()
-    torch.testing.assert_close(sinusoidal_table(n, d, layout="concat"), ref, rtol=0, atol=1e-6)
+    torch.testing.assert_close(sinusoidal_table(n, d, layout="half"), ref, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("n, d", [(16, 32), (1024, 64), (4096, 128)])
@@ -180,7 +180,7 @@ def test_matches_fairseq_tensor2tensor_variant_with_rescaled_base(n, d):
     m2m = importlib.import_module("transformers.models.m2m_100.modeling_m2m_100")
     ref = m2m.M2M100SinusoidalPositionalEmbedding.get_embedding(n, d).double()
     h = d // 2
-    ours = sinusoidal_table(n, d, base=10000.0 ** (h / (h - 1)), layout="concat", dtype=torch.float64)
+    ours = sinusoidal_table(n, d, base=10000.0 ** (h / (h - 1)), layout="half", dtype=torch.float64)
     err = (ours - ref).abs()
     assert torch.all(err <= _atol_float32_angles(n)), f"max excess {(err - _atol_float32_angles(n)).max():.3g}"
     assert err[:16].max() < 1e-6
@@ -200,11 +200,11 @@ def test_module_is_a_buffer_not_a_parameter():
 
 
 def test_forward_and_add_to_embeddings():
-    pe = SinusoidalPE(16, max_len=32, layout="concat")
+    pe = SinusoidalPE(16, max_len=32, layout="half")
     pos = torch.tensor([[0, 5, 31], [2, 2, 9]])
     out = pe(pos)
     assert out.shape == (2, 3, 16) and out.dtype == torch.float32
-    assert torch.equal(out[1, 2], sinusoidal_table(32, 16, layout="concat")[9])
+    assert torch.equal(out[1, 2], sinusoidal_table(32, 16, layout="half")[9])
     x = torch.randn(2, 3, 16, dtype=torch.float64)
     y = pe.add_to_embeddings(x, pos)
     assert y.dtype == torch.float64
@@ -291,7 +291,7 @@ def test_optimizer_never_sees_the_table():
         (lambda: sinusoidal_table(4.0, 4), TypeError, ["max_len", "4.0", "int"]),
         (lambda: sinusoidal_table(4, 8.0), TypeError, ["d_model", "8.0", "int"]),
         (lambda: sinusoidal_table(4, True), TypeError, ["d_model", "True", "int"]),
-        (lambda: sinusoidal_table(4, 4, layout="halves"), ValueError, ["layout", "'halves'", "interleaved", "concat"]),
+        (lambda: sinusoidal_table(4, 4, layout="halves"), ValueError, ["layout", "'halves'", "interleaved", "half"]),
         (lambda: sinusoidal_table(4, 4, base=1.0), ValueError, ["base", "1.0", "> 1"]),
         (lambda: sinusoidal_table(4, 4, base=float("nan")), ValueError, ["base", "nan"]),
         (lambda: sinusoidal_table(4, 4, dtype=torch.int64), TypeError, ["dtype", "torch.int64", "floating"]),
@@ -320,3 +320,16 @@ def test_bad_input_is_rejected_with_a_clear_message(call, error, words):
 def test_empty_positions_give_an_empty_result():
     out = SinusoidalPE(8)(torch.zeros(2, 0, dtype=torch.long))
     assert out.shape == (2, 0, 8)
+
+
+def test_the_old_name_concat_still_works_with_a_deprecation_warning_at_the_callers_line():
+    """0.3 renamed the layout "concat" to "half", RoPE's name for the same order of pairs; "concat" stays until 0.4."""
+    with pytest.warns(DeprecationWarning, match='"concat" is now called "half"') as caught:
+        table = sinusoidal_table(9, 8, layout="concat")
+    assert torch.equal(table, sinusoidal_table(9, 8, layout="half")) and caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as caught:
+        matrix = shift_matrix(3, 8, layout="concat")
+    assert torch.equal(matrix, shift_matrix(3, 8, layout="half")) and caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as caught:
+        scheme = SinusoidalPE(8, max_len=9, layout="concat")
+    assert scheme.layout == "half" and torch.equal(scheme.table, table) and caught[0].filename == __file__

@@ -68,6 +68,32 @@ def test_interleaved_times_rank_cases_and_validate():
         interleaved_times({"a": lambda: None}, rounds=1, threads=1, reset={"b": lambda: None})
 
 
+def test_a_round_under_load_is_discarded_and_measured_again(monkeypatch):
+    """Other processes' CPU during a round (fed here: 1.5 cores, then 0.05) sends the round back after a pause;
+    a round that never gets quiet is kept after max_tries, with its load on record."""
+    from bench import common
+
+    loads = iter([1.5, 0.05, 1.5, 1.5, 0.0] + [0.0] * 10)
+    monkeypatch.setattr(common, "other_cores", lambda since: next(loads))
+    times = interleaved_times({"a": lambda: None, "b": lambda: None}, rounds=3, threads=1, min_block_s=0.0,
+                              max_other_cores=0.2, max_tries=2, pause_s=0.0)
+    # round 1: discarded, then kept (0.05); round 2: 1.5 twice, the second kept (max_tries); round 3: kept (0.0)
+    assert all(len(t.samples) == 3 and t.discarded == 2 and t.other_cores == 1.5 for t in times.values())
+    quiet = interleaved_times({"a": lambda: None}, rounds=2, threads=1, min_block_s=0.0)  # no threshold: keeps all
+    assert quiet["a"].discarded == 0
+
+
+def test_other_cores_reads_the_machine_less_this_process():
+    from bench.common import cpu_snapshot, other_cores
+
+    since = cpu_snapshot()
+    end = time.perf_counter() + 0.3
+    while time.perf_counter() < end:  # this process busy: not counted as other processes' load
+        pass
+    load = other_cores(since)
+    assert load is None or 0.0 <= load <= 2.5
+
+
 def test_reset_runs_before_every_round_of_its_case():
     state = {"calls": 0, "resets": 0}
 
@@ -108,10 +134,13 @@ def test_rows_layouts_and_peers():
     rb = rope_bench
     assert rb.PEERS == {"half": ["HF rotate_half", "HF rotate_half, compiled"],
                         "interleaved": ["Meta complex", "Meta complex, compiled"]}
-    assert {m.name for m in rb.METHODS if not m.peer} == {
+    assert {m.name for m in rb.METHODS if m.library} == {
         "library half", "library half, compiled", "library interleaved", "library interleaved, compiled"}
+    alternatives = {m.name for m in rb.METHODS if m.alternative}
+    assert alternatives == {f"library {layout}, hand-written backward{c}" for layout in ("half", "interleaved")
+                            for c in ("", ", compiled")}
     x = rb.make_inputs((1, 2, 8, 8), torch.float32)
-    assert set(rb.cases(x, "fwd")) == set(rb.METHOD_NAMES) == set(rb.cases(x, "fwd+bwd"))
+    assert set(rb.cases(x, "fwd")) == set(rb.METHOD_NAMES) - alternatives and set(rb.cases(x, "fwd+bwd")) == set(rb.METHOD_NAMES)
 
 
 def test_the_check_catches_a_wrong_layout(monkeypatch):
@@ -138,8 +167,8 @@ def test_ratios_and_targets_against_the_fastest_peer_of_the_layout():
     assert targets["half"].met and not targets["interleaved"].met
     assert (targets["interleaved"].peer, round(targets["interleaved"].ratio.median, 3)) == ("Meta complex", 1.1)
     table = rb.rope_tables_markdown(results)
-    assert "| library half | 6 s | 3.00× |" in table and "| HF rotate_half, compiled | 2 s | 1.00×* |" in table
-    assert "| Meta complex | 3 s | 1.00×* |" in table and "| library interleaved | 3.3 s | 1.10× |" in table
+    assert "| library half | 6 s | 3.00× (3.00–3.00) |" in table and "| HF rotate_half, compiled | 2 s | 1.00× (1.00–1.00)* |" in table
+    assert "| Meta complex | 3 s | 1.00× (1.00–1.00)* |" in table and "| library interleaved | 3.3 s | 1.10× (1.10–1.10) |" in table
     markdown = rb.targets_markdown(list(targets.values()))
     assert "1 of 2 met" in markdown and "| NOT MET |" in markdown and "| MET |" in markdown
 
@@ -148,7 +177,8 @@ def test_ratios_are_taken_round_by_round():
     rb = rope_bench
     ratio = rb.Ratio.of(rb.Timing(4.0, (2.0, 4.0, 9.0, 4.0, 5.0)), rb.Timing(2.0, (1.0, 2.0, 3.0, 1.0, 2.0)))
     assert (ratio.median, ratio.low, ratio.high) == (2.5, 2.0, 3.0)  # per round: 2, 2, 3, 4, 2.5
-    assert str(ratio) == "2.50× (2.00–3.00)" and str(rb.Ratio.of(rb.Timing(3.0, (3.0,)), rb.Timing(2.0, (2.0,)))) == "1.50×"
+    assert str(ratio) == "2.50× (2.00–3.00)"  # every ratio with its interquartile range, even a single round's
+    assert str(rb.Ratio.of(rb.Timing(3.0, (3.0,)), rb.Timing(2.0, (2.0,)))) == "1.50× (1.50–1.50)"
 
 
 # ----------------------------------------------------------------------------- schemes
