@@ -176,7 +176,7 @@ def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str
             problems.append(message)
     for rule in rules:
         for form in rule.not_zh:
-            message = f"term: {form!r} is not the table's word: use {' / '.join(rule.zh)}"
+            message = f"term: {form!r} is not the table's word (its rule for {rule.en[0]!r} gives {' / '.join(rule.zh)})"
             if form.lower() in chinese and message not in problems:
                 problems.append(message)
     return problems
