@@ -134,6 +134,7 @@ class Rule:
     term: str  # the glossary term ("" for a rule of the table's own)
     en: tuple[str, ...]  # English phrases (a phrase with a capital letter matches case-sensitively)
     zh: tuple[str, ...]  # the Chinese a translation of such a message uses (any one of them)
+    not_zh: tuple[str, ...] = ()  # Chinese forms of the concept no translation uses, whatever its English
 
     @property
     def pattern(self) -> re.Pattern:
@@ -147,7 +148,7 @@ class Rule:
 def load_terminology(path: Path = TERMINOLOGY) -> list[Rule]:
     """The terminology table's rules (``locale/zh_CN/terminology.toml``)."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return [Rule(r.get("term", ""), tuple(r["en"]), tuple(r["zh"])) for r in data["rule"]]
+    return [Rule(r.get("term", ""), tuple(r["en"]), tuple(r["zh"]), tuple(r.get("not_zh", ()))) for r in data["rule"]]
 
 
 # A link to the outside world: its text is the title of a cited work, which stays in its own language.
@@ -155,7 +156,9 @@ CITATION = re.compile(r"\[[^\]]*\]\(https?://[^)\s]+\)")
 
 
 def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str]:
-    """The rules whose English the message uses and whose Chinese its translation does not.
+    """The rules whose English the message uses and whose Chinese its translation does not, and the
+    forms a rule rules out (its ``not_zh``: 头宽度 where the table says 头维度) that the translation uses,
+    whatever its English says: one word per concept in every catalog.
 
     Phrases match longest first: in "bag of tokens" the rule for "bag of tokens" applies, not the one
     for "tokens". Titles of cited works (the text of a link to the web) are not checked."""
@@ -171,6 +174,11 @@ def terminology_problems(msgid: str, msgstr: str, rules: list[Rule]) -> list[str
         message = f"term: {text!r} is translated with none of {' / '.join(rule.zh)}"
         if not any(form.lower() in chinese for form in rule.zh) and message not in problems:
             problems.append(message)
+    for rule in rules:
+        for form in rule.not_zh:
+            message = f"term: {form!r} is not the table's word (its rule for {rule.en[0]!r} gives {' / '.join(rule.zh)})"
+            if form.lower() in chinese and message not in problems:
+                problems.append(message)
     return problems
 
 
@@ -186,8 +194,9 @@ def glossary_terms() -> frozenset[str]:
 
 
 def glossary_problems(rules: list[Rule]) -> list[str]:
-    """The table follows the glossary: every glossary term has a rule, and each rule's Chinese is the
-    glossary's (one of its forms appears in the glossary's Chinese for that term)."""
+    """The table follows the glossary: every glossary term has a rule, each rule's Chinese is the
+    glossary's (one of its forms appears in the glossary's Chinese for that term), no glossary entry's
+    Chinese uses a form a rule rules out, and no form the table gives contains one it rules out."""
     glossary = {t["en"]: t for t in load_glossary()}
     problems = [f"glossary term {en!r} has no rule in {TERMINOLOGY.relative_to(ROOT)}"
                 for en in glossary if en not in {r.term for r in rules}]
@@ -196,4 +205,10 @@ def glossary_problems(rules: list[Rule]) -> list[str]:
             problems.append(f"rule for {rule.term!r}: no such glossary term")
         elif rule.term and not any(form.lower() in glossary[rule.term]["zh"].lower() for form in rule.zh):
             problems.append(f"rule for {rule.term!r}: none of {rule.zh} is in the glossary's {glossary[rule.term]['zh']!r}")
+    for rule in rules:
+        for form in rule.not_zh:
+            problems += [f"glossary term {en!r}: its Chinese {t['zh']!r} uses {form!r}, which the table rules out"
+                         for en, t in glossary.items() if form.lower() in t["zh"].lower()]
+            problems += [f"rule for {other.en[0]!r}: its form {allowed!r} contains {form!r}, which the table rules out"
+                         for other in rules for allowed in other.zh if form.lower() in allowed.lower()]
     return problems

@@ -21,7 +21,7 @@ import pytest
 from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import read_po, write_po
 
-from tools import i18n
+from tools import i18n, i18n_common
 
 COMPLETE = i18n.complete_documents()
 
@@ -93,6 +93,53 @@ def test_a_translation_that_changes_what_it_must_keep_is_reported(broken, expect
     problems = i18n.entry_problems("demo", catalog, rules, complete=False)
     assert [p.what.split(":")[0] for p in problems] == [expected], problems
     assert problems[0].kind == i18n.ERROR  # make test fails on it
+
+
+@pytest.mark.parametrize("english, chinese, ruled_out", [
+    ("The head width is 16.", "头宽度为 16。", "头宽度"),  # and the table's 头维度 is missing
+    ("PI applied zero-shot gets worse.", "零样本的 PI 更差。", "零样本"),
+    ("PI applied without fine-tuning gets worse.", "零样本的 PI 更差。", "零样本"),  # whatever the English says
+    ("A table of position vectors trained with the model.", "与模型一起训练的位置向量表（可训练位置嵌入）。", "可训练位置嵌入"),
+])
+def test_a_form_the_table_rules_out_is_an_error_in_any_entry(english, chinese, ruled_out, rules):
+    """One word per concept in every catalog: a rule's ``not_zh`` form is an error wherever a translation
+    uses it, even where the English does not use the rule's phrase."""
+    catalog = Catalog(locale="zh_CN")
+    catalog.add(english, chinese)
+    problems = i18n.entry_problems("demo", catalog, rules, complete=True)
+    assert any(repr(ruled_out) in p.what and "not the table's word" in p.what for p in problems), problems
+    assert all(p.kind == i18n.ERROR for p in problems)
+
+
+def test_a_glossary_definition_need_not_repeat_its_term(rules):
+    """The glossary's headword carries the Chinese term; a definition's translation uses a term only
+    where its English does (the check asks nothing more of it)."""
+    terms = {t["en"]: t for t in i18n_common.load_glossary()}
+    definition = terms["Perplexity"]["definition"]
+    assert "perplexity" not in definition.lower()
+    catalog = Catalog(locale="zh_CN")
+    catalog.add(definition, "对下一个词元的平均交叉熵取指数：越低越好。")
+    assert i18n.entry_problems("glossary", catalog, rules, complete=True) == []
+    # the committed glossary does not stuff a headword into its definition as a parenthesis
+    glossary = i18n.load(i18n.CATALOGS / "glossary.po")
+    stuffed = [(t["zh"], glossary[t["definition"]].string) for t in terms.values()
+               if glossary.get(t["definition"]) and f"（{t['zh']}）" in glossary[t["definition"]].string
+               and t["en"].lower() not in t["definition"].lower()]
+    assert not stuffed, stuffed
+
+
+def test_the_table_rules_out_no_form_it_gives_or_the_glossary_uses(rules):
+    """A ``not_zh`` form that the glossary's Chinese or another rule's Chinese contains is a contradiction."""
+    contradiction = i18n.Rule("", ("head width",), ("头维度",), ("位置编码",))
+    problems = i18n.glossary_problems([*rules, contradiction])
+    assert any("glossary term 'Positional encoding'" in p and "rules out" in p for p in problems), problems
+    assert any("rule for 'positional encoding'" in p and "rules out" in p for p in problems), problems
+
+
+def test_one_word_per_concept_across_all_catalogs(checked):
+    """No catalog, page or checker messages, uses a form the terminology table rules out."""
+    problems = [p for p in i18n.errors(checked) if "not the table's word" in p.what]
+    assert not problems, report(problems)
 
 
 @pytest.mark.parametrize("broken", [
