@@ -31,8 +31,10 @@ from posenc_lib.checks import check_even_int, check_number
 
 __all__ = ["LAYOUTS", "Layout", "inverse_frequencies", "wavelengths", "even_odd_permutation"]
 
-#: The two orders of d/2 pairs in a width-d vector: "half", pair i at (i, i + d/2); "interleaved", at (2i, 2i+1).
+# The type of a ``layout`` argument.
 Layout = Literal["half", "interleaved"]
+#: The names of the two orders of the d/2 pairs of a width-d vector ("half" puts pair i at (i, i + d/2),
+#: "interleaved" at (2i, 2i+1)).
 LAYOUTS: tuple[str, ...] = ("half", "interleaved")
 
 

@@ -18,7 +18,7 @@ Each scheme is also a plain function you can call on positions:
     alibi_slopes(n_heads), alibi_bias(...)    ALiBi's fixed per-head slopes and its bias
     swin_relative_position_index(h, w)        index of each (query, key) pair into Swin's table
 
-Transformer-XL (:class:`~posenc_lib.qk_bias.TransformerXLRelative`, Dai et al. 2019) goes one step
+Transformer-XL (:class:`~posenc_lib.qk_bias.transformer_xl.TransformerXLRelative`, Dai et al. 2019) goes one step
 further: its position terms read the query, ``(q_i + v) . W_r r_{i-j}``, plus a global content bias
 ``u . k_j``, so it overrides ``qk_bias`` instead of ``score_bias`` and lives in :mod:`posenc_lib.qk_bias`.
 
