@@ -1448,8 +1448,9 @@ answer_2 = "b"
 check_exercise_2(answer_2)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 3. (d): inside L no model reads further than the 6-gram (section 2),
-# and ALiBi's decline past L is the 6-gram's own (section 4).
+# Exercise 3. (d): inside L no model is shown to beat the 6-gram further into
+# the window (section 2), and ALiBi's decline past L is the 6-gram's own
+# (section 4).
 answer_3 = "d"
 check_exercise_3(answer_3)
 

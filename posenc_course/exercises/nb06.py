@@ -77,9 +77,9 @@ check_exercise_3 = choice(
                 "cannot tell."),
     },
     answer="d",
-    why=N_("The floors say which question the curves answer. Inside L no model reads further than the 6-gram "
-           "(section 2), and past L ALiBi's small decline is the 6-gram's own (section 4). A flat curve shows "
-           "that nothing breaks past L, not that the longer input is used."),
+    why=N_("The floors say which question the curves answer. Inside L no model is shown to do better than the "
+           "6-gram further into the window (section 2), and past L ALiBi's small decline is the 6-gram's own "
+           "(section 4). A flat curve shows that nothing breaks past L, not that the longer input is used."),
     hints={
         "a": N_("The 6-gram, which reads five characters at every length, declines as much from L to 8L "
                 "(section 4): the text got easier, not the model better."),
