@@ -1285,8 +1285,9 @@ plt.show()
 #
 # The source article, the Chinese tutorial 《Transformer位置编码原理与实现：从正弦编码到RoPE》,
 # ends its §5.2 with advice by field (选择建议).
-# For vision it says 「对于计算机视觉（ViT），可学习的1D或2D位置编码仍是主流且有效
-# 的选择，简单可靠。」 ("For computer vision (ViT), learnable 1-D or 2-D position encodings remain
+# For vision it says
+# 「对于计算机视觉（ViT），可学习的1D或2D位置编码仍是主流且有效的选择，简单可靠。」
+# ("For computer vision (ViT), learnable 1-D or 2-D position encodings remain
 # the mainstream and effective choice, simple and reliable."), which this toy does not test at
 # ViT scale. The table below goes by situation, each row with a number this series printed
 # ([03](03_rope.ipynb), [04](04_vision.ipynb), 05, [06](06_length_extrapolation.ipynb)), all at

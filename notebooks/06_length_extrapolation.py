@@ -1287,7 +1287,7 @@ checked(
 # - The order of failure is that of Press et al.'s Figure 1 (sinusoid, RoPE, T5 bias; ALiBi
 #   flat; Transformer-XL, not in that figure, flat too), but no model gains from the longer
 #   input. The learnable table cannot run past position 31.
-# - Against "far better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
+# - Against "markedly better than absolute encodings" (E3): at $8L$ plain RoPE (§4: 44.53) is not
 #   separated from the sinusoid and is behind NoPE and every bias; unseen distances alone raise
 #   its perplexity many times more than the biases'.
 # - PI divides every frequency by $s$; NTK-aware changes only the base (E4); YaRN ramps between.
