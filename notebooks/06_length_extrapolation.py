@@ -757,8 +757,7 @@ SHOWN = [
     "RoPE + PI ×8 + fine-tune",
 ]
 window = 8
-# each model's loss minus the 6-gram's at the same position: the text's own
-# harder and easier places cancel
+# loss minus the 6-gram's at each position: the text's own difficulty cancels
 curves = {
     name: moving_average(
         (losses[name].mean(0) - ngram_loss[6].mean(0)).tolist(), window
