@@ -16,6 +16,8 @@ seed for a model trained as a floor. The rules::
                                               drawn from them): for "which token is the answer" tasks
     kneser_ney(train, inputs, targets, ...)   an interpolated Kneser-Ney n-gram's perplexity on the
                                               same windows, with the same history (posenc_course.kneser_ney)
+    linear_readout(train_x, train_y, x, y)    a logistic regression on the raw input: fixed weights per
+                                              input coordinate, so absolute position comes with the index
     no_position(per_seed)                     the same model trained the same way, scheme "none"
     trained(name, per_seed, note)             any other model trained as a floor
     fixed(name, value, note)                  any other number computed exactly (an exact ceiling, ...)
@@ -44,8 +46,8 @@ from posenc_course.kneser_ney import KneserNey
 from posenc_course.report import Verdict, compare, format_gap
 from posenc_lib.checks import check_int, is_int, is_number
 
-__all__ = ["Floor", "FLOOR_ROW", "chance", "majority", "bag_of_tokens", "kneser_ney", "no_position", "trained",
-           "fixed", "FloorTable", "with_floors"]
+__all__ = ["Floor", "FLOOR_ROW", "chance", "majority", "bag_of_tokens", "kneser_ney", "linear_readout",
+           "no_position", "trained", "fixed", "FloorTable", "with_floors"]
 
 #: The label of a floor's row in the printed table (a model's row is labelled "model").
 FLOOR_ROW = "floor"
@@ -204,6 +206,56 @@ def kneser_ney(train: Tensor, inputs: Tensor, targets: Tensor, *, order: int, vo
     model = KneserNey(train, order, vocab_size)
     value = model.perplexity(inputs, targets, length)
     return Floor(f"Kneser-Ney {order}-gram", (value,), "interpolated, counted on the training text")
+
+
+def linear_readout(train_inputs: Tensor, train_targets: Tensor, eval_inputs: Tensor, eval_targets: Tensor, *,
+                   weight_decay: float = 1e-3) -> Floor:
+    """Accuracy on the evaluation set of a multinomial logistic regression on the raw inputs, flattened.
+
+    For classifiers of images or grids: a linear model has one weight per input coordinate, so it
+    knows absolute position through the input index, with no encoding and no training budget to
+    speak of. A model that does not beat it has not shown that its positional encoding adds
+    anything a fixed linear readout lacks.
+
+    train_inputs, eval_inputs: (n, ...) float tensors, flattened to (n, features).
+    train_targets, eval_targets: (n,) int64 class labels.
+    weight_decay: the L2 penalty on the weights (not the biases), added to the mean cross-entropy.
+    Fitted by L-BFGS in float64 from zero weights to convergence: deterministic, no seed.
+    """
+    for name, x in (("train_inputs", train_inputs), ("eval_inputs", eval_inputs)):
+        if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() < 2:
+            got = f"shape {tuple(x.shape)}, dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be an (n, ...) floating-point tensor, got {got}")
+    for name, y, x in (("train_targets", train_targets, train_inputs), ("eval_targets", eval_targets, eval_inputs)):
+        _check_targets(name, y)
+        if y.shape != x.shape[:1]:
+            raise ValueError(f"{name} must have shape ({x.shape[0]},), one label per input, got {tuple(y.shape)}")
+        if int(y.min()) < 0:
+            raise ValueError(f"{name} must be class labels >= 0, got {int(y.min())}")
+    if train_inputs[0].numel() != eval_inputs[0].numel():
+        raise ValueError(f"eval_inputs must have {train_inputs[0].numel()} features per input, as train_inputs, "
+                         f"got {eval_inputs[0].numel()}")
+    if not is_number(weight_decay) or weight_decay < 0:
+        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+    x = train_inputs.reshape(len(train_inputs), -1).to(torch.float64)
+    n_classes = int(max(train_targets.max(), eval_targets.max())) + 1
+    weight = torch.zeros(x.shape[1], n_classes, dtype=torch.float64, requires_grad=True)
+    bias = torch.zeros(n_classes, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([weight, bias], max_iter=1000, tolerance_grad=1e-10, tolerance_change=1e-14,
+                            line_search_fn="strong_wolfe")
+
+    def closure() -> Tensor:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(x @ weight + bias, train_targets)
+        loss = loss + weight_decay * weight.square().sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        logits = eval_inputs.reshape(len(eval_inputs), -1).to(torch.float64) @ weight + bias
+        value = (logits.argmax(-1) == eval_targets).double().mean().item()
+    return Floor("linear readout", (value,), f"logistic regression on the raw input, L2 {weight_decay:g}")
 
 
 @dataclass(frozen=True)

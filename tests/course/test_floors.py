@@ -128,3 +128,36 @@ def test_table_verdict_names_an_unknown_model_or_floor():
         table.verdict("ALiBi", "chance")
     with pytest.raises(ValueError, match="floor must be one of"):
         table.verdict("RoPE", "majority")
+
+
+def test_linear_readout_knows_position_through_the_input_index():
+    """Where the label is which pixel is lit, a linear readout is perfect on pixels it trained on,
+    and knows nothing of a pixel it never saw lit (its weights there stay at the prior): a model
+    with no notion of position but the input's index."""
+    eye = torch.eye(6).reshape(6, 2, 3)  # image k lights pixel k; its label is k % 3
+    labels = torch.arange(6) % 3
+    seen = floors.linear_readout(eye[:5], labels[:5], eye[:5], labels[:5])
+    assert seen.values == (1.0,) and seen.name == "linear readout" and "L2 0.001" in seen.note
+    # pixel 5 never lit in training: every class scores its bias alone, and the biases favour the
+    # labels seen twice (0 and 1) over label 2, seen once: it answers 0 or 1, never the right 2
+    unseen = floors.linear_readout(eye[:5], labels[:5], eye[5:], labels[5:])
+    assert unseen.values == (0.0,)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: floors.linear_readout(torch.ones(4, 3, dtype=torch.long), torch.zeros(4, dtype=torch.long),
+                                   torch.ones(2, 3), torch.zeros(2, dtype=torch.long)),
+     TypeError, "train_inputs must be an \\(n, ...\\) floating-point tensor"),
+    (lambda: floors.linear_readout(torch.ones(4, 3), torch.zeros(3, dtype=torch.long),
+                                   torch.ones(2, 3), torch.zeros(2, dtype=torch.long)),
+     ValueError, "train_targets must have shape \\(4,\\)"),
+    (lambda: floors.linear_readout(torch.ones(4, 3), torch.zeros(4, dtype=torch.long),
+                                   torch.ones(2, 5), torch.zeros(2, dtype=torch.long)),
+     ValueError, "eval_inputs must have 3 features per input"),
+    (lambda: floors.linear_readout(torch.ones(4, 3), torch.zeros(4, dtype=torch.long),
+                                   torch.ones(2, 3), torch.zeros(2, dtype=torch.long), weight_decay=-1),
+     ValueError, "weight_decay must be a number >= 0, got -1"),
+])
+def test_linear_readout_names_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
