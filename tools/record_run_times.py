@@ -1,16 +1,20 @@
 """Record measured notebook run times in their one place, and everything generated from it.
 
-    make execute                        # executes every notebook, writes build/timings.json
-    python tools/record_run_times.py    # catalog run_time_s <- timings; notebook headers and README follow
+    make execute                                      # executes every notebook, writes build/timings.json
+    python tools/record_run_times.py --from-timings   # catalog run_time_s <- those timings; headers, README follow
+    python tools/record_run_times.py                  # headers and README <- the catalog (no timing is read)
 
-``notebooks/catalog.toml`` (``run_time_s``) is the one record of a notebook's run time. This
-script writes the measured wall time (rounded up to whole seconds) there, then makes the two
-copies agree with it: the "**Run time:** about N s" sentence in each notebook's ``.py`` and
+``notebooks/catalog.toml`` (``run_time_s``) is the one record of a notebook's run time. With
+``--from-timings`` this script writes the wall times ``make execute`` measured (rounded up to whole
+seconds) there: only after a run on a quiet machine, since a loaded machine's times would become the
+record. Then, with or without it, it makes the two copies agree with the catalog: the "**Run time:** about N s" sentence in each notebook's ``.py`` and
 ``.ipynb`` header (text only: outputs are not touched), and the notebook table of README.md
 (between ``<!-- notebook-table:start -->`` and ``<!-- notebook-table:end -->``) with the series' total
 in the sentence after it ("the whole series runs in N min NN s").
 ``tests/course/test_notebooks.py`` and ``tests/tools/test_site.py`` fail when a copy disagrees with the catalog.
-With ``--check`` nothing is written and the exit status says whether everything agrees.
+With ``--check`` nothing is written and the exit status says whether everything agrees. A header is
+written to the ``.ipynb`` first and the ``.py`` last, so that the ``.py`` stays the newer of the pair and
+a later ``jupytext --sync`` takes it as the source (it would otherwise drop ``.py`` edits not yet synced).
 """
 
 from __future__ import annotations
@@ -47,14 +51,14 @@ def set_catalog_time(text: str, stem: str, seconds: int) -> str:
 
 
 def sync_header(stem: str, seconds: int) -> None:
-    """Write ``seconds`` into the run-time sentence of the notebook's .py and .ipynb (first markdown cell)."""
-    script = NOTEBOOKS / f"{stem}.py"
-    script.write_text(HEADER.sub(rf"\g<1>{seconds}\g<3>", script.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+    """Write ``seconds`` into the run-time sentence of the notebook's .ipynb (first markdown cell), then .py."""
     path = NOTEBOOKS / f"{stem}.ipynb"
     nb = nbformat.read(path, as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "markdown")
     first.source = HEADER.sub(rf"\g<1>{seconds}\g<3>", first.source, count=1)
     nbformat.write(nb, path)
+    script = NOTEBOOKS / f"{stem}.py"  # last: the .py stays the newer file of the pair
+    script.write_text(HEADER.sub(rf"\g<1>{seconds}\g<3>", script.read_text(encoding="utf-8"), count=1), encoding="utf-8")
 
 
 def readme_with_table(readme: str, table: str, total_s: int) -> str:
@@ -70,9 +74,16 @@ def readme_with_table(readme: str, table: str, total_s: int) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="write nothing; fail if a copy disagrees")
+    parser.add_argument("--from-timings", action="store_true",
+                        help=f"write the times in {TIMINGS.name} (make execute's, on a quiet machine) into the catalog")
     args = parser.parse_args(argv)
-    if not args.check:
-        timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    if args.check and args.from_timings:
+        parser.error("--check writes nothing: it cannot take --from-timings")
+    if args.from_timings:
+        if not TIMINGS.exists():
+            print(f"{TIMINGS} does not exist: run make execute first (on a quiet machine)", file=sys.stderr)
+            return 1
+        timings = json.loads(TIMINGS.read_text())
         text = CATALOG.read_text(encoding="utf-8")
         for stem, seconds in sorted(timings.items()):
             if (NOTEBOOKS / f"{stem}.ipynb").exists():

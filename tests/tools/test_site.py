@@ -111,6 +111,23 @@ def test_catalog_time_is_set_after_the_outcome_line():
     assert text == '[[notebook]]\nstem = "00_a"\noutcome = "x"\nrun_time_s = 12\n\n[[notebook]]\nstem = "01_b"\noutcome = "y"\nrun_time_s = 7\n'
 
 
+def test_measured_times_enter_the_catalog_only_when_asked(tmp_path, monkeypatch):
+    """A loaded machine's build/timings.json must not become the record by accident: the script reads it
+    only with --from-timings, and says so when it is missing."""
+    copy = tmp_path / "catalog.toml"
+    copy.write_text(catalog.CATALOG.read_text(encoding="utf-8"), encoding="utf-8")
+    timings = tmp_path / "timings.json"
+    timings.write_text('{"00_permutation_blindness": 999.2}')
+    monkeypatch.setattr(record_run_times, "CATALOG", copy)
+    monkeypatch.setattr(record_run_times, "TIMINGS", timings)
+    assert record_run_times.main([]) == 0 and copy.read_text(encoding="utf-8") == catalog.CATALOG.read_text(
+        encoding="utf-8")  # the headers and README already agree with the real catalog: nothing written
+    assert record_run_times.main(["--from-timings"]) == 0
+    assert "run_time_s = 1000" in copy.read_text(encoding="utf-8")
+    monkeypatch.setattr(record_run_times, "TIMINGS", tmp_path / "missing.json")
+    assert record_run_times.main(["--from-timings"]) == 1
+
+
 # --- the glue, on synthetic cells ---------------------------------------------------------------------
 
 
