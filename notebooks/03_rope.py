@@ -1136,8 +1136,8 @@ checked(
 )
 
 # %% [markdown]
-# Dilution costs nothing here (0.997 ± 0.007 at 256 with every distance seen); unseen distances
-# alone break it (0.384 ± 0.196 at 64, 0.242 ± 0.126 at 256). One tiny model, one key to find:
+# Dilution costs nothing here (0.996 ± 0.009 at 256 with every distance seen); unseen distances
+# alone break it (0.404 ± 0.207 at 64, 0.237 ± 0.153 at 256). One tiny model, one key to find:
 # [06](06_length_extrapolation.ipynb) measures both on language models.
 #
 # ## 10 · Partial rotary
