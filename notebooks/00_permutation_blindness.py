@@ -805,6 +805,10 @@ check_exercise_3(my_agents, my_patients)
 #   (models for sets, where permutation invariance is the goal).
 # - Lippe, *[UvA Deep Learning Tutorial 6: Transformers and Multi-Head Attention](https://uvadlc-notebooks.readthedocs.io/en/latest/tutorial_notebooks/tutorial6/Transformers_and_MHAttention.html)*
 #   (set anomaly detection: a Transformer without positional encoding, on purpose).
+# - A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, *动手学深度学习* (Dive into Deep Learning, Chinese
+#   edition, v2.0.0), section 10.6, *自注意力和位置编码* (self-attention and positional encoding),
+#   [zh.d2l.ai](https://zh.d2l.ai/chapter_attention-mechanisms/self-attention-and-positional-encoding.html):
+#   self-attention beside CNNs and RNNs, and why it needs the order added as positional encoding.
 # - Shaw et al., 2018, *[Self-Attention with Relative Position Representations](https://arxiv.org/abs/1803.02155)* (the first
 #   relative scheme), and Su et al., *[RoFormer](https://arxiv.org/abs/2104.09864)* (RoPE).
 # - Haviv et al., 2022, *[Transformer Language Models without Positional Encodings Still Learn

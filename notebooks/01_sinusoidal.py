@@ -875,6 +875,11 @@ check_exercise_3(my_theta)
 #
 # - Vaswani et al., *[Attention Is All You Need](https://arxiv.org/abs/1706.03762)* (2017), section 3.5: the formula and the
 #   linear-shift motivation.
+# - Su Jianlin (苏剑林), *Transformer升级之路：1、Sinusoidal位置编码追根溯源* (Transformer upgrade
+#   path 1: tracing the sinusoidal position encoding to its origin, 2021-03-08),
+#   [kexue.fm/archives/8231](https://kexue.fm/archives/8231): works the sinusoid back from the
+#   wish that two codes' dot product depend only on their offset, and explains its long-range
+#   decay by an oscillatory integral.
 # - tensor2tensor, `get_timing_signal_1d` ([`common_attention.py`](https://github.com/tensorflow/tensor2tensor/blob/master/tensor2tensor/layers/common_attention.py)), and fairseq,
 #   `SinusoidalPositionalEmbedding` ([`fairseq/modules/sinusoidal_positional_embedding.py`](https://github.com/facebookresearch/fairseq/blob/main/fairseq/modules/sinusoidal_positional_embedding.py)):
 #   the concatenated layout, with frequencies $10000^{-i/(d/2-1)}$, i.e. our formula with base
@@ -883,6 +888,10 @@ check_exercise_3(my_theta)
 # - Hugging Face `transformers`: [`modeling_distilbert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/distilbert/modeling_distilbert.py) (`create_sinusoidal_embeddings`,
 #   interleaved), [`modeling_marian.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/modeling_marian.py) (`MarianSinusoidalPositionalEmbedding`, concatenated).
 # - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding` with `register_buffer`.
+# - A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, *动手学深度学习* (Dive into Deep Learning, Chinese
+#   edition, v2.0.0), section 10.6, *自注意力和位置编码* (self-attention and positional encoding),
+#   [zh.d2l.ai](https://zh.d2l.ai/chapter_attention-mechanisms/self-attention-and-positional-encoding.html):
+#   the sinusoid as a continuous binary counter, and the rotation taking position $i$ to $i + \delta$.
 # - PyTorch documentation, [`torch.nn.Module.register_buffer`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer) (the `persistent` flag).
 # - `docs/replication.md`: the headline results of the papers this course teaches, beside the
 #   numbers its notebooks measure at toy scale, whether they agree, and why not where they do not.

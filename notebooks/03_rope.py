@@ -13,7 +13,8 @@
 #
 # Rotations do exactly that: turning $q$ by $m\theta$ and $k$ by $n\theta$ changes the angle
 # between them by $(n - m)\theta$ only, and changes no length. That is RoPE (Su et al.,
-# RoFormer), used by most open large language models (LLaMA, Mistral, Qwen, ...).
+# RoFormer; first published on Su Jianlin's blog in March 2021), used by most open large
+# language models (LLaMA, Mistral, Qwen, ...).
 #
 # **What you will learn**
 # - why rotating 2-D pairs makes a score depend on the offset only;
@@ -1331,6 +1332,10 @@ check_exercise_4(grouped_positions, model)
 #
 # - J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu: *[RoFormer: Enhanced Transformer with Rotary
 #   Position Embedding](https://arxiv.org/abs/2104.09864)* (2021; Neurocomputing 2024). Section 3.4.3 is the decay bound of section 7.
+# - Su Jianlin (苏剑林), *Transformer升级之路：2、博采众长的旋转式位置编码* (Transformer upgrade
+#   path 2: rotary position embedding, 2021-03-23), [kexue.fm/archives/8265](https://kexue.fm/archives/8265)
+#   on his blog 科学空间 (Scientific Spaces): RoPE as first published, with its complex-number
+#   derivation, before the RoFormer paper (arXiv, April 2021).
 # - EleutherAI blog: *[Rotary Embeddings: A Relative Revolution](https://blog.eleuther.ai/rotary-embeddings/)* (Biderman, Black, et al., 2021),
 #   an intuitive derivation and early benchmarks.
 # - Meta LLaMA reference code, [`llama/model.py`](https://github.com/meta-llama/llama/blob/main/llama/model.py): `precompute_freqs_cis` and `apply_rotary_emb`

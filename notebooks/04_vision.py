@@ -1651,6 +1651,11 @@ check_exercise_5(predicted_turn, turn_40)
 # - B. Heo, S. Park, D. Han, S. Yun, *[Rotary Position Embedding for Vision Transformer](https://arxiv.org/abs/2403.13298)*, ECCV 2024:
 #   axial and mixed 2-D RoPE and their behaviour at new resolutions ([`naver-ai/rope-vit`](https://github.com/naver-ai/rope-vit),
 #   `models/vit_rope.py`).
+# - Su Jianlin (苏剑林), *Transformer升级之路：4、二维位置的旋转式位置编码* (Transformer upgrade
+#   path 4: rotary position embedding for 2-D positions, 2021-05-10),
+#   [kexue.fm/archives/8397](https://kexue.fm/archives/8397): derives axial 2-D RoPE (half the
+#   pairs turn with one axis, half with the other) from two requirements, a score that depends
+#   only on the offset and a position that can be read back.
 # - X. Chu et al., *[Conditional Positional Encodings for Vision Transformers](https://arxiv.org/abs/2102.10882)* (CPVT), ICLR 2023
 #   (arXiv 2021): PEG, a convolution that generates position from the tokens and works at any grid size.
 # - L. Beyer et al., *[FlexiViT: One Model for All Patch Sizes](https://arxiv.org/abs/2212.08013)*, CVPR 2023: one model for many patch

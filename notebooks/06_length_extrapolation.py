@@ -1414,6 +1414,14 @@ check_exercise_4(rescale)
 # - bloc97: *[NTK-Aware Scaled RoPE allows LLaMA models to have extended (8k+) context size without
 #   any fine-tuning and minimal perplexity degradation](https://www.reddit.com/r/LocalLLaMA/comments/14lz7j5/ntkaware_scaled_rope_allows_llama_models_to_have/)* (Reddit r/LocalLLaMA post, June 2023), and
 #   the "dynamic NTK" follow-up by emozilla.
+# - Su Jianlin (苏剑林), *Transformer升级之路：10、RoPE是一种β进制编码* (Transformer upgrade path
+#   10: RoPE is a base-β encoding, 2023-07-06), [kexue.fm/archives/9675](https://kexue.fm/archives/9675):
+#   reads RoPE's angles as the digits of the position written in base $\beta = b^{2/d}$, so that
+#   PI divides the number and NTK-aware scaling changes the base.
+# - Su Jianlin, *Transformer升级之路：12、无限外推的ReRoPE？* (Transformer upgrade path 12: ReRoPE,
+#   unbounded extrapolation?, 2023-08-07), [kexue.fm/archives/9708](https://kexue.fm/archives/9708):
+#   ReRoPE caps the relative position at a window $w$, so no score sees an offset beyond those
+#   trained, at the cost of computing the attention scores twice.
 # - B. Peng, J. Quesnelle, H. Fan, E. Shippole: *[YaRN: Efficient Context Window Extension of Large
 #   Language Models](https://arxiv.org/abs/2309.00071)* (ICLR 2024).
 # - Y. Ding et al.: *[LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens](https://arxiv.org/abs/2402.13753)* (2024):

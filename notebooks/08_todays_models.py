@@ -1031,6 +1031,10 @@ check_exercise_3(inv_freq_of)
 # - DeepSeek-AI: *[DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language
 #   Model](https://arxiv.org/abs/2405.04434)* (2024), where MLA and decoupled RoPE are introduced, and
 #   *[DeepSeek-V3 Technical Report](https://arxiv.org/abs/2412.19437)* (2024).
+# - Su Jianlin (苏剑林), *缓存与效果的极限拉扯：从MHA、MQA、GQA到MLA* (The tug of war between
+#   cache and quality: from MHA, MQA and GQA to MLA, 2024-05-13),
+#   [kexue.fm/archives/10091](https://kexue.fm/archives/10091): why RoPE cannot be absorbed into
+#   MLA's compressed cache, and the decoupled rotated slice, one key shared by the heads.
 # - Hugging Face: *[SmolLM3: smol, multilingual, long-context reasoner](https://huggingface.co/blog/smollm3)* (2025):
 #   NoPE on every fourth layer.
 # - B. Yang, B. Venkitesh, D. Talupuru, H. Lin, D. Cairuz, P. Blunsom, A. Locatelli: *[Rope to Nope and
