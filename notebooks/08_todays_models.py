@@ -270,7 +270,7 @@ positions = torch.arange(40)[None]
 llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
           "high_freq_factor": 4.0, "original_max_position_embeddings": 32,
           "rope_theta": 500000.0}
-# grouped-query attention: 2 key/value heads for 4 query heads (Llama 3: 8 for 32)
+# grouped-query attention: 2 key/value heads for 4 queries (Llama 3: 8 for 32)
 config = transformers.LlamaConfig(**{**nb08.TINY, "num_key_value_heads": 2},
                                   max_position_embeddings=256,
                                   rope_parameters=dict(llama3))
