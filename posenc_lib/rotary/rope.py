@@ -258,10 +258,13 @@ class RotaryPE(PositionScheme):
 
     The frequencies are a non-persistent buffer ``inv_freq`` (rotary_dim // 2,), float32, as in
     torchtune's ``RotaryPositionalEmbeddings`` and Hugging Face's rotary modules: ``.to(device)``
-    moves it, ``.to(dtype)`` casts it, and it is never in the ``state_dict``. The angles still use
-    float32 frequencies after a cast to a lower precision (recomputed from the config then), and
-    float64 ones computed in float64 for a float64 model (unscaled RoPE; a scaled variant widens its
-    float32 frequencies), so a float64 model is exact to float64 rounding at any position.
+    moves it and it is never in the ``state_dict``. A cast to bfloat16 or float16 leaves it float32
+    (on the new device; :attr:`~posenc_lib.scheme.PositionScheme.float32_buffers`): the angles are
+    computed in float32 and cos and sin cast to the model's dtype, never the frequencies, so a bf16
+    forward pass computes nothing on the host and copies nothing to the device. (Hugging Face's
+    ``LlamaRotaryEmbedding.to(torch.bfloat16)`` rounds its buffer to bfloat16.) ``.double()``
+    widens it, and a float64 model's unscaled RoPE computes base^(-2i/d) in float64 (a scaled
+    variant widens its float32 frequencies), so a float64 model is exact to float64 rounding at any position.
 
     cos and sin are computed from the positions at every call (:meth:`cos_sin`): any positions
     (KV-cache offsets, left padding, negative ones), no cached table, nothing read back to the host
@@ -278,6 +281,7 @@ class RotaryPE(PositionScheme):
     """
 
     kind = "rotary"
+    float32_buffers = ("inv_freq", "inv_freq_long")
 
     def __init__(
         self,
@@ -319,15 +323,13 @@ class RotaryPE(PositionScheme):
     def frequencies(self, dtype: torch.dtype = torch.float32, long: bool = False) -> Tensor:
         """theta_i as the angles for ``dtype`` tables use them: (rotary_dim // 2,), float32 (float64 for float64).
 
-        The buffer ``inv_freq`` (``inv_freq_long`` if ``long``, LongRoPE's long set), or, when the
-        module was cast to a lower precision, the float32 frequencies recomputed from the config; for
-        float64 unscaled RoPE, base^(-2i/d) computed in float64. On the buffer's device.
+        The buffer ``inv_freq`` (``inv_freq_long`` if ``long``, LongRoPE's long set), float32 even in a
+        module cast to a lower precision (:attr:`float32_buffers`); for float64 unscaled RoPE,
+        base^(-2i/d) computed in float64. On the buffer's device: nothing is computed on the host.
         """
         buffer = self.inv_freq_long if long else self.inv_freq
         if dtype == torch.float64 and self.config.get("rope_type", "default") == "default":
             return inverse_frequencies(self.rotary_dim, self.config["rope_theta"], torch.float64, buffer.device)
-        if buffer.dtype not in (torch.float32, torch.float64):  # cast to 16 bits: the exact float32 values again
-            buffer = self._init_frequencies(long)[0].to(buffer.device)
         return buffer.to(torch.float64 if dtype == torch.float64 else torch.float32)
 
     def cos_sin(self, positions: Tensor, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:

@@ -10,10 +10,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rope_reference import complex_formula, rotate_half_formula
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.rotary import scaling as rope_scaling
+from posenc_lib.rotary.mrope import MRoPE
 from posenc_lib.frequencies import inverse_frequencies
 from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rotary.rope import (
@@ -419,25 +421,77 @@ def _llama_rotary(head_dim=16, **rope):
     return LlamaRotaryEmbedding(config)
 
 
-def test_to_moves_and_casts_inv_freq_as_hugging_face_and_torchtune_do():
-    """inv_freq is a buffer: .to(device) moves it and .to(dtype) casts it, as Hugging Face's LlamaRotaryEmbedding's
-    inv_freq and torchtune's RotaryPositionalEmbeddings' theta (both buffers). The angles still use float32
-    frequencies after a cast to bfloat16 (recomputed), and float64 ones after .double()."""
+def test_to_moves_inv_freq_and_a_16_bit_cast_keeps_it_float32():
+    """inv_freq is a buffer: .to(device) moves it, as Hugging Face's LlamaRotaryEmbedding's inv_freq (a buffer too).
+    A cast to bfloat16/float16 leaves it float32 (Hugging Face's .to(bfloat16) rounds its own, and its angles use the
+    rounded values); .double() widens it, as Hugging Face's. The angles are then those of the float32 model, cast."""
     ours, theirs = RotaryPE(16), _llama_rotary(16)
     assert dict(ours.named_buffers()).keys() == {"inv_freq"} and "inv_freq" in dict(theirs.named_buffers())
     assert torch.equal(ours.inv_freq, theirs.inv_freq) and ours.inv_freq.dtype == torch.float32
     positions = torch.tensor([[0, 7, 3000, 32767]])
     float32 = ours.cos_sin(positions)
-    for target in (torch.float64, torch.bfloat16, torch.float16, "meta"):
-        moved, moved_theirs = copy.deepcopy(ours).to(target), copy.deepcopy(theirs).to(target)
-        assert (moved.inv_freq.dtype, moved.inv_freq.device) == (moved_theirs.inv_freq.dtype, moved_theirs.inv_freq.device)
-        if target in (torch.bfloat16, torch.float16):  # the buffer lost bits; the angles did not
-            assert not torch.equal(moved.inv_freq.float(), ours.inv_freq)
-            torch.testing.assert_close(moved.cos_sin(positions, target), tuple(t.to(target) for t in float32), atol=0, rtol=0)
+    for target in (torch.float64, torch.bfloat16, torch.float16, "meta", ("meta", torch.bfloat16)):
+        args = target if isinstance(target, tuple) else (target,)
+        moved, moved_theirs = copy.deepcopy(ours).to(*args), copy.deepcopy(theirs).to(*args)
+        assert moved.inv_freq.device == moved_theirs.inv_freq.device
+        if moved_theirs.inv_freq.dtype in (torch.bfloat16, torch.float16):  # theirs lost bits; ours did not
+            assert moved.inv_freq.dtype == torch.float32
+            if moved.inv_freq.device.type == "cpu":
+                assert torch.equal(moved.inv_freq, ours.inv_freq)
+                assert not torch.equal(moved_theirs.inv_freq.float(), ours.inv_freq)
+                torch.testing.assert_close(moved.cos_sin(positions, target), tuple(t.to(target) for t in float32),
+                                           atol=0, rtol=0)
+        else:
+            assert moved.inv_freq.dtype == moved_theirs.inv_freq.dtype
+    for cast in (torch.nn.Module.half, torch.nn.Module.bfloat16):
+        assert cast(copy.deepcopy(ours)).inv_freq.dtype == torch.float32
+    longrope = RotaryPE(8, scaling={"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                                    "original_max_position_embeddings": 8, "factor": 4.0})
+    assert {buffer.dtype for buffer in longrope.bfloat16().buffers()} == {torch.float32}
+    mrope = MRoPE(8, torch.zeros(4, 3, dtype=torch.long)).half()
+    assert mrope.inv_freq.dtype == torch.float32 and mrope.coordinates.dtype == torch.int64
     on_meta = copy.deepcopy(ours).to("meta").cos_sin(positions.to("meta"))  # computed where the buffer is
     assert on_meta[0].device.type == "meta" and on_meta[0].shape == (1, 4, 8)
     exact = positions.double()[..., None] * inverse_frequencies(16, 10000.0, dtype=torch.float64)
     torch.testing.assert_close(copy.deepcopy(ours).double().cos_sin(positions, torch.float64)[1], exact.sin(), atol=0, rtol=0)
+
+
+class _Devices(TorchDispatchMode):
+    """Records the device of every tensor an aten op returns (creation, copies and arithmetic alike)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[tuple[str, str]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in torch.utils._pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.seen.append((str(func), t.device.type))
+        return out
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("name", ["rope", "longrope"])
+def test_a_16_bit_forward_computes_nothing_on_the_host(dtype, name, monkeypatch):
+    """A bf16/fp16 model computes no tensor on another device than its own (0.3 recomputed the float32 frequencies
+    on the CPU and copied them to the device in every forward pass: on a GPU, a blocking copy, a host sync). The model
+    runs on the meta device; every tensor any aten op returns during the forward pass is recorded, and none may be
+    on the CPU. The frequencies are not recomputed either."""
+    scaling = {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+               "original_max_position_embeddings": 8, "factor": 2.0} if name == "longrope" else None
+    scheme = RotaryPE(8, scaling=scaling)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, n_layers=2, causal=True, pool="none", scheme=scheme)
+    model = model.to(device="meta", dtype=dtype)
+    monkeypatch.setattr(rope_scaling, "rope_frequencies", lambda *args, **kw: pytest.fail("frequencies recomputed"))
+    tokens = torch.zeros(2, 10, dtype=torch.long, device="meta")
+    layer = MultiHeadAttention(32, 4, scheme).to(device="meta", dtype=dtype)  # a layer alone computes its own tables
+    x = torch.zeros(2, 10, 32, device="meta", dtype=dtype)
+    with torch.no_grad(), _Devices() as devices:
+        out = model(tokens)
+        layer(x)
+    assert out.shape == (2, 10, 30) and out.dtype == dtype
+    assert devices.seen and {device for _, device in devices.seen} == {"meta"}, [s for s in devices.seen if s[1] != "meta"]
 
 
 def test_state_dict_holds_no_frequencies_as_hugging_face_and_torchtune():
