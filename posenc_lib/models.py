@@ -290,6 +290,10 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
     Meant for schemes without parameters, such as a :class:`~posenc_lib.rotary.rope.RotaryPE` with
     another ``scaling`` dict: the trained weights are kept, only the frequencies change. The copy
     can be evaluated at once (zero-shot) or fine-tuned without touching the original.
+
+    Not for another RoPE layout: the trained query and key rows pair their dims the old way, so the
+    copy would compute something else. Raises ValueError then; convert the weights with
+    :func:`~posenc_lib.rotary.rope.convert_rope_checkpoint` and load them into a model built with the new scheme.
     """
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
@@ -297,6 +301,15 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
         raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
     if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
+    trained = {getattr(block.attn.scheme, "layout", None) for block in model.blocks} - {None}
+    new_layout = getattr(scheme, "layout", None)
+    if scheme.kind == "rotary" and new_layout is not None and trained and trained != {new_layout}:
+        raise ValueError(
+            f"scheme has layout={new_layout!r}, but the model was trained with layout={sorted(trained)[0]!r}: its query "
+            f"and key rows pair dims that way, and the copy would compute something else; convert them first, "
+            f"convert_rope_checkpoint(model.state_dict(), head_dim, to={new_layout!r}), and load them into a model "
+            f"built with the new scheme (or give the scheme layout={sorted(trained)[0]!r})"
+        )
     # the copy shares the old schemes (model-wide and per layer) instead of copying them with their caches;
     # set_scheme then replaces every one of them in the copy, and the original keeps its own
     old = [model.scheme, *(block.attn.scheme for block in model.blocks)]

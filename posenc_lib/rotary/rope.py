@@ -63,6 +63,7 @@ from posenc_lib.checks import (
     check_even_int,
     check_float_dtype,
     check_float_tensor,
+    check_int,
     check_integer_tensor,
     check_number,
     is_int,
@@ -189,15 +190,21 @@ def _rotate(x: Tensor, multipliers: tuple[Tensor, ...], layout: str) -> Tensor:
     return rotated if whole else torch.cat((rotated, x[..., rot:]), dim=-1)
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> Tensor:
+def apply_rope(
+    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", *, rotary_dim: int | None = None
+) -> Tensor:
     """Rotate the pairs of x by the angles whose cos and sin are given: a new tensor.
 
     Args:
         x: (batch, heads, seq, head_dim) float tensor (any strides).
-        cos, sin: (batch|1, seq, c) or (seq, c) half-width tables from :func:`rope_cos_sin`,
-            broadcast over heads. With 2c < head_dim only the first 2c dims are rotated
-            (partial rotary, as GPT-NeoX); the rest pass through unchanged.
+        cos, sin: (batch|1, seq, c) or (seq, c) half-width tables from :func:`rope_cos_sin`
+            (one column per pair: c = rotary_dim // 2), broadcast over heads. Hugging Face's
+            ``cos, sin`` are full width (each column twice): pass their first half, ``cos[..., :c]``.
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
+        rotary_dim: the rotated width 2c, for partial rotary (GPT-NeoX, Phi): the first
+            ``rotary_dim`` dims rotate, the rest pass through unchanged. ``None``: the whole head,
+            and tables of another width raise (a full-width table of a partial rotation has the
+            shape of a half-width one, and would rotate the wrong dims without a word).
 
     Returns:
         The rotated tensor, x's shape and dtype.
@@ -216,15 +223,18 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> 
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
-    cos, sin = _table_3d(cos, sin, x)
+    cos, sin = _table_3d(cos, sin, x, rotary_dim)
     return _rotate(x, _multipliers(cos, sin, layout, x.dtype), layout)
 
 
-def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> tuple[Tensor, Tensor]:
+def apply_rope_qk(
+    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", *, rotary_dim: int | None = None
+) -> tuple[Tensor, Tensor]:
     """:func:`apply_rope` on queries and keys with the same tables: two new tensors.
 
     q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim) (kv_heads may differ,
-    as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c).
+    as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c); rotary_dim: as for
+    :func:`apply_rope` (2c when only part of the head rotates).
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("q", q)
@@ -234,7 +244,7 @@ def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout
             f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
             f"and k {tuple(k.shape)} {k.dtype}"
         )
-    multipliers = _multipliers(*_table_3d(cos, sin, q), layout, q.dtype)
+    multipliers = _multipliers(*_table_3d(cos, sin, q, rotary_dim), layout, q.dtype)
     return _rotate(q, multipliers, layout), _rotate(k, multipliers, layout)
 
 
@@ -368,7 +378,7 @@ class RotaryPE(PositionScheme):
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype) if tables is None else tables
-        return apply_rope_qk(q, k, cos, sin, self.layout)
+        return apply_rope_qk(q, k, cos, sin, self.layout, rotary_dim=self.rotary_dim)
 
 
 # ----------------------------------------------------------------------------- 0.2's names, until 0.4
@@ -453,39 +463,65 @@ def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_
 # ----------------------------------------------------------------------------- argument checks of this module
 
 
-_QK_ROWS = ("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")  # Hugging Face: q and k apart
+#: the names of query and key projections convert_rope_checkpoint recognises (suffixes of state_dict keys)
+_QUERY_ROWS = ("q_proj.weight", "q_proj.bias", "attention.wq.weight")  # Hugging Face; Meta's Llama reference
+_KEY_ROWS = ("k_proj.weight", "k_proj.bias", "attention.wk.weight")
 _FUSED_QKV = ("attn.qkv.weight", "attn.qkv.bias")  # TinyTransformer: q, k and v rows stacked in one projection
 
 
 def convert_rope_checkpoint(state: dict[str, Tensor], head_dim: int, to: Layout,
-                            rotary_dim: int | None = None) -> dict[str, Tensor]:
+                            rotary_dim: int | None = None, n_heads: int | None = None) -> dict[str, Tensor]:
     """A copy of a state_dict for the other RoPE layout: the same scores, the same outputs.
 
     The rows of every query and key projection (weight and bias) are reordered within each head by
-    :func:`convert_qk_weight` (``to="interleaved"`` for a half-layout checkpoint such as Llama's,
-    ``to="half"`` back). Two namings are recognised: separate ``q_proj`` / ``k_proj`` (Hugging Face;
-    each has rows // head_dim heads, so grouped-query keys convert too), and the fused ``attn.qkv``
-    of :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: d_model query rows, then key and
+    :func:`convert_qk_weight` (``to="interleaved"`` for a half-layout checkpoint such as Hugging Face's
+    Llama, ``to="half"`` for an interleaved one such as Meta's). Three namings are recognised: separate
+    ``q_proj`` / ``k_proj`` (Hugging Face; each has rows // head_dim heads, so grouped-query keys
+    convert too), Meta's ``attention.wq`` / ``attention.wk``, and the fused ``attn.qkv`` of
+    :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: d_model query rows, then key and
     value rows in equal parts, fewer under grouped-query attention; q and k convert).
     Values, output projections and every other tensor are copied unchanged.
+
+    The weights do not tell the head width: any ``head_dim`` dividing the rows reorders them, and a
+    wrong one gives a model that computes something else. Give ``n_heads`` (the query heads) and the
+    query rows are checked against ``n_heads * head_dim``.
 
     Args:
         state: a ``model.state_dict()``.
         head_dim: width of one head.
         to: the layout to convert to, "half" or "interleaved".
         rotary_dim: the rotated width of a head, for partial rotary (default: the whole head).
+        n_heads: the number of query heads, to check ``head_dim`` against the query rows (None: unchecked).
+
+    Raises ValueError when no key of ``state`` is a query or key projection of the three namings
+    (the copy would be the checkpoint unchanged), or when ``head_dim`` cannot split a projection's rows.
     """
     head_dim = check_even_int("head_dim", head_dim)
-    out = {}
+    check_choice("to", to, LAYOUTS)
+    if n_heads is not None:
+        check_int("n_heads", n_heads)
+    out, converted = {}, 0
     for name, tensor in state.items():
-        if name.endswith(_QK_ROWS) or name.endswith(_FUSED_QKV):
+        if name.endswith(_QUERY_ROWS + _KEY_ROWS + _FUSED_QKV):
             parts = _fused_qkv_parts(state, name) if name.endswith(_FUSED_QKV) else [tensor]
+            queries = parts[0] if name.endswith(_QUERY_ROWS + _FUSED_QKV) else None
+            if n_heads is not None and queries is not None and queries.shape[0] != n_heads * head_dim:
+                raise ValueError(f"head_dim * n_heads must be the query rows of {name} ({queries.shape[0]}), got "
+                                 f"head_dim={head_dim} and n_heads={n_heads}")
             for i, rows in enumerate(parts[:2]):  # q and k; a fused projection's v rows stay
                 if rows.shape[0] % head_dim:
                     raise ValueError(f"head_dim must divide the rows of {name} ({rows.shape[0]}), got head_dim={head_dim}")
                 parts[i] = convert_qk_weight(rows, rows.shape[0] // head_dim, to=to, rotary_dim=rotary_dim)
             tensor = torch.cat(parts, dim=0)
+            converted += 1
         out[name] = tensor.clone()
+    if not converted:
+        names = sorted(state)
+        raise ValueError(
+            f"state has no query or key projection convert_rope_checkpoint knows (keys ending in "
+            f"{list(_QUERY_ROWS + _KEY_ROWS + _FUSED_QKV)}), got {len(names)} keys {names[:6]}"
+            f"{' ...' if len(names) > 6 else ''}: rename them, or convert each q and k weight with convert_qk_weight"
+        )
     return out
 
 
@@ -512,18 +548,39 @@ def _check_x(name: str, x: Any) -> None:
         raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
 
 
-def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-    """Check half-width cos/sin against x (batch, heads, seq, head_dim); return them as (batch|1, seq, c)."""
+def _table_3d(cos: Tensor, sin: Tensor, x: Tensor, rotary_dim: int | None) -> tuple[Tensor, Tensor]:
+    """Check half-width cos/sin against x (batch, heads, seq, head_dim) and the rotated width (None: the whole
+    head); return them as (batch|1, seq, rotary_dim // 2)."""
     check_float_tensor("cos", cos)
     check_float_tensor("sin", sin)
     if cos.shape != sin.shape:
         raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
     if cos.dim() == 2:
         cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
-    batch, _, seq, head_dim = x.shape
-    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq or not 1 <= cos.shape[2] <= head_dim // 2:
+    batch, heads, seq, head_dim = x.shape
+    if rotary_dim is not None:
+        check_even_int("rotary_dim", rotary_dim)
+        if rotary_dim > head_dim:
+            raise ValueError(f"rotary_dim must be <= head_dim={head_dim} (x.shape[-1]), got {rotary_dim}")
+    width = (head_dim if rotary_dim is None else rotary_dim) // 2
+    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq:
+        hint = (f"; x must be (batch, heads, seq, head_dim): for a (batch, seq, heads, head_dim) one (flash-attn, "
+                f"Hugging Face before the transpose) pass x.transpose(1, 2)") if cos.dim() == 3 and cos.shape[1] == heads else ""
         raise ValueError(
-            f"cos and sin must have shape (batch|1, seq, rot_dim // 2) = ({batch}|1, {seq}, 1..{head_dim // 2}) "
-            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}"
+            f"cos and sin must have shape (batch|1, seq, rotary_dim // 2) = ({batch}|1, {seq}, {width}) "
+            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}{hint}"
+        )
+    if cos.shape[2] != width:
+        if rotary_dim is None and cos.shape[2] < width:
+            why = (f"they turn {2 * cos.shape[2]} of the head's {head_dim} dims: pass rotary_dim={2 * cos.shape[2]} to "
+                   f"rotate only those (partial rotary), or, for Hugging Face's full-width tables of a "
+                   f"{cos.shape[2]}-dim rotation, cos[..., :{cos.shape[2] // 2}]")
+        elif cos.shape[2] == 2 * width:
+            why = f"full-width tables (Hugging Face's, each column twice)? pass cos[..., :{width}] and sin[..., :{width}]"
+        else:
+            why = f"one column per rotated pair: rotary_dim // 2 = {width}"
+        raise ValueError(
+            f"cos and sin must have rotary_dim // 2 = {width} columns for x of head_dim {head_dim} and rotary_dim="
+            f"{rotary_dim}, got {cos.shape[2]} ({why})"
         )
     return cos, sin

@@ -37,6 +37,7 @@ from posenc_lib.rotary.rope import (
     apply_rope,
     apply_rope_qk,
     convert_qk_weight,
+    convert_rope_checkpoint,
     rope_cos_sin,
     rope_inv_freq,
 )
@@ -72,6 +73,7 @@ def hf_attention(model: str, **config):
     return transformers.models.gemma3.modeling_gemma3.Gemma3Attention(transformers.Gemma3TextConfig(**sizes, **config), 0)
 
 tiny = TinyTransformer(7, 3, d_model=16, n_heads=2, n_layers=1)
+rope_tiny = TinyTransformer(7, 7, d_model=16, n_heads=2, n_layers=1, scheme=RotaryPE(8), causal=True, pool="none")
 x3 = torch.zeros(1, 5, 16)
 
 # (id, call, exception type, regex the message must match: parameter name [and value])
@@ -336,6 +338,20 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("per_position_loss shapes differ", lambda: per_position_loss(tiny, torch.zeros(2, 5, dtype=torch.long),
                                                                   torch.zeros(2, 4, dtype=torch.long)), ValueError,
      r"inputs and targets must both have shape \(batch, seq\), got \(2, 5\) and \(2, 4\)"),
+    # ------------------------------------------------------------------ 0.3's silent results, now errors (cold reviews)
+    ("convert checkpoint recognising no key", lambda: convert_rope_checkpoint(
+        {"blocks.0.attn.q.weight": torch.zeros(16, 16), "blocks.0.attn.k.weight": torch.zeros(16, 16)}, 8, "half"),
+     ValueError, r"state has no query or key projection .*q_proj\.weight.*attention\.wq\.weight.*attn\.qkv\.weight.*"
+                 r"blocks\.0\.attn\.q\.weight.*convert_qk_weight"),
+    ("convert checkpoint head_dim against n_heads", lambda: convert_rope_checkpoint(rope_tiny.state_dict(), 4, "half",
+                                                                                    n_heads=2),
+     ValueError, r"head_dim \* n_heads must be the query rows of blocks\.0\.attn\.qkv\.weight \(16\), got head_dim=4 and "
+                 r"n_heads=2"),
+    ("convert checkpoint n_heads not an int", lambda: convert_rope_checkpoint(rope_tiny.state_dict(), 8, "half", n_heads=2.0),
+     TypeError, r"n_heads must be an int, got 2\.0"),
+    ("with_scheme another rope layout", lambda: with_scheme(rope_tiny, RotaryPE(8, layout="interleaved")), ValueError,
+     r"scheme has layout='interleaved', but the model was trained with layout='half'.*"
+     r"convert_rope_checkpoint\(model\.state_dict\(\), head_dim, to='interleaved'\)"),
 ]
 
 

@@ -115,7 +115,7 @@ def test_complex_path_equals_real_path(shape, seed, partial, dtype):
     # contiguous x takes the complex-multiply fast path; an odd-strided view forces the real-pairs blocks
     odd_strided = torch.zeros(*x.shape[:-1], x.shape[-1] + 1, dtype=dtype)[..., :-1].copy_(x)
     for candidate in (x, odd_strided):
-        torch.testing.assert_close(apply_rope(candidate, cos, sin, "interleaved"), expected, atol=1e-6, rtol=0)
+        torch.testing.assert_close(apply_rope(candidate, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1]), expected, atol=1e-6, rtol=0)
 
 
 @HYPOTHESIS
@@ -219,7 +219,7 @@ def test_rotation_equals_the_formula_fp32(shape, layout, seed, partial, batched_
     if strided:  # (batch, seq, heads, head_dim) memory seen as (batch, heads, seq, head_dim), as after a head split
         x = x.transpose(1, 2).contiguous().transpose(1, 2)
     before = x.clone()
-    got = apply_rope(x, cos, sin, layout)
+    got = apply_rope(x, cos, sin, layout, rotary_dim=2 * cos.shape[-1])
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
     assert torch.equal(x, before) and got.shape == x.shape and got.dtype == x.dtype
 
@@ -238,7 +238,7 @@ def test_odd_strides_and_offsets(dtype):
         for layout in LAYOUTS:
             expected = reference(x, positions[table], inv_freq, layout, cos, sin)
             for candidate in (x, odd_strided, odd_offset):
-                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout), expected, **tol)
+                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), expected, **tol)
 
 
 @pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
@@ -314,9 +314,9 @@ def test_backward_is_inverse_rotation(layout):
     x, positions, inv_freq = random_case((2, 3, 9, 8), seed=10, rotary_halves=3)
     x = x.double().requires_grad_()
     cos, sin = exact_tables(positions, inv_freq)
-    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
     grad = torch.randn_like(x)
-    (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout), x, grad)
+    (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), x, grad)
     if layout == "half":
         expected = rotate_half_formula(x, cos, sin)
     else:  # the layout identity: interleaved(x) = half(x[perm])[inverse perm], perm on the rotated 6 dims
@@ -372,7 +372,15 @@ def cos_sin_for(x):
          ["x", "(batch, heads, seq, head_dim)", "(1, 4, 8)"]),
         (lambda: apply_rope(torch.ones(1, 1, 4, 7), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError, ["head_dim", "even", "7"]),
         (lambda: apply_rope(torch.ones(1, 1, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
-         ["cos and sin", "(1|1, 5, 1..4)", "got (1, 4, 4)"]),
+         ["cos and sin", "(1|1, 5, 4)", "got (1, 4, 4)"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 16), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["8 columns", "got 4", "rotary_dim=8", "partial", "cos[..., :2]"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *(torch.cat([t, t], -1) for t in cos_sin_for(torch.ones(1, 1, 4, 8)))),
+         ValueError, ["4 columns", "got 8", "full-width", "cos[..., :4]"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), rotary_dim=16), ValueError,
+         ["rotary_dim", "head_dim=8", "16"]),
+        (lambda: apply_rope(torch.ones(1, 4, 1, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["cos and sin", "x.transpose(1, 2)"]),
         (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), layout="llama"), ValueError,
          ["layout", "'llama'", "half", "interleaved"]),
         (lambda: apply_rope_qk(torch.ones(1, 2, 4, 8), torch.ones(1, 2, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))),
@@ -586,12 +594,30 @@ def test_module_to_float64_and_bfloat16():
     assert (low.double() - expected).abs().max() < 0.5
 
 
+def test_hugging_face_partial_tables_raise_and_their_first_half_matches_gpt_neox():
+    """GPT-NeoX rotates a quarter of a 64-wide head; Hugging Face's cos/sin are full width (16 columns), the shape of a
+    half-width table of a 32-dim rotation. 0.3 took them so, silently (5.2 from NeoX's result); now the call raises,
+    naming rotary_dim and cos[..., :8], and the first half with rotary_dim=16 is NeoX's rotation."""
+    import transformers
+    from transformers.models.gpt_neox import modeling_gpt_neox as neox
+
+    config = transformers.GPTNeoXConfig(hidden_size=256, num_attention_heads=4, rotary_pct=0.25, num_hidden_layers=1,
+                                        intermediate_size=16, vocab_size=8)
+    x, positions, _ = random_case((2, 4, 7, 64), seed=3)
+    cos, sin = neox.GPTNeoXRotaryEmbedding(config)(x, positions)
+    assert cos.shape == (2, 7, 16)
+    with pytest.raises(ValueError, match=r"rotary_dim=32 .*cos\[\.\.\., :8\]"):
+        apply_rope(x, cos, sin)
+    expected, _ = neox.apply_rotary_pos_emb(x, x, cos, sin)
+    torch.testing.assert_close(apply_rope(x, cos[..., :8], sin[..., :8], rotary_dim=16), expected, atol=1e-6, rtol=0)
+
+
 def test_rotary_scheme_matches_functional_api():
     scheme = RotaryPE(32, base=1000.0, layout="interleaved", rotary_fraction=0.5)
     x, positions, _ = random_case((2, 3, 7, 32), seed=13)
     q, k = scheme.rotate_qk(x, x * 2, positions)
     cos, sin = rope_cos_sin(positions, rope_inv_freq(16, 1000.0))
-    torch.testing.assert_close(q, apply_rope(x, cos, sin, "interleaved"), atol=0, rtol=0)
+    torch.testing.assert_close(q, apply_rope(x, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1]), atol=0, rtol=0)
     torch.testing.assert_close(k, 2 * q, atol=1e-6, rtol=0)
     assert scheme.kind == "rotary" and scheme.rotary_dim == 16
 
@@ -606,8 +632,8 @@ def test_gradcheck_float64(layout, rotary_halves):
     x, positions, inv_freq = random_case((2, 3, 5, 8), seed=18, rotary_halves=rotary_halves)
     cos, sin = rope_cos_sin(positions, inv_freq.double(), dtype=torch.float64)
     x = x.double().requires_grad_()
-    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
-    assert torch.autograd.gradgradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
