@@ -67,6 +67,7 @@ from posenc_lib.checks import (
     check_integer_tensor,
     check_number,
     is_int,
+    is_number,
 )
 from posenc_lib.frequencies import LAYOUTS, Layout, even_odd_permutation, inverse_frequencies
 from posenc_lib.rotary import scaling as rope_scaling
@@ -255,10 +256,13 @@ class RotaryPE(PositionScheme):
     """RoPE as a position scheme: rotates q and k after the head split, values untouched.
 
     Args:
-        head_dim: width of one head (even).
-        base: rope_theta, the base of the frequencies (10000 in most models).
+        head_dim: width of one head (even): the layer's d_model // n_heads (``build_scheme("rope",
+            d_model, n_heads)`` computes it; an attention layer of another width raises when built).
+        base: rope_theta, the base of the frequencies; ``None``: ``scaling["rope_theta"]`` when the dict
+            has it (a Hugging Face ``rope_parameters`` dict does), else 10000 (most models).
         layout: "half" or "interleaved" (see the module docstring).
         rotary_fraction: fraction of each head that is rotated (GPT-NeoX style partial rotary);
+            ``None``: ``scaling["partial_rotary_factor"]``, else 1;
             the rotated width ``int(head_dim * rotary_fraction)`` must be even. With
             ``scaling={"rope_type": "proportional"}`` it is p-RoPE's p instead: the whole head
             keeps its frequencies and the slowest pairs beyond ``int(p * head_dim / 2)`` stay unrotated.
@@ -288,6 +292,14 @@ class RotaryPE(PositionScheme):
     (a tensor choice, no host read). So a KV-cache decode step past L0 rotates its token with the
     long set while the cached keys were rotated with the short one (Hugging Face's Phi-3 behaves the
     same way).
+
+    "dynamic" likewise computes its frequencies from the largest position of each call (default ones
+    up to L0, a larger base beyond). A KV-cache decode step past L0 rotates its token with the
+    frequencies of its own length while the cached keys keep those of the calls that cached them:
+    cached and full decoding then differ past L0, where the static rope_types give the same
+    logits both ways (``tests/lib/test_rope.py``). (Hugging Face's dynamic
+    ``rope_update`` does the same within one sequence.) Negative positions only give a length <= L0:
+    the default frequencies.
     """
 
     kind = "rotary"
@@ -296,9 +308,9 @@ class RotaryPE(PositionScheme):
     def __init__(
         self,
         head_dim: int,
-        base: float = 10000.0,
+        base: float | None = None,
         layout: Layout = "half",
-        rotary_fraction: float = 1.0,
+        rotary_fraction: float | None = None,
         scaling: dict[str, Any] | None = None,
     ):
         super().__init__()
@@ -306,10 +318,18 @@ class RotaryPE(PositionScheme):
         check_even_int("head_dim", head_dim)
         if scaling is not None and not isinstance(scaling, dict):
             raise TypeError(f"scaling must be a dict of rope parameters or None, got {type(scaling).__name__}")
-        config = dict(scaling or {})
-        for key, value in (("rope_theta", base), ("partial_rotary_factor", rotary_fraction)):
-            if config.setdefault(key, value) != value:
-                raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
+        config = rope_scaling.standard_config(scaling or {})
+        if base is not None:
+            check_number("base", base, above=1)
+        if rotary_fraction is not None and not (is_number(rotary_fraction) and 0 < rotary_fraction <= 1):
+            raise ValueError(f"rotary_fraction must be a number in (0, 1], got {rotary_fraction!r}")
+        for key, name, value, default in (("rope_theta", "base", base, 10000.0),
+                                          ("partial_rotary_factor", "rotary_fraction", rotary_fraction, 1.0)):
+            if value is None:  # left at its default: the dict's value, else the default
+                config.setdefault(key, default)
+            elif config.setdefault(key, value) != value:
+                raise ValueError(f"{name}={value!r} contradicts scaling[{key!r}] = {config[key]!r}: give one of them, "
+                                 f"or the same value to both")
         self.head_dim, self.layout, self.config = head_dim, layout, config
         self.dynamic = config.get("rope_type") == "dynamic"
         # LongRoPE: the long set, used for calls whose largest position + 1 exceeds this L0
@@ -350,12 +370,22 @@ class RotaryPE(PositionScheme):
         _check_positions(positions)
         check_float_dtype("dtype", dtype)
         if self.dynamic:  # the frequencies of the call's length: the one read of the positions on the host
-            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=int(positions.max()) + 1)
+            length = max(int(positions.max()) + 1, 1)  # negative positions only: a length <= L0, the unscaled set
+            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=length)
             return rope_cos_sin(positions, inv_freq, factor, dtype)
         inv_freq = self.frequencies(dtype)
         if self.long_after is not None:  # LongRoPE's choice for the whole call, as a tensor op (as Hugging Face makes it)
             inv_freq = torch.where(positions.max() + 1 > self.long_after, self.frequencies(dtype, long=True), inv_freq)
         return rope_cos_sin(positions, inv_freq, self.attention_factor, dtype)
+
+    def check_layer(self, n_heads: int, head_dim: int) -> None:
+        """Raise ValueError unless this RoPE's head_dim is the layer's (d_model // n_heads)."""
+        if head_dim != self.head_dim:
+            raise ValueError(
+                f"{type(self).__name__}(head_dim={self.head_dim}) does not fit an attention layer of heads of width "
+                f"d_model / n_heads = {head_dim * n_heads} / {n_heads} = {head_dim}: build it with head_dim={head_dim}, "
+                f"or with build_scheme(name, d_model, n_heads), which computes it"
+            )
 
     def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """cos and sin at ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`.

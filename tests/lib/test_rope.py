@@ -721,3 +721,50 @@ def test_float64_relative_offset_invariance_near_1e5(layout):
 
     for offset in (99_997, 100_000, 123_457):
         torch.testing.assert_close(score(offset + 3, offset), score(3, 0), rtol=0, atol=1e-9)
+
+
+def test_dynamic_ntk_cached_decoding_differs_past_l0_and_static_scalings_agree():
+    """The documented exception to the cache contract: dynamic NTK picks its frequencies from each call's largest
+    position, so past L0 a cached decode step and a full pass differ; default RoPE and YaRN agree."""
+    tokens = torch.randint(0, 30, (2, 12), generator=torch.Generator().manual_seed(0))
+    gaps = {}
+    for name, scaling in [("default", None),
+                          ("yarn", {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4}),
+                          ("dynamic", {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4})]:
+        torch.manual_seed(0)
+        model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8, scaling=scaling))
+        full, cached = last_token_logits_two_ways(model, tokens)
+        gaps[name] = (full - cached).abs().max().item()
+    assert gaps["default"] < 1e-5 and gaps["yarn"] < 1e-5 and gaps["dynamic"] > 1e-4, gaps
+
+
+def test_hugging_face_dicts_and_configs_as_they_come():
+    """RotaryPE(scaling=) takes a rope_parameters dict whole (its rope_theta and partial_rotary_factor, base left
+    out); transformers 4.x's "type" reads as rope_type; rotary_scheme reads a v4 config object, dynamic NTK's L0 and
+    YaRN's missing factor from max_position_embeddings, and its frequencies equal Hugging Face's."""
+    import transformers
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from posenc_lib.interop.hf_config import rope_theta, rotary_scheme
+
+    llama3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "partial_rotary_factor": 0.5}
+    ours = RotaryPE(16, scaling=llama3)
+    assert ours.config["rope_theta"] == 500000.0 and ours.rotary_dim == 8
+    assert RotaryPE(16, scaling={"type": "linear", "factor": 4.0}).config["rope_type"] == "linear"
+
+    class V4Config:  # a transformers 4.x config: base and scaling apart, the scaling's type under "type"
+        model_type, hidden_size, num_attention_heads, num_hidden_layers = "llama", 64, 4, 1
+        rope_theta, rope_scaling, max_position_embeddings = 500000.0, {"type": "linear", "factor": 2.0}, 128
+
+    assert rope_theta(V4Config()) == 500000.0 and rotary_scheme(V4Config()).config["factor"] == 2.0
+    legacy = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, rope_scaling={"type": "linear", "factor": 4.0})
+    assert rotary_scheme(legacy).config["rope_type"] == "linear"
+    for rope, key in (({"rope_type": "dynamic", "factor": 2.0}, "original_max_position_embeddings"),
+                      ({"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 32}, "factor")):
+        config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, max_position_embeddings=128,
+                                          rope_parameters={"rope_theta": 10000.0, **rope})
+        scheme = rotary_scheme(config)
+        assert scheme.config[key] == (128 if key != "factor" else 4.0)
+        theirs, factor = ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu")
+        assert torch.equal(scheme.inv_freq, theirs) and scheme.attention_factor == pytest.approx(factor)
