@@ -416,7 +416,7 @@ class RotaryPE(PositionScheme):
 
 def _rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """0.2's ``rotate_half_reference(x, cos, sin)``: now :func:`apply_rope` with ``layout="half"``."""
-    return apply_rope(x, cos, sin, "half")
+    return apply_rope(x, cos, sin, "half", rotary_dim=2 * cos.shape[-1])  # 0.2 rotated the tables' width
 
 
 def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
@@ -424,7 +424,7 @@ def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tenso
     on the tables of :func:`rope_cos_sin` (float64 ones for float64 x, as 0.2 computed)."""
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
-    return apply_rope(x, cos, sin, "interleaved")
+    return apply_rope(x, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1])
 
 
 #: the functions 0.3 removed (one rotation per layout, issue #52): old name -> (what it now calls, the new spelling)
