@@ -106,9 +106,10 @@ class KVCache:
         """Append the new keys/values (batch, kv_heads, new, head_dim) and positions (batch|1, new); return the full ones."""
         if k.shape != v.shape:
             raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
-        if self.k is not None and (k.shape[1], k.shape[3]) != (self.k.shape[1], self.k.shape[3]):
-            raise ValueError(f"k must have the cached {self.k.shape[1]} key/value heads of head_dim {self.k.shape[3]}, "
-                             f"got shape {tuple(k.shape)}")
+        if self.k is not None and (k.shape[0], k.shape[1], k.shape[3]) != (self.k.shape[0], self.k.shape[1], self.k.shape[3]):
+            raise ValueError(f"k must have the cached batch of {self.k.shape[0]} and {self.k.shape[1]} key/value heads of "
+                             f"head_dim {self.k.shape[3]}, got shape {tuple(k.shape)} (a cache serves the batch it was "
+                             f"filled with: start a new one for another batch)")
         if self.k is None:
             self.k, self.v, self.positions = k, v, positions
         else:
@@ -184,7 +185,9 @@ class MultiHeadAttention(nn.Module):
         window: int | None = None, n_kv_heads: int | None = None,
     ):
         super().__init__()
-        if n_heads <= 0 or d_model <= 0 or d_model % n_heads != 0:
+        check_int("d_model", d_model)
+        check_int("n_heads", n_heads)
+        if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be a positive multiple of n_heads, got d_model={d_model}, n_heads={n_heads}"
             )
@@ -197,6 +200,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.head_dim, self.window = d_model, n_heads, d_model // n_heads, window
         self.n_kv_heads = n_kv_heads
         self.scheme = scheme if scheme is not None else NoPosition()
+        if not isinstance(self.scheme, PositionScheme):
+            raise TypeError(f"scheme must be a PositionScheme (e.g. build_scheme('rope', d_model, n_heads)) or None, "
+                            f"got {self.scheme!r}")
+        self.scheme.check_layer(n_heads, self.head_dim)
         self.qkv = nn.Linear(d_model, d_model + 2 * n_kv_heads * self.head_dim, bias=bias)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         gain = (1.0 / math.sqrt(self.head_dim)) / self.scheme.score_scale(self.head_dim)
@@ -272,7 +279,9 @@ class MultiHeadAttention(nn.Module):
         if self.scheme.requires_causal and not causal:
             raise ValueError(
                 f"scheme {type(self.scheme).__name__} requires causal=True (its compact bias equals the full one "
-                f"only under a causal mask), got causal={causal}; build it for an encoder instead (e.g. causal=False)"
+                f"only under a causal mask), got the attention's causal={causal}: use a decoder (TinyTransformer(..., "
+                f"causal=True)), or build the scheme for an encoder (ALiBi(n_heads, causal=False), "
+                f"build_scheme('alibi', d_model, n_heads, causal=False))"
             )
         b, s, _ = x.shape
         if positions is None:

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from posenc_lib.attention import KVCache, MultiHeadAttention
-from posenc_lib.checks import check_positions
+from posenc_lib.checks import check_int, check_positions
 from posenc_lib.scheme import NoPosition, PositionScheme, default_positions
 
 __all__ = ["LayerSpec", "TransformerBlock", "TinyTransformer", "last_token_logits_two_ways", "with_scheme"]
@@ -82,6 +82,7 @@ class TinyTransformer(nn.Module):
         embed: a module mapping inputs to (batch, seq, d_model); default ``nn.Embedding``.
             A vision model passes its patch embedding here.
         d_ff: MLP width, default 4 * d_model.
+        dropout: dropout probability after the attention and the MLP of every block (0: none).
         n_kv_heads: key/value heads of every attention layer (grouped-query attention, dividing
             ``n_heads``); ``None``: ``n_heads``.
         layer_specs: one :class:`LayerSpec` per layer (``n_layers`` of them): layer i's attention
@@ -112,10 +113,28 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"pool must be one of 'none', 'mean', 'first', 'last', got {pool!r}")
         if embed is None and vocab_size is None:
             raise ValueError("vocab_size is required when no embed module is given")
+        if embed is None:
+            check_int("vocab_size", vocab_size)
+        check_int("n_outputs", n_outputs)
+        check_int("d_model", d_model)
+        check_int("n_heads", n_heads)
+        check_int("n_layers", n_layers)
+        if scheme is not None and not isinstance(scheme, PositionScheme):
+            raise TypeError(f"scheme must be a PositionScheme or None, e.g. build_scheme('rope', d_model, n_heads) or "
+                            f"RotaryPE(d_model // n_heads), got {scheme!r}")
         self.scheme = scheme if scheme is not None else NoPosition()
         if layer_specs is None:
             layer_specs = [LayerSpec(self.scheme)] * n_layers
         _check_layer_specs(layer_specs, n_layers)
+        for i, spec in enumerate(layer_specs):
+            where = "scheme" if spec.scheme is self.scheme else f"layer_specs[{i}].scheme"
+            if spec.scheme.requires_causal and not causal:
+                raise ValueError(
+                    f"{where} {type(spec.scheme).__name__} requires causal=True (its compact bias equals the full one "
+                    f"only under a causal mask), got TinyTransformer(causal=False): build a decoder, "
+                    f"TinyTransformer(..., causal=True), or the scheme for an encoder, ALiBi(n_heads, causal=False) "
+                    f"or build_scheme('alibi', d_model, n_heads, causal=False)"
+                )
         self.causal, self.pool, self.d_model = causal, pool, d_model
         self.embed = embed if embed is not None else nn.Embedding(vocab_size, d_model)
         self.embed_scale = d_model**0.5 if embed_scale else 1.0
@@ -135,6 +154,8 @@ class TinyTransformer(nn.Module):
         """
         if not isinstance(scheme, PositionScheme):
             raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
+        for block in self.blocks:
+            scheme.check_layer(block.attn.n_heads, block.attn.head_dim)
         self.scheme = scheme
         for block in self.blocks:
             block.attn.scheme = scheme
@@ -185,7 +206,18 @@ class TinyTransformer(nn.Module):
         return found
 
     def new_cache(self) -> list[KVCache]:
-        """One empty :class:`KVCache` per layer, for incremental decoding."""
+        """One empty :class:`KVCache` per layer, for incremental decoding (a causal model only).
+
+        Pass the list itself as ``cache=`` to every call: the prompt first, then each new token; the
+        positions count on from the cache's length by default. An ``attn_mask`` (or ``positions``)
+        then covers the cached tokens too: (batch, cached + seq). A greedy decoding loop::
+
+            cache = model.new_cache()
+            logits = model(prompt, cache=cache)               # (batch, seq, vocab), pool="none"
+            for _ in range(n_new):
+                token = logits[:, -1:].argmax(-1)             # (batch, 1)
+                logits = model(token, cache=cache)
+        """
         return [KVCache() for _ in self.blocks]
 
     def features(
@@ -201,6 +233,8 @@ class TinyTransformer(nn.Module):
         default counts on from the cache length; attn_mask: (batch, seq) bool, True = real token;
         with a cache it covers the cached tokens too: (batch, cached + seq).
         """
+        if cache is not None:
+            self._check_cache(cache)
         x = self.embed(inputs) * self.embed_scale
         b, s = x.shape[:2]
         past = 0 if cache is None else len(cache[0])
@@ -212,6 +246,18 @@ class TinyTransformer(nn.Module):
         for i, block in enumerate(self.blocks):
             x = block(x, positions, attn_mask, self.causal, None if cache is None else cache[i], tables[i])
         return self.ln_f(x)
+
+    def _check_cache(self, cache: Any) -> None:
+        """cache must be :meth:`new_cache`'s list, one KVCache per layer, and the model causal."""
+        if not isinstance(cache, (list, tuple)) or len(cache) != len(self.blocks) or not all(
+                isinstance(c, KVCache) for c in cache):
+            got = (f"{type(cache).__name__} of {len(cache)} items" if isinstance(cache, (list, tuple))
+                   else type(cache).__name__)
+            raise TypeError(f"cache must be a list of n_layers={len(self.blocks)} KVCache objects, as model.new_cache() "
+                            f"returns, got {got}")
+        if not self.causal:
+            raise ValueError("cache needs a causal model (TinyTransformer(..., causal=True)), got causal=False: an "
+                             "encoder's earlier tokens attend to later ones, which a cache never shows them")
 
     def _rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> list[Any]:
         """Each layer's ``scheme.rotation_tables(positions, dtype)``, computed once per scheme object: one cos/sin
@@ -234,7 +280,13 @@ class TinyTransformer(nn.Module):
         attn_mask: Tensor | None = None,
         cache: list[KVCache] | None = None,
     ) -> Tensor:
-        """Logits: (batch, seq, n_outputs) when pool="none", else (batch, n_outputs)."""
+        """Logits: (batch, seq, n_outputs) when pool="none", else (batch, n_outputs).
+
+        inputs: (batch, seq) token ids (or whatever ``embed`` takes); positions: (batch|1, seq), default
+        ``arange`` counting on from the cache's length; attn_mask: (batch, k_len) bool, True = real token
+        (k_len = cached + seq with a cache); cache: :meth:`new_cache`'s list, one KVCache per layer (a
+        causal model only), extended in place.
+        """
         h = self.features(inputs, positions, attn_mask, cache)
         if self.pool == "mean":
             if attn_mask is None:
@@ -290,6 +342,10 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
     Meant for schemes without parameters, such as a :class:`~posenc_lib.rotary.rope.RotaryPE` with
     another ``scaling`` dict: the trained weights are kept, only the frequencies change. The copy
     can be evaluated at once (zero-shot) or fine-tuned without touching the original.
+
+    Not for another RoPE layout: the trained query and key rows pair their dims the old way, so the
+    copy would compute something else. Raises ValueError then; convert the weights with
+    :func:`~posenc_lib.rotary.rope.convert_rope_checkpoint` and load them into a model built with the new scheme.
     """
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
@@ -297,6 +353,15 @@ def with_scheme(model: TinyTransformer, scheme: PositionScheme) -> TinyTransform
         raise TypeError(f"scheme must be a PositionScheme, got {type(scheme).__name__}")
     if next(scheme.parameters(), None) is not None:
         raise ValueError(f"scheme must have no parameters (they would be untrained), got {type(scheme).__name__}")
+    trained = {getattr(block.attn.scheme, "layout", None) for block in model.blocks} - {None}
+    new_layout = getattr(scheme, "layout", None)
+    if scheme.kind == "rotary" and new_layout is not None and trained and trained != {new_layout}:
+        raise ValueError(
+            f"scheme has layout={new_layout!r}, but the model was trained with layout={sorted(trained)[0]!r}: its query "
+            f"and key rows pair dims that way, and the copy would compute something else; convert them first, "
+            f"convert_rope_checkpoint(model.state_dict(), head_dim, to={new_layout!r}), and load them into a model "
+            f"built with the new scheme (or give the scheme layout={sorted(trained)[0]!r})"
+        )
     # the copy shares the old schemes (model-wide and per layer) instead of copying them with their caches;
     # set_scheme then replaces every one of them in the copy, and the original keeps its own
     old = [model.scheme, *(block.attn.scheme for block in model.blocks)]

@@ -47,6 +47,7 @@ Shapes used throughout:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -71,6 +72,30 @@ class PositionScheme(nn.Module):
     #: True for a scheme whose bias is only exact under a causal mask (ALiBi's compact form);
     #: the attention module then refuses to run it without ``causal=True``.
     requires_causal: bool = False
+    #: float buffers a cast to a lower precision leaves in float32 (RoPE's frequencies: bfloat16 would round
+    #: theta_i, and every angle m * theta_i with it). ``.to(device)`` moves them; ``.to(torch.bfloat16)``,
+    #: ``.half()`` keep their float32 values on the new device; ``.double()`` widens them.
+    float32_buffers: tuple[str, ...] = ()
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> PositionScheme:
+        """nn.Module's ``_apply`` (behind ``.to()``, ``.cuda()``, ``.half()``, ...), except that the buffers named in
+        :attr:`float32_buffers` keep their float32 values when the cast is to 16 bits: they move to the new device
+        once, here, so a forward pass never recomputes or copies them."""
+        kept = {name: self._buffers[name] for name in self.float32_buffers if self._buffers.get(name) is not None}
+        super()._apply(fn, recurse)
+        for name, old in kept.items():
+            new = self._buffers[name]
+            if new.dtype.is_floating_point and new.dtype.itemsize < 4:
+                self._buffers[name] = old.to(new.device)
+        return self
+
+    def check_layer(self, n_heads: int, head_dim: int) -> None:
+        """Raise ValueError, naming the scheme's argument and the layer's, if the scheme cannot serve an attention
+        layer of ``n_heads`` query heads of width ``head_dim`` (RoPE's ``head_dim``, ALiBi's ``n_heads``).
+
+        :class:`~posenc_lib.attention.MultiHeadAttention` calls it when it is built or given a scheme, so a
+        mismatch is found there, not at the first forward pass. The base class accepts every layer.
+        """
 
     def add_to_embeddings(self, x: Tensor, positions: Tensor) -> Tensor:
         """Return ``x`` with position added. x: (batch, seq, d_model); positions: (batch, seq)."""
@@ -85,9 +110,10 @@ class PositionScheme(nn.Module):
         """
         return None
 
-    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+    def rotate_qk(self, q: Tensor, k: Tensor, positions: Tensor, tables: Any = None) -> tuple[Tensor, Tensor]:
         """Return position-transformed (q, k). q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim);
-        positions: (batch, seq)."""
+        positions: (batch, seq); tables: what :meth:`rotation_tables` returned for these positions (None when it
+        returns None)."""
         return q, k
 
     def score_scale(self, head_dim: int) -> float:

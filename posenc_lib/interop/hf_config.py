@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.rotary.scaling import standard_config
 
 __all__ = ["rope_parameters", "rope_layer_types", "rope_theta", "rotary_scheme", "rotating_layers", "INTERLEAVED_LAYOUT",
            "ROPE_ON_SLIDING_ONLY"]
@@ -43,6 +44,9 @@ INTERLEAVED_LAYOUT: frozenset[str] = frozenset({"cohere", "cohere2", "gptj", "ll
 def rope_parameters(config: PretrainedConfig, layer_type: str | None = None) -> dict[str, Any] | None:
     """The rope parameters of ``config`` the v5 way: ``config.rope_parameters`` (base inside, as ``rope_theta``).
 
+    A transformers 4.x config (no ``rope_parameters``) gives its ``rope_theta``, ``rope_scaling`` (its legacy
+    ``type`` key read as ``rope_type``) and ``partial_rotary_factor`` as one such dict.
+
     For a config with a dict per layer type (Gemma 3 and 4) give ``layer_type``, one of
     ``config.layer_types``; for the others ``layer_type`` must be None or one of the config's layer
     types (they share one dict). None for a model without RoPE (BERT, GPT-2, T5, Bloom).
@@ -50,6 +54,12 @@ def rope_parameters(config: PretrainedConfig, layer_type: str | None = None) -> 
     Raises ValueError naming ``layer_type`` when it is unknown, or missing for a per-layer-type config.
     """
     params = getattr(config, "rope_parameters", None) or None
+    if params is None and getattr(config, "rope_theta", None) is not None:  # transformers 4.x: base and scaling apart
+        params = {"rope_type": "default", **(getattr(config, "rope_scaling", None) or {}), "rope_theta": config.rope_theta}
+        if getattr(config, "partial_rotary_factor", None) is not None:
+            params["partial_rotary_factor"] = config.partial_rotary_factor
+        if "type" in params and params["rope_type"] == "default":  # 4.x's key for the type
+            params["rope_type"] = params.pop("type")
     layer_types = list(dict.fromkeys(getattr(config, "layer_types", None) or []))
     if layer_type is not None and layer_type not in layer_types:
         raise ValueError(f"layer_type must be one of {layer_types} (config.layer_types of {type(config).__name__}), "
@@ -75,9 +85,10 @@ def rotary_scheme(config: PretrainedConfig, layer_type: str | None = None) -> Ro
     The head width is ``config.head_dim`` (``hidden_size // num_attention_heads`` when the config has none; for a
     config whose head width varies by layer, as Gemma 4's, that of the first layer of ``layer_type``);
     the base, the rotated fraction and the scaling come from :func:`rope_parameters`, the pairing of dims from the
-    model type (:data:`INTERLEAVED_LAYOUT`). For a model whose
-    dynamic or LongRoPE scaling reads ``max_position_embeddings`` from the model config, that length joins
-    the dict. Not for M-RoPE (:class:`~posenc_lib.rotary.mrope.MRoPE` needs the token layout) nor
+    model type (:data:`INTERLEAVED_LAYOUT`). Where Hugging Face reads ``max_position_embeddings`` from the
+    model config, that length joins the dict: dynamic NTK's L0 (``original_max_position_embeddings``),
+    LongRoPE's ``max_position_embeddings`` without a ``factor``, YaRN's ``factor`` when it is None
+    (``max_position_embeddings / original_max_position_embeddings``). Not for M-RoPE (:class:`~posenc_lib.rotary.mrope.MRoPE` needs the token layout) nor
     DeepSeek's decoupled slice (:class:`~posenc_lib.rotary.decoupled.DecoupledRoPE`).
 
     Raises ValueError for a config without rope parameters, or with M-RoPE sections.
@@ -88,9 +99,16 @@ def rotary_scheme(config: PretrainedConfig, layer_type: str | None = None) -> Ro
     if params.get("mrope_section") is not None:
         raise ValueError(f"config {type(config).__name__} uses M-RoPE (mrope_section {params['mrope_section']}): build an "
                          "MRoPE scheme with the token layout instead")
-    scaling = {key: value for key, value in params.items() if key not in ("rope_theta", "partial_rotary_factor")}
-    if scaling.get("rope_type") == "longrope" and scaling.get("factor") is None:
+    scaling = standard_config({key: value for key, value in params.items()
+                               if key not in ("rope_theta", "partial_rotary_factor")})
+    rope_type = scaling.get("rope_type")
+    if rope_type == "longrope" and scaling.get("factor") is None:
         scaling["max_position_embeddings"] = config.max_position_embeddings
+    if rope_type == "dynamic":  # Hugging Face's dynamic NTK takes L0 from the model config, not from the dict
+        scaling["original_max_position_embeddings"] = config.max_position_embeddings
+    if rope_type == "yarn" and scaling.get("factor") is None and scaling.get("original_max_position_embeddings"):
+        # as Hugging Face's _compute_yarn_parameters derives it (DeepSeek-V3 gives no factor)
+        scaling["factor"] = config.max_position_embeddings / scaling["original_max_position_embeddings"]
     return RotaryPE(_head_dim(config, layer_type), base=float(params["rope_theta"]), rotary_fraction=params.get("partial_rotary_factor", 1.0),
                     scaling=scaling, layout="interleaved" if config.model_type in INTERLEAVED_LAYOUT else "half")
 

@@ -186,11 +186,13 @@ class MRoPE(PositionScheme):
         layout: the pairing of dims, "half" (Hugging Face's Qwen models) or "interleaved".
 
     Positions must index the table: 0 <= position < n_tokens (checked in eager mode). The frequencies
-    are a non-persistent buffer ``inv_freq`` (head_dim // 2,) float32, as :class:`~posenc_lib.rotary.rope.RotaryPE`'s;
-    a model computes cos and sin once per forward pass (:meth:`rotation_tables`) for all its layers.
+    are a non-persistent buffer ``inv_freq`` (head_dim // 2,) float32, as :class:`~posenc_lib.rotary.rope.RotaryPE`'s
+    (float32 in a module cast to 16 bits too); a model computes cos and sin once per forward pass
+    (:meth:`rotation_tables`) for all its layers.
     """
 
     kind = "rotary"
+    float32_buffers = ("inv_freq",)
 
     def __init__(
         self,
@@ -233,10 +235,7 @@ class MRoPE(PositionScheme):
         n = self.coordinates.shape[0]
         check_position_range("positions", positions, n, f"the rows of the {n}-token coordinate table")
         coords = self.coordinates.to(positions.device)[positions].movedim(-1, 0)  # (3, batch, seq)
-        inv_freq = self.inv_freq  # cast to 16 bits with the module: the exact float32 values again
-        if inv_freq.dtype not in (torch.float32, torch.float64):
-            inv_freq = rope_inv_freq(self.head_dim, self.base, device=inv_freq.device)
-        return mrope_cos_sin(coords, inv_freq, self.mrope_section, self.interleaved, 1.0, dtype)
+        return mrope_cos_sin(coords, self.inv_freq, self.mrope_section, self.interleaved, 1.0, dtype)
 
     def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """cos and sin at token indices ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`."""

@@ -63,9 +63,11 @@ from posenc_lib.checks import (
     check_even_int,
     check_float_dtype,
     check_float_tensor,
+    check_int,
     check_integer_tensor,
     check_number,
     is_int,
+    is_number,
 )
 from posenc_lib.frequencies import LAYOUTS, Layout, even_odd_permutation, inverse_frequencies
 from posenc_lib.rotary import scaling as rope_scaling
@@ -189,15 +191,21 @@ def _rotate(x: Tensor, multipliers: tuple[Tensor, ...], layout: str) -> Tensor:
     return rotated if whole else torch.cat((rotated, x[..., rot:]), dim=-1)
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> Tensor:
+def apply_rope(
+    x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", *, rotary_dim: int | None = None
+) -> Tensor:
     """Rotate the pairs of x by the angles whose cos and sin are given: a new tensor.
 
     Args:
         x: (batch, heads, seq, head_dim) float tensor (any strides).
-        cos, sin: (batch|1, seq, c) or (seq, c) half-width tables from :func:`rope_cos_sin`,
-            broadcast over heads. With 2c < head_dim only the first 2c dims are rotated
-            (partial rotary, as GPT-NeoX); the rest pass through unchanged.
+        cos, sin: (batch|1, seq, c) or (seq, c) half-width tables from :func:`rope_cos_sin`
+            (one column per pair: c = rotary_dim // 2), broadcast over heads. Hugging Face's
+            ``cos, sin`` are full width (each column twice): pass their first half, ``cos[..., :c]``.
         layout: "half" (pairs (x[i], x[i + c])) or "interleaved" (pairs (x[2i], x[2i+1])).
+        rotary_dim: the rotated width 2c, for partial rotary (GPT-NeoX, Phi): the first
+            ``rotary_dim`` dims rotate, the rest pass through unchanged. ``None``: the whole head,
+            and tables of another width raise (a full-width table of a partial rotation has the
+            shape of a half-width one, and would rotate the wrong dims without a word).
 
     Returns:
         The rotated tensor, x's shape and dtype.
@@ -216,15 +224,18 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> 
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("x", x)
-    cos, sin = _table_3d(cos, sin, x)
+    cos, sin = _table_3d(cos, sin, x, rotary_dim)
     return _rotate(x, _multipliers(cos, sin, layout, x.dtype), layout)
 
 
-def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half") -> tuple[Tensor, Tensor]:
+def apply_rope_qk(
+    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout = "half", *, rotary_dim: int | None = None
+) -> tuple[Tensor, Tensor]:
     """:func:`apply_rope` on queries and keys with the same tables: two new tensors.
 
     q: (batch, heads, seq, head_dim); k: (batch, kv_heads, seq, head_dim) (kv_heads may differ,
-    as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c).
+    as in grouped-query attention); cos, sin: (batch|1, seq, c) or (seq, c); rotary_dim: as for
+    :func:`apply_rope` (2c when only part of the head rotates).
     """
     check_choice("layout", layout, LAYOUTS)
     _check_x("q", q)
@@ -234,7 +245,7 @@ def apply_rope_qk(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, layout: Layout
             f"q and k must agree in batch, seq, head_dim and dtype, got q {tuple(q.shape)} {q.dtype} "
             f"and k {tuple(k.shape)} {k.dtype}"
         )
-    multipliers = _multipliers(*_table_3d(cos, sin, q), layout, q.dtype)
+    multipliers = _multipliers(*_table_3d(cos, sin, q, rotary_dim), layout, q.dtype)
     return _rotate(q, multipliers, layout), _rotate(k, multipliers, layout)
 
 
@@ -245,10 +256,13 @@ class RotaryPE(PositionScheme):
     """RoPE as a position scheme: rotates q and k after the head split, values untouched.
 
     Args:
-        head_dim: width of one head (even).
-        base: rope_theta, the base of the frequencies (10000 in most models).
+        head_dim: width of one head (even): the layer's d_model // n_heads (``build_scheme("rope",
+            d_model, n_heads)`` computes it; an attention layer of another width raises when built).
+        base: rope_theta, the base of the frequencies; ``None``: ``scaling["rope_theta"]`` when the dict
+            has it (a Hugging Face ``rope_parameters`` dict does), else 10000 (most models).
         layout: "half" or "interleaved" (see the module docstring).
         rotary_fraction: fraction of each head that is rotated (GPT-NeoX style partial rotary);
+            ``None``: ``scaling["partial_rotary_factor"]``, else 1;
             the rotated width ``int(head_dim * rotary_fraction)`` must be even. With
             ``scaling={"rope_type": "proportional"}`` it is p-RoPE's p instead: the whole head
             keeps its frequencies and the slowest pairs beyond ``int(p * head_dim / 2)`` stay unrotated.
@@ -258,10 +272,13 @@ class RotaryPE(PositionScheme):
 
     The frequencies are a non-persistent buffer ``inv_freq`` (rotary_dim // 2,), float32, as in
     torchtune's ``RotaryPositionalEmbeddings`` and Hugging Face's rotary modules: ``.to(device)``
-    moves it, ``.to(dtype)`` casts it, and it is never in the ``state_dict``. The angles still use
-    float32 frequencies after a cast to a lower precision (recomputed from the config then), and
-    float64 ones computed in float64 for a float64 model (unscaled RoPE; a scaled variant widens its
-    float32 frequencies), so a float64 model is exact to float64 rounding at any position.
+    moves it and it is never in the ``state_dict``. A cast to bfloat16 or float16 leaves it float32
+    (on the new device; :attr:`~posenc_lib.scheme.PositionScheme.float32_buffers`): the angles are
+    computed in float32 and cos and sin cast to the model's dtype, never the frequencies, so a bf16
+    forward pass computes nothing on the host and copies nothing to the device. (Hugging Face's
+    ``LlamaRotaryEmbedding.to(torch.bfloat16)`` rounds its buffer to bfloat16.) ``.double()``
+    widens it, and a float64 model's unscaled RoPE computes base^(-2i/d) in float64 (a scaled
+    variant widens its float32 frequencies), so a float64 model is exact to float64 rounding at any position.
 
     cos and sin are computed from the positions at every call (:meth:`cos_sin`): any positions
     (KV-cache offsets, left padding, negative ones), no cached table, nothing read back to the host
@@ -275,16 +292,25 @@ class RotaryPE(PositionScheme):
     (a tensor choice, no host read). So a KV-cache decode step past L0 rotates its token with the
     long set while the cached keys were rotated with the short one (Hugging Face's Phi-3 behaves the
     same way).
+
+    "dynamic" likewise computes its frequencies from the largest position of each call (default ones
+    up to L0, a larger base beyond). A KV-cache decode step past L0 rotates its token with the
+    frequencies of its own length while the cached keys keep those of the calls that cached them:
+    cached and full decoding then differ past L0, where the static rope_types give the same
+    logits both ways (``tests/lib/test_rope.py``). (Hugging Face's dynamic
+    ``rope_update`` does the same within one sequence.) Negative positions only give a length <= L0:
+    the default frequencies.
     """
 
     kind = "rotary"
+    float32_buffers = ("inv_freq", "inv_freq_long")
 
     def __init__(
         self,
         head_dim: int,
-        base: float = 10000.0,
+        base: float | None = None,
         layout: Layout = "half",
-        rotary_fraction: float = 1.0,
+        rotary_fraction: float | None = None,
         scaling: dict[str, Any] | None = None,
     ):
         super().__init__()
@@ -292,10 +318,18 @@ class RotaryPE(PositionScheme):
         check_even_int("head_dim", head_dim)
         if scaling is not None and not isinstance(scaling, dict):
             raise TypeError(f"scaling must be a dict of rope parameters or None, got {type(scaling).__name__}")
-        config = dict(scaling or {})
-        for key, value in (("rope_theta", base), ("partial_rotary_factor", rotary_fraction)):
-            if config.setdefault(key, value) != value:
-                raise ValueError(f"scaling[{key!r}] = {config[key]!r} contradicts the argument given as {value!r}")
+        config = rope_scaling.standard_config(scaling or {})
+        if base is not None:
+            check_number("base", base, above=1)
+        if rotary_fraction is not None and not (is_number(rotary_fraction) and 0 < rotary_fraction <= 1):
+            raise ValueError(f"rotary_fraction must be a number in (0, 1], got {rotary_fraction!r}")
+        for key, name, value, default in (("rope_theta", "base", base, 10000.0),
+                                          ("partial_rotary_factor", "rotary_fraction", rotary_fraction, 1.0)):
+            if value is None:  # left at its default: the dict's value, else the default
+                config.setdefault(key, default)
+            elif config.setdefault(key, value) != value:
+                raise ValueError(f"{name}={value!r} contradicts scaling[{key!r}] = {config[key]!r}: give one of them, "
+                                 f"or the same value to both")
         self.head_dim, self.layout, self.config = head_dim, layout, config
         self.dynamic = config.get("rope_type") == "dynamic"
         # LongRoPE: the long set, used for calls whose largest position + 1 exceeds this L0
@@ -319,15 +353,13 @@ class RotaryPE(PositionScheme):
     def frequencies(self, dtype: torch.dtype = torch.float32, long: bool = False) -> Tensor:
         """theta_i as the angles for ``dtype`` tables use them: (rotary_dim // 2,), float32 (float64 for float64).
 
-        The buffer ``inv_freq`` (``inv_freq_long`` if ``long``, LongRoPE's long set), or, when the
-        module was cast to a lower precision, the float32 frequencies recomputed from the config; for
-        float64 unscaled RoPE, base^(-2i/d) computed in float64. On the buffer's device.
+        The buffer ``inv_freq`` (``inv_freq_long`` if ``long``, LongRoPE's long set), float32 even in a
+        module cast to a lower precision (:attr:`float32_buffers`); for float64 unscaled RoPE,
+        base^(-2i/d) computed in float64. On the buffer's device: nothing is computed on the host.
         """
         buffer = self.inv_freq_long if long else self.inv_freq
         if dtype == torch.float64 and self.config.get("rope_type", "default") == "default":
             return inverse_frequencies(self.rotary_dim, self.config["rope_theta"], torch.float64, buffer.device)
-        if buffer.dtype not in (torch.float32, torch.float64):  # cast to 16 bits: the exact float32 values again
-            buffer = self._init_frequencies(long)[0].to(buffer.device)
         return buffer.to(torch.float64 if dtype == torch.float64 else torch.float32)
 
     def cos_sin(self, positions: Tensor, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
@@ -338,12 +370,22 @@ class RotaryPE(PositionScheme):
         _check_positions(positions)
         check_float_dtype("dtype", dtype)
         if self.dynamic:  # the frequencies of the call's length: the one read of the positions on the host
-            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=int(positions.max()) + 1)
+            length = max(int(positions.max()) + 1, 1)  # negative positions only: a length <= L0, the unscaled set
+            inv_freq, factor = rope_scaling.rope_frequencies(self.head_dim, self.config, seq_len=length)
             return rope_cos_sin(positions, inv_freq, factor, dtype)
         inv_freq = self.frequencies(dtype)
         if self.long_after is not None:  # LongRoPE's choice for the whole call, as a tensor op (as Hugging Face makes it)
             inv_freq = torch.where(positions.max() + 1 > self.long_after, self.frequencies(dtype, long=True), inv_freq)
         return rope_cos_sin(positions, inv_freq, self.attention_factor, dtype)
+
+    def check_layer(self, n_heads: int, head_dim: int) -> None:
+        """Raise ValueError unless this RoPE's head_dim is the layer's (d_model // n_heads)."""
+        if head_dim != self.head_dim:
+            raise ValueError(
+                f"{type(self).__name__}(head_dim={self.head_dim}) does not fit an attention layer of heads of width "
+                f"d_model / n_heads = {head_dim * n_heads} / {n_heads} = {head_dim}: build it with head_dim={head_dim}, "
+                f"or with build_scheme(name, d_model, n_heads), which computes it"
+            )
 
     def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """cos and sin at ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`.
@@ -366,7 +408,7 @@ class RotaryPE(PositionScheme):
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must be head_dim={self.head_dim}, got {tuple(q.shape)}")
         cos, sin = self.cos_sin(positions, q.dtype) if tables is None else tables
-        return apply_rope_qk(q, k, cos, sin, self.layout)
+        return apply_rope_qk(q, k, cos, sin, self.layout, rotary_dim=self.rotary_dim)
 
 
 # ----------------------------------------------------------------------------- 0.2's names, until 0.4
@@ -374,7 +416,7 @@ class RotaryPE(PositionScheme):
 
 def _rotate_half_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """0.2's ``rotate_half_reference(x, cos, sin)``: now :func:`apply_rope` with ``layout="half"``."""
-    return apply_rope(x, cos, sin, "half")
+    return apply_rope(x, cos, sin, "half", rotary_dim=2 * cos.shape[-1])  # 0.2 rotated the tables' width
 
 
 def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
@@ -382,7 +424,7 @@ def _apply_rope_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tenso
     on the tables of :func:`rope_cos_sin` (float64 ones for float64 x, as 0.2 computed)."""
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     cos, sin = rope_cos_sin(positions, inv_freq, dtype=dtype)
-    return apply_rope(x, cos, sin, "interleaved")
+    return apply_rope(x, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1])
 
 
 #: the functions 0.3 removed (one rotation per layout, issue #52): old name -> (what it now calls, the new spelling)
@@ -451,39 +493,65 @@ def convert_qk_weight(weight: Tensor, n_heads: int, to: Layout = "half", rotary_
 # ----------------------------------------------------------------------------- argument checks of this module
 
 
-_QK_ROWS = ("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")  # Hugging Face: q and k apart
+#: the names of query and key projections convert_rope_checkpoint recognises (suffixes of state_dict keys)
+_QUERY_ROWS = ("q_proj.weight", "q_proj.bias", "attention.wq.weight")  # Hugging Face; Meta's Llama reference
+_KEY_ROWS = ("k_proj.weight", "k_proj.bias", "attention.wk.weight")
 _FUSED_QKV = ("attn.qkv.weight", "attn.qkv.bias")  # TinyTransformer: q, k and v rows stacked in one projection
 
 
 def convert_rope_checkpoint(state: dict[str, Tensor], head_dim: int, to: Layout,
-                            rotary_dim: int | None = None) -> dict[str, Tensor]:
+                            rotary_dim: int | None = None, n_heads: int | None = None) -> dict[str, Tensor]:
     """A copy of a state_dict for the other RoPE layout: the same scores, the same outputs.
 
     The rows of every query and key projection (weight and bias) are reordered within each head by
-    :func:`convert_qk_weight` (``to="interleaved"`` for a half-layout checkpoint such as Llama's,
-    ``to="half"`` back). Two namings are recognised: separate ``q_proj`` / ``k_proj`` (Hugging Face;
-    each has rows // head_dim heads, so grouped-query keys convert too), and the fused ``attn.qkv``
-    of :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: d_model query rows, then key and
+    :func:`convert_qk_weight` (``to="interleaved"`` for a half-layout checkpoint such as Hugging Face's
+    Llama, ``to="half"`` for an interleaved one such as Meta's). Three namings are recognised: separate
+    ``q_proj`` / ``k_proj`` (Hugging Face; each has rows // head_dim heads, so grouped-query keys
+    convert too), Meta's ``attention.wq`` / ``attention.wk``, and the fused ``attn.qkv`` of
+    :class:`~posenc_lib.models.TinyTransformer` (q, k, v stacked: d_model query rows, then key and
     value rows in equal parts, fewer under grouped-query attention; q and k convert).
     Values, output projections and every other tensor are copied unchanged.
+
+    The weights do not tell the head width: any ``head_dim`` dividing the rows reorders them, and a
+    wrong one gives a model that computes something else. Give ``n_heads`` (the query heads) and the
+    query rows are checked against ``n_heads * head_dim``.
 
     Args:
         state: a ``model.state_dict()``.
         head_dim: width of one head.
         to: the layout to convert to, "half" or "interleaved".
         rotary_dim: the rotated width of a head, for partial rotary (default: the whole head).
+        n_heads: the number of query heads, to check ``head_dim`` against the query rows (None: unchecked).
+
+    Raises ValueError when no key of ``state`` is a query or key projection of the three namings
+    (the copy would be the checkpoint unchanged), or when ``head_dim`` cannot split a projection's rows.
     """
     head_dim = check_even_int("head_dim", head_dim)
-    out = {}
+    check_choice("to", to, LAYOUTS)
+    if n_heads is not None:
+        check_int("n_heads", n_heads)
+    out, converted = {}, 0
     for name, tensor in state.items():
-        if name.endswith(_QK_ROWS) or name.endswith(_FUSED_QKV):
+        if name.endswith(_QUERY_ROWS + _KEY_ROWS + _FUSED_QKV):
             parts = _fused_qkv_parts(state, name) if name.endswith(_FUSED_QKV) else [tensor]
+            queries = parts[0] if name.endswith(_QUERY_ROWS + _FUSED_QKV) else None
+            if n_heads is not None and queries is not None and queries.shape[0] != n_heads * head_dim:
+                raise ValueError(f"head_dim * n_heads must be the query rows of {name} ({queries.shape[0]}), got "
+                                 f"head_dim={head_dim} and n_heads={n_heads}")
             for i, rows in enumerate(parts[:2]):  # q and k; a fused projection's v rows stay
                 if rows.shape[0] % head_dim:
                     raise ValueError(f"head_dim must divide the rows of {name} ({rows.shape[0]}), got head_dim={head_dim}")
                 parts[i] = convert_qk_weight(rows, rows.shape[0] // head_dim, to=to, rotary_dim=rotary_dim)
             tensor = torch.cat(parts, dim=0)
+            converted += 1
         out[name] = tensor.clone()
+    if not converted:
+        names = sorted(state)
+        raise ValueError(
+            f"state has no query or key projection convert_rope_checkpoint knows (keys ending in "
+            f"{list(_QUERY_ROWS + _KEY_ROWS + _FUSED_QKV)}), got {len(names)} keys {names[:6]}"
+            f"{' ...' if len(names) > 6 else ''}: rename them, or convert each q and k weight with convert_qk_weight"
+        )
     return out
 
 
@@ -510,18 +578,39 @@ def _check_x(name: str, x: Any) -> None:
         raise ValueError(f"{name}.shape[-1] (head_dim) must be even, got {x.shape[-1]}")
 
 
-def _table_3d(cos: Tensor, sin: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
-    """Check half-width cos/sin against x (batch, heads, seq, head_dim); return them as (batch|1, seq, c)."""
+def _table_3d(cos: Tensor, sin: Tensor, x: Tensor, rotary_dim: int | None) -> tuple[Tensor, Tensor]:
+    """Check half-width cos/sin against x (batch, heads, seq, head_dim) and the rotated width (None: the whole
+    head); return them as (batch|1, seq, rotary_dim // 2)."""
     check_float_tensor("cos", cos)
     check_float_tensor("sin", sin)
     if cos.shape != sin.shape:
         raise ValueError(f"cos and sin must have the same shape, got {tuple(cos.shape)} and {tuple(sin.shape)}")
     if cos.dim() == 2:
         cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
-    batch, _, seq, head_dim = x.shape
-    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq or not 1 <= cos.shape[2] <= head_dim // 2:
+    batch, heads, seq, head_dim = x.shape
+    if rotary_dim is not None:
+        check_even_int("rotary_dim", rotary_dim)
+        if rotary_dim > head_dim:
+            raise ValueError(f"rotary_dim must be <= head_dim={head_dim} (x.shape[-1]), got {rotary_dim}")
+    width = (head_dim if rotary_dim is None else rotary_dim) // 2
+    if cos.dim() != 3 or cos.shape[0] not in (1, batch) or cos.shape[1] != seq:
+        hint = (f"; x must be (batch, heads, seq, head_dim): for a (batch, seq, heads, head_dim) one (flash-attn, "
+                f"Hugging Face before the transpose) pass x.transpose(1, 2)") if cos.dim() == 3 and cos.shape[1] == heads else ""
         raise ValueError(
-            f"cos and sin must have shape (batch|1, seq, rot_dim // 2) = ({batch}|1, {seq}, 1..{head_dim // 2}) "
-            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}"
+            f"cos and sin must have shape (batch|1, seq, rotary_dim // 2) = ({batch}|1, {seq}, {width}) "
+            f"for x of shape {tuple(x.shape)}, got {tuple(cos.shape)}{hint}"
+        )
+    if cos.shape[2] != width:
+        if rotary_dim is None and cos.shape[2] < width:
+            why = (f"they turn {2 * cos.shape[2]} of the head's {head_dim} dims: pass rotary_dim={2 * cos.shape[2]} to "
+                   f"rotate only those (partial rotary), or, for Hugging Face's full-width tables of a "
+                   f"{cos.shape[2]}-dim rotation, cos[..., :{cos.shape[2] // 2}]")
+        elif cos.shape[2] == 2 * width:
+            why = f"full-width tables (Hugging Face's, each column twice)? pass cos[..., :{width}] and sin[..., :{width}]"
+        else:
+            why = f"one column per rotated pair: rotary_dim // 2 = {width}"
+        raise ValueError(
+            f"cos and sin must have rotary_dim // 2 = {width} columns for x of head_dim {head_dim} and rotary_dim="
+            f"{rotary_dim}, got {cos.shape[2]} ({why})"
         )
     return cos, sin

@@ -69,10 +69,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from posenc_lib.checks import check_even_int, check_number, is_number
+from posenc_lib.checks import check_even_int, check_number, is_int, is_number
 from posenc_lib.frequencies import inverse_frequencies, wavelengths
 
-__all__ = ["RopeScaling", "ROPE_SCALINGS", "ROPE_TYPES", "rope_frequencies", "yarn_mscale"]
+__all__ = ["RopeScaling", "ROPE_SCALINGS", "ROPE_TYPES", "rope_frequencies", "standard_config", "yarn_mscale"]
 
 #: computes (inv_freq (dim // 2,) float32, attention_factor) from (base, rotary dim, config, seq_len)
 Frequencies = Callable[[float, int, dict[str, Any], "int | None"], tuple[Tensor, float]]
@@ -125,8 +125,9 @@ def _ntk(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> 
 
 def _dynamic(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Dynamic NTK: the NTK base for the current length L, s' = s*L/L0 - (s-1) (default RoPE up to L0)."""
-    if seq_len is None or int(seq_len) < 1:
-        raise ValueError(f"rope_type 'dynamic' needs seq_len, a positive int (the current length), got {seq_len!r}")
+    if seq_len is None or not is_int(seq_len) or seq_len < 1:
+        raise ValueError(f"rope_type 'dynamic' needs the argument seq_len of rope_frequencies, the current length (a "
+                         f"positive int), got {seq_len!r}")
     original = config["original_max_position_embeddings"]
     factor = config["factor"]
     length = max(int(seq_len), original)
@@ -165,6 +166,8 @@ def _yarn(base: float, dim: int, config: dict[str, Any], seq_len: int | None) ->
 def _llama3(base: float, dim: int, config: dict[str, Any], seq_len: int | None) -> tuple[Tensor, float]:
     """Llama 3.1: divide long wavelengths by factor, keep short ones, blend in between."""
     factor, low, high = config["factor"], config["low_freq_factor"], config["high_freq_factor"]
+    check_number("config['low_freq_factor']", low, above=0)
+    check_number("config['high_freq_factor']", high, above=0)
     if not low <= high:
         raise ValueError(f"config['low_freq_factor'] must be <= config['high_freq_factor'], got {low!r} and {high!r}")
     theta = inverse_frequencies(dim, base)
@@ -186,7 +189,6 @@ def _longrope(base: float, dim: int, config: dict[str, Any], seq_len: int | None
     ``factor`` or ``max_position_embeddings / L0``.
     """
     original = config["original_max_position_embeddings"]
-    check_number("config['original_max_position_embeddings']", original, above=1)
     pairs = dim // 2
     for key in ("short_factor", "long_factor"):
         rescale = config[key]
@@ -264,6 +266,21 @@ ROPE_TYPES: tuple[str, ...] = tuple(ROPE_SCALINGS)
 _COMMON = {"rope_type": False, "rope_theta": False, "partial_rotary_factor": False}
 
 
+def standard_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a rope-parameter dict with the transformers 4.x key ``type`` read as ``rope_type`` (as Hugging Face's
+    ``standardize_rope_params`` reads it): Llama 2 era configs say ``{"type": "linear", "factor": 4.0}``, and
+    transformers 5 keeps ``type`` beside the ``rope_type`` it adds. Raises ValueError when the two disagree."""
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict of rope parameters or None, got {type(config).__name__}")
+    config = dict(config)
+    if "type" in config:
+        legacy = config.pop("type")
+        if config.setdefault("rope_type", legacy) != legacy:
+            raise ValueError(f"config['type'] = {legacy!r} (transformers 4.x's name) contradicts config['rope_type'] = "
+                             f"{config['rope_type']!r}")
+    return config
+
+
 def rope_frequencies(head_dim: int, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Tensor, float]:
     """Inverse frequencies and attention factor for a RoPE variant.
 
@@ -285,7 +302,7 @@ def rope_frequencies(head_dim: int, config: dict[str, Any] | None, seq_len: int 
         ValueError: unknown rope_type, unknown or missing key, bad value, odd rotary width,
             "dynamic" without ``seq_len``, LongRoPE factor lists of the wrong length.
     """
-    config = {} if config is None else config
+    config = {} if config is None else standard_config(config)
     rope_type = _check_config(config)
     scaling = ROPE_SCALINGS[rope_type]
     dim = _rotary_dim(head_dim, config, scaling.full_width)
@@ -310,7 +327,11 @@ def _check_config(config: dict[str, Any]) -> str:
     if missing:
         raise ValueError(f"rope_type {rope_type!r} needs config key(s) {missing}; got keys {sorted(config)}")
     if config.get("factor") is not None and not (is_number(config["factor"]) and config["factor"] > 0):
-        raise ValueError(f"config['factor'] must be > 0, got {config['factor']!r}")
+        raise ValueError(f"config['factor'] must be a number > 0, got {config['factor']!r}")
+    original = config.get("original_max_position_embeddings")
+    if original is not None and not (is_int(original) and original >= 2):
+        raise ValueError(f"config['original_max_position_embeddings'] (L0, the trained context length) must be an int "
+                         f">= 2, got {original!r}")
     check_number("config['rope_theta']", config.get("rope_theta", 10000.0), above=1)
     return rope_type
 
@@ -327,7 +348,7 @@ def _rotary_dim(head_dim: int, config: dict[str, Any], full_width: bool = False)
     dim = int(head_dim * fraction)
     if dim < 2 or dim % 2:
         raise ValueError(
-            f"head_dim * partial_rotary_factor must give an even rotary width >= 2, "
+            f"head_dim * partial_rotary_factor (RotaryPE's rotary_fraction) must give an even rotary width >= 2, "
             f"got int({head_dim} * {fraction}) = {dim}"
         )
     return dim

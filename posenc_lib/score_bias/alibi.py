@@ -72,6 +72,12 @@ class ALiBi(PositionScheme):
         self.causal = self.requires_causal = causal
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
 
+    def check_layer(self, n_heads: int, head_dim: int) -> None:
+        """Raise ValueError unless the scheme has one slope per head of the layer."""
+        if self.slopes.numel() != n_heads:
+            raise ValueError(f"ALiBi(n_heads={self.slopes.numel()}) does not fit an attention layer of n_heads={n_heads}: "
+                             f"build it with n_heads={n_heads} (one slope per head)")
+
     def score_bias(self, q_positions: Tensor, k_positions: Tensor) -> Tensor:
         """(batch|1, heads, 1, k_len) when causal, else (batch|1, heads, q_len, k_len)."""
         check_qk_positions(q_positions, k_positions)

@@ -37,6 +37,7 @@ from posenc_lib.rotary.rope import (
     apply_rope,
     apply_rope_qk,
     convert_qk_weight,
+    convert_rope_checkpoint,
     rope_cos_sin,
     rope_inv_freq,
 )
@@ -72,6 +73,7 @@ def hf_attention(model: str, **config):
     return transformers.models.gemma3.modeling_gemma3.Gemma3Attention(transformers.Gemma3TextConfig(**sizes, **config), 0)
 
 tiny = TinyTransformer(7, 3, d_model=16, n_heads=2, n_layers=1)
+rope_tiny = TinyTransformer(7, 7, d_model=16, n_heads=2, n_layers=1, scheme=RotaryPE(8), causal=True, pool="none")
 x3 = torch.zeros(1, 5, 16)
 
 # (id, call, exception type, regex the message must match: parameter name [and value])
@@ -100,7 +102,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      r"n_kv_heads must divide n_heads=4 .*got 3"),
     ("kv cache of other heads", lambda: KVCache(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4), pos(3)).extend(
         torch.zeros(1, 4, 1, 4), torch.zeros(1, 4, 1, 4), pos(1)), ValueError,
-     r"k must have the cached 2 key/value heads of head_dim 4, got shape \(1, 4, 1, 4\)"),
+     r"k must have the cached batch of 1 and 2 key/value heads of head_dim 4, got shape \(1, 4, 1, 4\)"),
     ("kv cache k and v of other shapes", lambda: KVCache().extend(torch.zeros(1, 2, 3, 4), torch.zeros(1, 1, 3, 4), pos(3)),
      ValueError, r"k and v must have the same shape, got \(1, 2, 3, 4\) and \(1, 1, 3, 4\)"),
     ("model layer_specs wrong length", lambda: TinyTransformer(7, 3, n_layers=2, layer_specs=[LayerSpec(NoPosition())]),
@@ -145,9 +147,9 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      ValueError, r"config has key\(s\) \['beta_fast'\] that rope_type 'linear' does not use"),
     ("rope scaling not a dict", lambda: RotaryPE(8, scaling="yarn"), TypeError, r"scaling must be a dict .*got str"),
     ("rope contradicting base", lambda: RotaryPE(8, base=500.0, scaling={"rope_theta": 10000.0}), ValueError,
-     r"scaling\['rope_theta'\] = 10000\.0 contradicts the argument given as 500\.0"),
+     r"base=500\.0 contradicts scaling\['rope_theta'\] = 10000\.0"),
     ("rope factor 0", lambda: rope_frequencies(8, {"rope_type": "linear", "factor": 0.0}), ValueError,
-     r"config\['factor'\] must be > 0, got 0\.0"),
+     r"config\['factor'\] must be a number > 0, got 0\.0"),
     ("rope llama3 low >= high", lambda: rope_frequencies(8, {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 64,
                                                              "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
      ValueError, r"config\['low_freq_factor'\] must be <= config\['high_freq_factor'\], got 4\.0 and 1\.0"),
@@ -182,7 +184,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("longrope neither factor nor length", lambda: rope_frequencies(8, {k: v for k, v in LONGROPE.items() if k != "factor"}),
      ValueError, r"rope_type 'longrope' needs config\['factor'\] or config\['max_position_embeddings'\]"),
     ("longrope L0 of 1", lambda: rope_frequencies(8, {**LONGROPE, "original_max_position_embeddings": 1}), ValueError,
-     r"config\['original_max_position_embeddings'\] must be a number > 1, got 1"),
+     r"config\['original_max_position_embeddings'\] \(L0, the trained context length\) must be an int >= 2, got 1"),
     ("proportional key of another type", lambda: RotaryPE(8, scaling={"rope_type": "proportional", "low_freq_factor": 1.0}),
      ValueError, r"config has key\(s\) \['low_freq_factor'\] that rope_type 'proportional' does not use"),
     # ------------------------------------------------------------------ M-RoPE, decoupled RoPE, query temperature
@@ -253,9 +255,9 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("swin position past window", lambda: SwinRelativeBias(2, 2, 2).score_bias(pos(5), pos(5)), ValueError,
      r"q_positions must lie in \[0, 3\] .*2x2 window.*got values in \[0, 4\]"),
     ("compact alibi without a causal mask", lambda: MultiHeadAttention(16, 4, ALiBi(4, causal=True))(x3), ValueError,
-     r"scheme ALiBi requires causal=True .*got causal=False"),
+     r"scheme ALiBi requires causal=True .*got the attention's causal=False"),
     ("bias heads do not match attention heads", lambda: MultiHeadAttention(16, 2, ALiBi(4))(x3, causal=True), ValueError,
-     r"score_bias of ALiBi must broadcast to \(batch, heads, q_len, k_len\) = \(1, 2, 5, 5\), got shape \(1, 4, 1, 5\)"),
+     r"ALiBi\(n_heads=4\) does not fit an attention layer of n_heads=2"),
     ("t5 heads do not match attention heads", lambda: MultiHeadAttention(16, 2, T5RelativeBias(4))(x3), ValueError,
      r"score_bias of T5RelativeBias must broadcast to .*got shape \(1, 4, 5, 5\)"),
     ("transformer-xl d_model zero", lambda: TransformerXLRelative(0, 2), ValueError, r"d_model must be an int >= 2, got 0"),
@@ -336,7 +338,71 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("per_position_loss shapes differ", lambda: per_position_loss(tiny, torch.zeros(2, 5, dtype=torch.long),
                                                                   torch.zeros(2, 4, dtype=torch.long)), ValueError,
      r"inputs and targets must both have shape \(batch, seq\), got \(2, 5\) and \(2, 4\)"),
+    # ------------------------------------------------------------------ 0.3's silent results, now errors (cold reviews)
+    ("convert checkpoint recognising no key", lambda: convert_rope_checkpoint(
+        {"blocks.0.attn.q.weight": torch.zeros(16, 16), "blocks.0.attn.k.weight": torch.zeros(16, 16)}, 8, "half"),
+     ValueError, r"state has no query or key projection .*q_proj\.weight.*attention\.wq\.weight.*attn\.qkv\.weight.*"
+                 r"blocks\.0\.attn\.q\.weight.*convert_qk_weight"),
+    ("convert checkpoint head_dim against n_heads", lambda: convert_rope_checkpoint(rope_tiny.state_dict(), 4, "half",
+                                                                                    n_heads=2),
+     ValueError, r"head_dim \* n_heads must be the query rows of blocks\.0\.attn\.qkv\.weight \(16\), got head_dim=4 and "
+                 r"n_heads=2"),
+    ("convert checkpoint n_heads not an int", lambda: convert_rope_checkpoint(rope_tiny.state_dict(), 8, "half", n_heads=2.0),
+     TypeError, r"n_heads must be an int, got 2\.0"),
+    ("with_scheme another rope layout", lambda: with_scheme(rope_tiny, RotaryPE(8, layout="interleaved")), ValueError,
+     r"scheme has layout='interleaved', but the model was trained with layout='half'.*"
+     r"convert_rope_checkpoint\(model\.state_dict\(\), head_dim, to='interleaved'\)"),
+    # ------------------------------------------------------------------ 0.3's late or misnamed errors, now at the cause
+    ("model rope head_dim of another width", lambda: TinyTransformer(7, 7, d_model=64, n_heads=4, scheme=RotaryPE(32)),
+     ValueError, r"RotaryPE\(head_dim=32\) does not fit .* d_model / n_heads = 64 / 4 = 16: build it with head_dim=16"),
+    ("set_scheme rope head_dim of another width", lambda: copy_of(rope_tiny).set_scheme(RotaryPE(16)), ValueError,
+     r"RotaryPE\(head_dim=16\) does not fit .* = 8"),
+    ("model alibi of other heads", lambda: TinyTransformer(7, 7, n_heads=4, scheme=ALiBi(8), causal=True), ValueError,
+     r"ALiBi\(n_heads=8\) does not fit an attention layer of n_heads=4"),
+    ("model alibi in an encoder", lambda: TinyTransformer(7, 7, n_heads=4, scheme=ALiBi(4)), ValueError,
+     r"scheme ALiBi requires causal=True .*TinyTransformer\(causal=False\).*TinyTransformer\(\.\.\., causal=True\).*"
+     r"ALiBi\(n_heads, causal=False\)"),
+    ("model scheme as a string", lambda: TinyTransformer(7, 7, scheme="rope"), TypeError,
+     r"scheme must be a PositionScheme or None, e.g. build_scheme\('rope', d_model, n_heads\).*got 'rope'"),
+    ("mha scheme as a class", lambda: MultiHeadAttention(16, 2, RotaryPE), TypeError, r"scheme must be a PositionScheme"),
+    ("model n_layers 0", lambda: TinyTransformer(7, 7, n_layers=0), ValueError, r"n_layers must be an int >= 1, got 0"),
+    ("model d_model negative", lambda: TinyTransformer(7, 7, d_model=-64), ValueError, r"d_model must be an int >= 1, got -64"),
+    ("model vocab_size negative", lambda: TinyTransformer(-5, 7), ValueError, r"vocab_size must be an int >= 1, got -5"),
+    ("mha n_heads float", lambda: MultiHeadAttention(64, 4.0), TypeError, r"n_heads must be an int, got 4\.0"),
+    ("rope base 1", lambda: RotaryPE(16, base=1), ValueError, r"^base must be a number > 1, got 1$"),
+    ("rope rotary_fraction 1.5", lambda: RotaryPE(16, rotary_fraction=1.5), ValueError,
+     r"rotary_fraction must be a number in \(0, 1\], got 1\.5"),
+    ("rope base against the dict", lambda: RotaryPE(16, base=5.0, scaling={"rope_theta": 500000.0}), ValueError,
+     r"base=5\.0 contradicts scaling\['rope_theta'\] = 500000\.0"),
+    ("rope legacy type against rope_type", lambda: RotaryPE(16, scaling={"type": "linear", "rope_type": "yarn"}), ValueError,
+     r"config\['type'\] = 'linear' .* contradicts config\['rope_type'\] = 'yarn'"),
+    ("yarn L0 negative", lambda: RotaryPE(16, scaling={"rope_type": "yarn", "factor": 4.0,
+                                                       "original_max_position_embeddings": -32}), ValueError,
+     r"config\['original_max_position_embeddings'\] \(L0, the trained context length\) must be an int >= 2, got -32"),
+    ("yarn L0 a string", lambda: RotaryPE(16, scaling={"rope_type": "yarn", "factor": 4.0,
+                                                       "original_max_position_embeddings": "64"}), ValueError,
+     r"original_max_position_embeddings.*must be an int >= 2, got '64'"),
+    ("dynamic L0 zero", lambda: RotaryPE(16, scaling={"rope_type": "dynamic", "factor": 4.0,
+                                                      "original_max_position_embeddings": 0}), ValueError,
+     r"original_max_position_embeddings.*must be an int >= 2, got 0"),
+    ("llama3 low_freq_factor zero", lambda: RotaryPE(16, scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64}), ValueError, r"config\['low_freq_factor'\] must be a number > 0, got 0"),
+    ("factor a string", lambda: RotaryPE(16, scaling={"rope_type": "linear", "factor": "4"}), ValueError,
+     r"config\['factor'\] must be a number > 0, got '4'"),
+    ("model bare KVCache", lambda: rope_tiny(torch.zeros(1, 3, dtype=torch.long), cache=KVCache()), TypeError,
+     r"cache must be a list of n_layers=1 KVCache objects, as model\.new_cache\(\) returns, got KVCache"),
+    ("model cache on an encoder", lambda: tiny(torch.zeros(1, 3, dtype=torch.long), cache=tiny.new_cache()), ValueError,
+     r"cache needs a causal model"),
+    ("kv cache of another batch", lambda: KVCache(torch.zeros(2, 2, 3, 4), torch.zeros(2, 2, 3, 4), pos(3)).extend(
+        torch.zeros(3, 2, 1, 4), torch.zeros(3, 2, 1, 4), pos(1)), ValueError, r"cached batch of 2 .* got shape \(3, 2, 1, 4\)"),
 ]
+
+
+def copy_of(model):
+    import copy
+
+    return copy.deepcopy(model)
 
 
 @pytest.mark.parametrize("call, exception, message", [row[1:] for row in BAD_INPUTS], ids=[row[0] for row in BAD_INPUTS])

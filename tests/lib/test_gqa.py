@@ -157,3 +157,18 @@ def test_n_kv_heads_equal_to_n_heads_is_the_plain_layer():
     explicit = MultiHeadAttention(HIDDEN, HEADS, NoPosition(), n_kv_heads=HEADS)
     assert plain.n_kv_heads == HEADS and plain.qkv.weight.shape == (3 * HIDDEN, HIDDEN)
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), explicit.state_dict().values()))
+
+
+def test_torch_floor_has_the_sdpa_keyword_the_attention_passes():
+    """The attention passes ``enable_gqa=`` to ``F.scaled_dot_product_attention``, which torch 2.5 added: the
+    package's torch floor must be at least 2.5 (0.3 allowed 2.4, where every forward would raise a TypeError)."""
+    import inspect
+    import pathlib
+    import tomllib
+
+    import posenc_lib.attention
+
+    assert "enable_gqa=" in inspect.getsource(posenc_lib.attention)
+    pyproject = tomllib.loads((pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text())
+    floors = [dep.split(">=")[1] for dep in pyproject["project"]["dependencies"] if dep.startswith("torch>=")]
+    assert len(floors) == 1 and tuple(int(part) for part in floors[0].split(".")[:2]) >= (2, 5), floors

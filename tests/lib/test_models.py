@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
-from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways
+from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways, with_scheme
 from posenc_lib.scheme import NoPosition
 
 SCHEMES = ["none", "embedding", "rotary", "bias"]
@@ -270,3 +270,34 @@ def test_queries_and_keys_give_the_attention_weights(make_scheme, name):
         assert q.shape == k.shape == (2, 2, 7, 8)
         scores = (q @ k.transpose(-2, -1) / 8**0.5).masked_fill(~causal, float("-inf"))
         assert_close(scores.softmax(-1), w)
+
+
+def test_convert_rope_checkpoint_reads_metas_names_and_raises_on_none():
+    """Meta's Llama reference names its projections ``layers.N.attention.wq/wk``: interleaved rows, converted to
+    the half layout as Hugging Face's conversion script permutes them (q and k, never v); a state with no
+    projection the function knows raises instead of coming back unchanged."""
+    from posenc_lib.rotary.rope import convert_qk_weight, convert_rope_checkpoint
+
+    torch.manual_seed(0)
+    meta = {f"layers.0.attention.{name}.weight": torch.randn(32, 32) for name in ("wq", "wk", "wv", "wo")}
+    half = convert_rope_checkpoint(meta, head_dim=8, to="half", n_heads=4)
+    for name in ("wq", "wk"):
+        key = f"layers.0.attention.{name}.weight"
+        assert torch.equal(half[key], convert_qk_weight(meta[key], 4, to="half")) and not torch.equal(half[key], meta[key])
+    for name in ("wv", "wo"):
+        assert torch.equal(half[f"layers.0.attention.{name}.weight"], meta[f"layers.0.attention.{name}.weight"])
+    with pytest.raises(ValueError, match="no query or key projection"):
+        convert_rope_checkpoint({"layers.0.attention.wv.weight": torch.zeros(8, 8)}, 8, "half")
+
+
+def test_with_scheme_keeps_the_layout_and_allows_the_same_one():
+    """with_scheme refuses a RotaryPE of another layout on a RoPE model (the logits would change silently: 0.08 in the
+    review), and still takes another scaling, or any layout on a model without RoPE."""
+    from posenc_lib.rotary.rope import RotaryPE
+
+    model = TinyTransformer(20, 20, d_model=32, n_heads=4, scheme=RotaryPE(8, layout="interleaved"), causal=True, pool="none")
+    with pytest.raises(ValueError, match="layout='half'.*trained with layout='interleaved'"):
+        with_scheme(model, RotaryPE(8))
+    scaled = with_scheme(model, RotaryPE(8, layout="interleaved", scaling={"rope_type": "linear", "factor": 2.0}))
+    assert scaled.blocks[0].attn.scheme.config["factor"] == 2.0
+    assert isinstance(with_scheme(TinyTransformer(20, 20, d_model=32, n_heads=4), RotaryPE(8)).scheme, RotaryPE)

@@ -10,10 +10,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rope_reference import complex_formula, rotate_half_formula
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from posenc_lib.attention import MultiHeadAttention
+from posenc_lib.rotary import scaling as rope_scaling
+from posenc_lib.rotary.mrope import MRoPE
 from posenc_lib.frequencies import inverse_frequencies
 from posenc_lib.models import LayerSpec, TinyTransformer, last_token_logits_two_ways
 from posenc_lib.rotary.rope import (
@@ -113,7 +115,7 @@ def test_complex_path_equals_real_path(shape, seed, partial, dtype):
     # contiguous x takes the complex-multiply fast path; an odd-strided view forces the real-pairs blocks
     odd_strided = torch.zeros(*x.shape[:-1], x.shape[-1] + 1, dtype=dtype)[..., :-1].copy_(x)
     for candidate in (x, odd_strided):
-        torch.testing.assert_close(apply_rope(candidate, cos, sin, "interleaved"), expected, atol=1e-6, rtol=0)
+        torch.testing.assert_close(apply_rope(candidate, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1]), expected, atol=1e-6, rtol=0)
 
 
 @HYPOTHESIS
@@ -217,7 +219,7 @@ def test_rotation_equals_the_formula_fp32(shape, layout, seed, partial, batched_
     if strided:  # (batch, seq, heads, head_dim) memory seen as (batch, heads, seq, head_dim), as after a head split
         x = x.transpose(1, 2).contiguous().transpose(1, 2)
     before = x.clone()
-    got = apply_rope(x, cos, sin, layout)
+    got = apply_rope(x, cos, sin, layout, rotary_dim=2 * cos.shape[-1])
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
     assert torch.equal(x, before) and got.shape == x.shape and got.dtype == x.dtype
 
@@ -236,7 +238,7 @@ def test_odd_strides_and_offsets(dtype):
         for layout in LAYOUTS:
             expected = reference(x, positions[table], inv_freq, layout, cos, sin)
             for candidate in (x, odd_strided, odd_offset):
-                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout), expected, **tol)
+                torch.testing.assert_close(apply_rope(candidate, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), expected, **tol)
 
 
 @pytest.mark.parametrize("dtype, u", [(torch.bfloat16, U_BF16), (torch.float16, U_FP16)])
@@ -312,9 +314,9 @@ def test_backward_is_inverse_rotation(layout):
     x, positions, inv_freq = random_case((2, 3, 9, 8), seed=10, rotary_halves=3)
     x = x.double().requires_grad_()
     cos, sin = exact_tables(positions, inv_freq)
-    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
     grad = torch.randn_like(x)
-    (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout), x, grad)
+    (g_fast,) = torch.autograd.grad(apply_rope(x, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), x, grad)
     if layout == "half":
         expected = rotate_half_formula(x, cos, sin)
     else:  # the layout identity: interleaved(x) = half(x[perm])[inverse perm], perm on the rotated 6 dims
@@ -370,7 +372,15 @@ def cos_sin_for(x):
          ["x", "(batch, heads, seq, head_dim)", "(1, 4, 8)"]),
         (lambda: apply_rope(torch.ones(1, 1, 4, 7), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError, ["head_dim", "even", "7"]),
         (lambda: apply_rope(torch.ones(1, 1, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
-         ["cos and sin", "(1|1, 5, 1..4)", "got (1, 4, 4)"]),
+         ["cos and sin", "(1|1, 5, 4)", "got (1, 4, 4)"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 16), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["8 columns", "got 4", "rotary_dim=8", "partial", "cos[..., :2]"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *(torch.cat([t, t], -1) for t in cos_sin_for(torch.ones(1, 1, 4, 8)))),
+         ValueError, ["4 columns", "got 8", "full-width", "cos[..., :4]"]),
+        (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), rotary_dim=16), ValueError,
+         ["rotary_dim", "head_dim=8", "16"]),
+        (lambda: apply_rope(torch.ones(1, 4, 1, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))), ValueError,
+         ["cos and sin", "x.transpose(1, 2)"]),
         (lambda: apply_rope(torch.ones(1, 1, 4, 8), *cos_sin_for(torch.ones(1, 1, 4, 8)), layout="llama"), ValueError,
          ["layout", "'llama'", "half", "interleaved"]),
         (lambda: apply_rope_qk(torch.ones(1, 2, 4, 8), torch.ones(1, 2, 5, 8), *cos_sin_for(torch.ones(1, 1, 4, 8))),
@@ -419,25 +429,77 @@ def _llama_rotary(head_dim=16, **rope):
     return LlamaRotaryEmbedding(config)
 
 
-def test_to_moves_and_casts_inv_freq_as_hugging_face_and_torchtune_do():
-    """inv_freq is a buffer: .to(device) moves it and .to(dtype) casts it, as Hugging Face's LlamaRotaryEmbedding's
-    inv_freq and torchtune's RotaryPositionalEmbeddings' theta (both buffers). The angles still use float32
-    frequencies after a cast to bfloat16 (recomputed), and float64 ones after .double()."""
+def test_to_moves_inv_freq_and_a_16_bit_cast_keeps_it_float32():
+    """inv_freq is a buffer: .to(device) moves it, as Hugging Face's LlamaRotaryEmbedding's inv_freq (a buffer too).
+    A cast to bfloat16/float16 leaves it float32 (Hugging Face's .to(bfloat16) rounds its own, and its angles use the
+    rounded values); .double() widens it, as Hugging Face's. The angles are then those of the float32 model, cast."""
     ours, theirs = RotaryPE(16), _llama_rotary(16)
     assert dict(ours.named_buffers()).keys() == {"inv_freq"} and "inv_freq" in dict(theirs.named_buffers())
     assert torch.equal(ours.inv_freq, theirs.inv_freq) and ours.inv_freq.dtype == torch.float32
     positions = torch.tensor([[0, 7, 3000, 32767]])
     float32 = ours.cos_sin(positions)
-    for target in (torch.float64, torch.bfloat16, torch.float16, "meta"):
-        moved, moved_theirs = copy.deepcopy(ours).to(target), copy.deepcopy(theirs).to(target)
-        assert (moved.inv_freq.dtype, moved.inv_freq.device) == (moved_theirs.inv_freq.dtype, moved_theirs.inv_freq.device)
-        if target in (torch.bfloat16, torch.float16):  # the buffer lost bits; the angles did not
-            assert not torch.equal(moved.inv_freq.float(), ours.inv_freq)
-            torch.testing.assert_close(moved.cos_sin(positions, target), tuple(t.to(target) for t in float32), atol=0, rtol=0)
+    for target in (torch.float64, torch.bfloat16, torch.float16, "meta", ("meta", torch.bfloat16)):
+        args = target if isinstance(target, tuple) else (target,)
+        moved, moved_theirs = copy.deepcopy(ours).to(*args), copy.deepcopy(theirs).to(*args)
+        assert moved.inv_freq.device == moved_theirs.inv_freq.device
+        if moved_theirs.inv_freq.dtype in (torch.bfloat16, torch.float16):  # theirs lost bits; ours did not
+            assert moved.inv_freq.dtype == torch.float32
+            if moved.inv_freq.device.type == "cpu":
+                assert torch.equal(moved.inv_freq, ours.inv_freq)
+                assert not torch.equal(moved_theirs.inv_freq.float(), ours.inv_freq)
+                torch.testing.assert_close(moved.cos_sin(positions, target), tuple(t.to(target) for t in float32),
+                                           atol=0, rtol=0)
+        else:
+            assert moved.inv_freq.dtype == moved_theirs.inv_freq.dtype
+    for cast in (torch.nn.Module.half, torch.nn.Module.bfloat16):
+        assert cast(copy.deepcopy(ours)).inv_freq.dtype == torch.float32
+    longrope = RotaryPE(8, scaling={"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                                    "original_max_position_embeddings": 8, "factor": 4.0})
+    assert {buffer.dtype for buffer in longrope.bfloat16().buffers()} == {torch.float32}
+    mrope = MRoPE(8, torch.zeros(4, 3, dtype=torch.long)).half()
+    assert mrope.inv_freq.dtype == torch.float32 and mrope.coordinates.dtype == torch.int64
     on_meta = copy.deepcopy(ours).to("meta").cos_sin(positions.to("meta"))  # computed where the buffer is
     assert on_meta[0].device.type == "meta" and on_meta[0].shape == (1, 4, 8)
     exact = positions.double()[..., None] * inverse_frequencies(16, 10000.0, dtype=torch.float64)
     torch.testing.assert_close(copy.deepcopy(ours).double().cos_sin(positions, torch.float64)[1], exact.sin(), atol=0, rtol=0)
+
+
+class _Devices(TorchDispatchMode):
+    """Records the device of every tensor an aten op returns (creation, copies and arithmetic alike)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[tuple[str, str]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in torch.utils._pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.seen.append((str(func), t.device.type))
+        return out
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("name", ["rope", "longrope"])
+def test_a_16_bit_forward_computes_nothing_on_the_host(dtype, name, monkeypatch):
+    """A bf16/fp16 model computes no tensor on another device than its own (0.3 recomputed the float32 frequencies
+    on the CPU and copied them to the device in every forward pass: on a GPU, a blocking copy, a host sync). The model
+    runs on the meta device; every tensor any aten op returns during the forward pass is recorded, and none may be
+    on the CPU. The frequencies are not recomputed either."""
+    scaling = {"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+               "original_max_position_embeddings": 8, "factor": 2.0} if name == "longrope" else None
+    scheme = RotaryPE(8, scaling=scaling)
+    model = TinyTransformer(30, 30, d_model=32, n_heads=4, n_layers=2, causal=True, pool="none", scheme=scheme)
+    model = model.to(device="meta", dtype=dtype)
+    monkeypatch.setattr(rope_scaling, "rope_frequencies", lambda *args, **kw: pytest.fail("frequencies recomputed"))
+    tokens = torch.zeros(2, 10, dtype=torch.long, device="meta")
+    layer = MultiHeadAttention(32, 4, scheme).to(device="meta", dtype=dtype)  # a layer alone computes its own tables
+    x = torch.zeros(2, 10, 32, device="meta", dtype=dtype)
+    with torch.no_grad(), _Devices() as devices:
+        out = model(tokens)
+        layer(x)
+    assert out.shape == (2, 10, 30) and out.dtype == dtype
+    assert devices.seen and {device for _, device in devices.seen} == {"meta"}, [s for s in devices.seen if s[1] != "meta"]
 
 
 def test_state_dict_holds_no_frequencies_as_hugging_face_and_torchtune():
@@ -532,12 +594,30 @@ def test_module_to_float64_and_bfloat16():
     assert (low.double() - expected).abs().max() < 0.5
 
 
+def test_hugging_face_partial_tables_raise_and_their_first_half_matches_gpt_neox():
+    """GPT-NeoX rotates a quarter of a 64-wide head; Hugging Face's cos/sin are full width (16 columns), the shape of a
+    half-width table of a 32-dim rotation. 0.3 took them so, silently (5.2 from NeoX's result); now the call raises,
+    naming rotary_dim and cos[..., :8], and the first half with rotary_dim=16 is NeoX's rotation."""
+    import transformers
+    from transformers.models.gpt_neox import modeling_gpt_neox as neox
+
+    config = transformers.GPTNeoXConfig(hidden_size=256, num_attention_heads=4, rotary_pct=0.25, num_hidden_layers=1,
+                                        intermediate_size=16, vocab_size=8)
+    x, positions, _ = random_case((2, 4, 7, 64), seed=3)
+    cos, sin = neox.GPTNeoXRotaryEmbedding(config)(x, positions)
+    assert cos.shape == (2, 7, 16)
+    with pytest.raises(ValueError, match=r"rotary_dim=32 .*cos\[\.\.\., :8\]"):
+        apply_rope(x, cos, sin)
+    expected, _ = neox.apply_rotary_pos_emb(x, x, cos, sin)
+    torch.testing.assert_close(apply_rope(x, cos[..., :8], sin[..., :8], rotary_dim=16), expected, atol=1e-6, rtol=0)
+
+
 def test_rotary_scheme_matches_functional_api():
     scheme = RotaryPE(32, base=1000.0, layout="interleaved", rotary_fraction=0.5)
     x, positions, _ = random_case((2, 3, 7, 32), seed=13)
     q, k = scheme.rotate_qk(x, x * 2, positions)
     cos, sin = rope_cos_sin(positions, rope_inv_freq(16, 1000.0))
-    torch.testing.assert_close(q, apply_rope(x, cos, sin, "interleaved"), atol=0, rtol=0)
+    torch.testing.assert_close(q, apply_rope(x, cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1]), atol=0, rtol=0)
     torch.testing.assert_close(k, 2 * q, atol=1e-6, rtol=0)
     assert scheme.kind == "rotary" and scheme.rotary_dim == 16
 
@@ -552,8 +632,8 @@ def test_gradcheck_float64(layout, rotary_halves):
     x, positions, inv_freq = random_case((2, 3, 5, 8), seed=18, rotary_halves=rotary_halves)
     cos, sin = rope_cos_sin(positions, inv_freq.double(), dtype=torch.float64)
     x = x.double().requires_grad_()
-    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
-    assert torch.autograd.gradgradcheck(lambda t: apply_rope(t, cos, sin, layout), (x,))
+    assert torch.autograd.gradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: apply_rope(t, cos, sin, layout, rotary_dim=2 * cos.shape[-1]), (x,))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -641,3 +721,50 @@ def test_float64_relative_offset_invariance_near_1e5(layout):
 
     for offset in (99_997, 100_000, 123_457):
         torch.testing.assert_close(score(offset + 3, offset), score(3, 0), rtol=0, atol=1e-9)
+
+
+def test_dynamic_ntk_cached_decoding_differs_past_l0_and_static_scalings_agree():
+    """The documented exception to the cache contract: dynamic NTK picks its frequencies from each call's largest
+    position, so past L0 a cached decode step and a full pass differ; default RoPE and YaRN agree."""
+    tokens = torch.randint(0, 30, (2, 12), generator=torch.Generator().manual_seed(0))
+    gaps = {}
+    for name, scaling in [("default", None),
+                          ("yarn", {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4}),
+                          ("dynamic", {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4})]:
+        torch.manual_seed(0)
+        model = TinyTransformer(30, 30, d_model=32, n_heads=4, causal=True, pool="none", scheme=RotaryPE(8, scaling=scaling))
+        full, cached = last_token_logits_two_ways(model, tokens)
+        gaps[name] = (full - cached).abs().max().item()
+    assert gaps["default"] < 1e-5 and gaps["yarn"] < 1e-5 and gaps["dynamic"] > 1e-4, gaps
+
+
+def test_hugging_face_dicts_and_configs_as_they_come():
+    """RotaryPE(scaling=) takes a rope_parameters dict whole (its rope_theta and partial_rotary_factor, base left
+    out); transformers 4.x's "type" reads as rope_type; rotary_scheme reads a v4 config object, dynamic NTK's L0 and
+    YaRN's missing factor from max_position_embeddings, and its frequencies equal Hugging Face's."""
+    import transformers
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from posenc_lib.interop.hf_config import rope_theta, rotary_scheme
+
+    llama3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "partial_rotary_factor": 0.5}
+    ours = RotaryPE(16, scaling=llama3)
+    assert ours.config["rope_theta"] == 500000.0 and ours.rotary_dim == 8
+    assert RotaryPE(16, scaling={"type": "linear", "factor": 4.0}).config["rope_type"] == "linear"
+
+    class V4Config:  # a transformers 4.x config: base and scaling apart, the scaling's type under "type"
+        model_type, hidden_size, num_attention_heads, num_hidden_layers = "llama", 64, 4, 1
+        rope_theta, rope_scaling, max_position_embeddings = 500000.0, {"type": "linear", "factor": 2.0}, 128
+
+    assert rope_theta(V4Config()) == 500000.0 and rotary_scheme(V4Config()).config["factor"] == 2.0
+    legacy = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, rope_scaling={"type": "linear", "factor": 4.0})
+    assert rotary_scheme(legacy).config["rope_type"] == "linear"
+    for rope, key in (({"rope_type": "dynamic", "factor": 2.0}, "original_max_position_embeddings"),
+                      ({"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 32}, "factor")):
+        config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, max_position_embeddings=128,
+                                          rope_parameters={"rope_theta": 10000.0, **rope})
+        scheme = rotary_scheme(config)
+        assert scheme.config[key] == (128 if key != "factor" else 4.0)
+        theirs, factor = ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu")
+        assert torch.equal(scheme.inv_freq, theirs) and scheme.attention_factor == pytest.approx(factor)

@@ -172,7 +172,7 @@ def test_interleaved_matches_gpt_j():
     x = torch.randn(2, 20, N_HEADS, HEAD_DIM, generator=gen)  # GPT-J keeps (batch, seq, heads, head_dim)
     expected = torch.cat((gptj.apply_rotary_pos_emb(x[..., :rotary_dim], hf_sin, hf_cos), x[..., rotary_dim:]), -1)
     cos, sin = rope_cos_sin(positions, rope_inv_freq(rotary_dim))
-    ours = apply_rope(x.transpose(1, 2), cos, sin, "interleaved").transpose(1, 2)
+    ours = apply_rope(x.transpose(1, 2), cos, sin, "interleaved", rotary_dim=2 * cos.shape[-1]).transpose(1, 2)
     record("interleaved partial (GPT-J rotate_every_two)", ours, expected)
     scheme = RotaryPE(HEAD_DIM, layout="interleaved", rotary_fraction=rotary_dim / HEAD_DIM)
     ours_q, _ = scheme.rotate_qk(x.transpose(1, 2), x.transpose(1, 2), positions)
