@@ -72,9 +72,10 @@ class PositionScheme(nn.Module):
     #: True for a scheme whose bias is only exact under a causal mask (ALiBi's compact form);
     #: the attention module then refuses to run it without ``causal=True``.
     requires_causal: bool = False
-    #: float buffers a cast to a lower precision leaves in float32 (RoPE's frequencies: bfloat16 would round
-    #: theta_i, and every angle m * theta_i with it). ``.to(device)`` moves them; ``.to(torch.bfloat16)``,
-    #: ``.half()`` keep their float32 values on the new device; ``.double()`` widens them.
+    #: The names of the float buffers that a cast to a lower precision leaves in float32, such as RoPE's
+    #: frequencies (bfloat16 would round theta_i, and every angle m * theta_i with it). ``.to(device)`` moves
+    #: them; ``.to(torch.bfloat16)`` and ``.half()`` keep their float32 values on the new device; ``.double()``
+    #: widens them.
     float32_buffers: tuple[str, ...] = ()
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> PositionScheme:
