@@ -24,6 +24,7 @@ import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -60,6 +61,17 @@ CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# A number with a word for its size ("210 thousand", "3 million", "4K"; "21 万", "300 万", "3 亿") counts
+# as its value, so that a translation may write the size as its language does (210 thousand = 21 万).
+SCALED = re.compile(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|[KMB](?![A-Za-z])|万|亿|千|百万)")
+SCALE = {"thousand": 3, "K": 3, "million": 6, "M": 6, "billion": 9, "B": 9, "千": 3, "万": 4, "百万": 6, "亿": 8}
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers of a text, those with a size word as their plain value (``"21 万"`` -> ``"210000"``)."""
+    values = [format(Decimal(m.group(1)).scaleb(SCALE[m.group(2)]).normalize(), "f")
+              for m in SCALED.finditer(text)]
+    return values + NUMBER.findall(SCALED.sub(" ", text))
 
 
 def spans(text: str) -> dict[str, Counter]:
@@ -73,7 +85,7 @@ def spans(text: str) -> dict[str, Counter]:
     tags = TAG.findall(rest)
     rest = TAG.sub(" ", rest)
     return {"formula": Counter(maths), "inline code": Counter(codes), "link": Counter(links),
-            "HTML tag": Counter(tags), "number": Counter(NUMBER.findall(rest))}
+            "HTML tag": Counter(tags), "number": Counter(numbers(rest))}
 
 
 def prose(text: str) -> str:

@@ -38,7 +38,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
 from tools import i18n_common
-from tools.i18n_common import CATALOGS, CODE, ERROR, LANGUAGE, NUMBER, OUT_OF_DATE, ROOT
+from tools.i18n_common import CATALOGS, CODE, ERROR, LANGUAGE, OUT_OF_DATE, ROOT, numbers
 
 PACKAGE = ROOT / "posenc_course"
 DOMAIN = "posenc_course"
@@ -135,7 +135,7 @@ def kept(msgid: str, msgstr: str, template: bool) -> list[str]:
             compare("placeholder", placeholders(msgid), placeholders(msgstr))
         except ValueError as error:
             problems.append(f"placeholder: the translation is not a valid template ({error})")
-    compare("number", Counter(NUMBER.findall(_outside_fields(msgid))), Counter(NUMBER.findall(_outside_fields(msgstr))))
+    compare("number", Counter(numbers(_outside_fields(msgid))), Counter(numbers(_outside_fields(msgstr))))
     compare("inline code", Counter(m.group(0) for m in CODE.finditer(msgid)),
             Counter(m.group(0) for m in CODE.finditer(msgstr)))
     compare("mark", Counter({m: msgid.count(m) for m in MARKS if m in msgid}),

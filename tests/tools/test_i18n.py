@@ -377,3 +377,13 @@ def test_a_markdown_block_with_no_entry_and_an_entry_no_block_uses_are_listed(po
         (gone, "a markdown block with no catalog entry", i18n.OUT_OF_DATE),
         ("An entry no block uses.", "a catalog entry no markdown block uses", i18n.OUT_OF_DATE)]
     assert str(problems[0]).startswith(f"{document} § ")
+
+
+def test_a_number_may_take_the_size_words_of_its_language():
+    """210 thousand is 21 万 and 3 million is 300 万: a translation may write sizes as Chinese does,
+    and still may not change a number."""
+    assert i18n_common.kept("about 210 thousand parameters and 3 million characters",
+                            "约 21 万个参数、300 万个字符") == []
+    assert i18n_common.kept("trained at 4K-8K tokens", "在 4K-8K 个词元上训练") == []
+    assert i18n_common.numbers("约 21 万个参数，0.5 的比例") == ["210000", "0.5"]
+    assert i18n_common.kept("about 210 thousand parameters", "约 2 万个参数") != []
