@@ -1527,12 +1527,11 @@ assert (cost["position ops / image (formula)"] < 0.03 * counted["none"]).all()
 #
 # - A 1-D encoding makes the last patch of a row the neighbour of the first of the next (§1);
 #   each 2-D scheme is a formula and a few lines of code (§2).
-# - Held-out offsets (§4): axial and mixed RoPE right in every seed, the 1-D sinusoid 0.54; a
-#   linear readout of the raw pixels is right too, so the test cannot tell a rule about offsets
-#   from an absolute code; in a one-layer class-token ViT RoPE acts as one (§5). A wrong axis
-#   order transposes every answer.
-# - Digits (§4): the model without position reaches 0.42; every scheme with position beats it,
-#   none beats the linear readout, and they are not separated from each other after 150 steps.
+# - Held-out offsets (§4): axial and mixed RoPE right in every seed (the 1-D sinusoid 0.54), and
+#   so is a linear readout of the pixels: the test cannot tell an offset rule from an absolute
+#   code, which RoPE acts as here (§5). A wrong axis order transposes every answer.
+# - Digits (§4): the model without position reaches 0.42; every scheme beats it, none the linear
+#   readout, none another after 150 steps.
 # - Growing the grid (§6): where the answer survives rescaling, interpolated coordinates are not
 #   separated from the resampled tables; on the digits, extrapolated ones are not separated from
 #   the model without position, which the new content alone takes from 0.42 to 0.16 (on the
