@@ -73,8 +73,8 @@ def test_a_decayed_bag_weights_each_earlier_token_by_its_distance_by_hand():
 
 
 def test_a_tiny_decay_breaks_the_plain_bags_ties_towards_the_nearer_token():
-    """As decay -> 0 the weighted counts order tokens as the plain counts do, ties going to the token seen
-    last; with no tie on the lag task the two rules agree position by position."""
+    """As decay -> 0 the weighted counts order tokens as the plain counts do, except that a tie goes to
+    the token seen last instead of being split: the two scores differ, a little."""
     x, y = lag_task(256, 16, 16, 3, torch.Generator().manual_seed(0))
     plain, tilted = bag_of_tokens(x, y).values[0], bag_of_tokens(x, y, decay=1e-6).values[0]
     assert tilted != plain and abs(tilted - plain) < 0.05
