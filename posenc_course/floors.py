@@ -13,12 +13,14 @@ seed for a model trained as a floor. The rules::
     chance(n_classes)                         1 / n_classes
     majority(train_targets, eval_targets)     always the label most frequent in training
     bag_of_tokens(inputs, targets)            the token most frequent among the earlier ones (or one
-                                              drawn from them): for "which token is the answer" tasks
+                                              drawn from them): for "which token is the answer" tasks;
+                                              decay=m weights a token d back by exp(-m d)
     kneser_ney(train, inputs, targets, ...)   an interpolated Kneser-Ney n-gram's perplexity on the
                                               same windows, with the same history (posenc_course.kneser_ney)
     linear_readout(train_x, train_y, x, y)    a logistic regression on the raw input: fixed weights per
                                               input coordinate, so absolute position comes with the index
     no_position(per_seed)                     the same model trained the same way, scheme "none"
+    untrained(per_seed)                       the same model and seeds at initialisation, no training
     trained(name, per_seed, note)             any other model trained as a floor
     fixed(name, value, note)                  any other number computed exactly (an exact ceiling, ...)
 
@@ -47,7 +49,7 @@ from posenc_course.report import Verdict, compare, format_gap
 from posenc_lib.checks import check_int, is_int, is_number
 
 __all__ = ["Floor", "FLOOR_ROW", "chance", "majority", "bag_of_tokens", "kneser_ney", "linear_readout",
-           "no_position", "trained", "fixed", "FloorTable", "with_floors"]
+           "no_position", "untrained", "trained", "fixed", "FloorTable", "with_floors"]
 
 #: The label of a floor's row in the printed table (a model's row is labelled "model").
 FLOOR_ROW = "floor"
@@ -103,6 +105,17 @@ def no_position(per_seed: Sequence[float]) -> Floor:
     return trained("no position", per_seed, "same model and training, scheme none")
 
 
+def untrained(per_seed: Sequence[float]) -> Floor:
+    """What the architecture gives before any learning: the same model, built with the same seeds, measured
+    at its initial weights (no training step).
+
+    For a result measured on a trained model's states (a probe): build the model exactly as the
+    training function does for each seed, skip the training, measure it the same way, and pass one
+    result per seed here; the table labels the row ``floor  untrained``.
+    """
+    return trained("untrained", per_seed, "same model and seeds, no training")
+
+
 def chance(n_classes: int) -> Floor:
     """Accuracy of a uniform guess among ``n_classes`` classes: 1 / n_classes."""
     check_int("n_classes", n_classes, minimum=2)
@@ -135,7 +148,7 @@ def majority(train_targets: Tensor, eval_targets: Tensor) -> Floor:
 
 
 def bag_of_tokens(inputs: Tensor, targets: Tensor, *, sees: Literal["earlier", "so far", "all"] = "earlier",
-                  rule: Literal["argmax", "sample"] = "argmax") -> Floor:
+                  rule: Literal["argmax", "sample"] = "argmax", decay: float = 0.0) -> Floor:
     """Expected accuracy of answering with a token the input holds, chosen from their counts alone.
 
     For tasks whose answer is one of the input's tokens (repeat the token k back, sort, copy):
@@ -150,6 +163,9 @@ def bag_of_tokens(inputs: Tensor, targets: Tensor, *, sees: Literal["earlier", "
         tokens); "sample" draws one of the tokens counted, each as often as it occurs (accuracy: the
         target's share of them). Both are expectations, computed exactly: no random draw. A position
         with nothing counted guesses uniformly among the ids 0..V-1 (V: the largest id seen + 1).
+    decay: 0 counts every token once. m > 0 counts a token d positions from the one scored with
+        weight exp(-m d), a fixed recency tilt: ALiBi's penalty -m d with no learned part (the
+        softmax's normalisation does not change which token weighs most). Per-position targets only.
     """
     if not isinstance(inputs, Tensor) or inputs.dtype != torch.long or inputs.dim() != 2:
         got = f"shape {tuple(inputs.shape)}, dtype {inputs.dtype}" if isinstance(inputs, Tensor) else \
@@ -166,12 +182,25 @@ def bag_of_tokens(inputs: Tensor, targets: Tensor, *, sees: Literal["earlier", "
     if int(inputs.min()) < 0:
         raise ValueError(f"inputs must be token ids >= 0, got {int(inputs.min())}")
     per_sequence = targets.dim() == 1
+    if not is_number(decay) or not math.isfinite(decay) or decay < 0:
+        raise ValueError(f"decay must be a finite number >= 0, got {decay!r}")
+    if decay and per_sequence:
+        raise ValueError(f"decay needs per-position targets of shape {tuple(inputs.shape)} (a distance to the "
+                         f"position scored), got one target per sequence, shape {tuple(targets.shape)}")
+    if decay:  # weight[p, j]: what token j counts for position p, exp(-decay |p - j|) where p sees j
+        p = torch.arange(inputs.shape[1])
+        distance = (p[:, None] - p[None, :]).double()
+        every = torch.ones_like(distance, dtype=torch.bool)
+        sees_j = {"earlier": distance > 0, "so far": distance >= 0, "all": every}[sees]
+        weight = torch.exp(-decay * distance.abs()) * sees_j
     vocab = int(max(inputs.max(), targets.max())) + 1
     hits, scored = 0.0, 0
     for start in range(0, len(inputs), 256):  # (chunk, T, V) counts stay small
         x, y = inputs[start: start + 256], targets[start: start + 256]
         tokens = torch.nn.functional.one_hot(x, vocab).double()  # (chunk, T, V)
-        if per_sequence or sees == "all":
+        if decay:
+            counts = torch.einsum("pj,njv->npv", weight, tokens)
+        elif per_sequence or sees == "all":
             counts = tokens.sum(1, keepdim=True).expand_as(tokens)
         else:
             counts = tokens.cumsum(1) - (tokens if sees == "earlier" else 0)
@@ -190,6 +219,9 @@ def bag_of_tokens(inputs: Tensor, targets: Tensor, *, sees: Literal["earlier", "
     counted = {"earlier": "the earlier tokens", "so far": "the tokens so far", "all": "the sequence"}[
         "all" if per_sequence else sees]
     note = f"the token most frequent in {counted}" if rule == "argmax" else f"a token drawn from {counted}"
+    if decay:
+        note = f"the heaviest of {counted}" if rule == "argmax" else f"a token drawn from {counted}"
+        return Floor(f"bag of tokens ({rule}, decay {decay:g})", (hits / scored,), f"{note}, weight exp(-{decay:g} d)")
     return Floor(f"bag of tokens ({rule})", (hits / scored,), note)
 
 
@@ -348,7 +380,7 @@ def with_floors(results: Mapping[str, Sequence[float]], floors: Sequence[Floor],
 
     results: model name -> one result per seed (at least 3), e.g. ``{"RoPE": [0.91, 0.93, 0.90]}``.
     floors: at least one :class:`Floor` (:func:`chance`, :func:`majority`, :func:`bag_of_tokens`,
-        :func:`kneser_ney`, :func:`no_position`, ...), computed on the same data as the results.
+        :func:`kneser_ney`, :func:`no_position`, :func:`untrained`, ...), computed on the same data as the results.
     metric: the column's name ("test accuracy", "perplexity at L").
     higher_is_better, relative, floor: as in :func:`~posenc_course.report.compare` (for a
         perplexity: ``higher_is_better=False, relative=True``).
@@ -371,7 +403,7 @@ def with_floors(results: Mapping[str, Sequence[float]], floors: Sequence[Floor],
     floors = tuple(floors)
     if not floors or not all(isinstance(f, Floor) for f in floors):
         raise ValueError(f"floors must be at least one Floor (chance, majority, bag_of_tokens, kneser_ney, "
-                         f"no_position, trained, fixed), got {floors!r}")
+                         f"no_position, untrained, trained, fixed), got {floors!r}")
     names = [f.name for f in floors] + list(per_model)
     if len(set(names)) != len(names):
         raise ValueError(f"models and floors must have distinct names, got {names}")

@@ -9,7 +9,8 @@ import torch
 from posenc_course import floors
 from posenc_course.data import char_corpus, lag_task, lm_eval_windows
 from posenc_course.kneser_ney import KneserNey
-from posenc_course.floors import FLOOR_ROW, Floor, bag_of_tokens, chance, fixed, majority, no_position, with_floors
+from posenc_course.floors import (FLOOR_ROW, Floor, bag_of_tokens, chance, fixed, majority, no_position, untrained,
+                                  with_floors)
 from posenc_course.report import compare
 
 # two sequences of 4 tokens; per-position targets, -100 where nothing is scored
@@ -52,6 +53,41 @@ def test_bag_of_tokens_on_the_lag_task_is_above_chance_and_sampling_is_below_arg
     argmax, sample = bag_of_tokens(x, y).values[0], bag_of_tokens(x, y, rule="sample").values[0]
     assert 1 / 16 < sample < argmax
     assert argmax == pytest.approx(0.26, abs=0.01) and sample == pytest.approx(0.19, abs=0.01)
+
+
+def test_a_decayed_bag_weights_each_earlier_token_by_its_distance_by_hand():
+    """decay=m weights a token d back by exp(-m d). Row 0, p=3 sees 1 (d=3), 2 (d=2), 1 (d=1): token 1
+    weighs e^-3m + e^-m, token 2 e^-2m. With m=1, 0.05 + 0.37 > 0.14: answers 1, right. p=2 sees
+    1 (d=2), 2 (d=1): the tie of the plain bag goes to 2, the nearer, right. Row 1, p=3 sees 0, 0, 2
+    (d=3, 2, 1): 0 weighs e^-3 + e^-2 = 0.19 < e^-1 = 0.37: answers 2, wrong (target 0). So rows 0
+    and 1 score 3 and 2 of 3, where the plain bag scores 2.5 and 3."""
+    floor = bag_of_tokens(INPUTS, TARGETS, decay=1.0)
+    assert floor.values == pytest.approx((5 / 6,))
+    assert floor.name == "bag of tokens (argmax, decay 1)" and "exp(-1 d)" in floor.note
+    # sampling: the target's share of the weight; row 0, p=2: e^-1 / (e^-2 + e^-1)
+    e = torch.exp(-torch.arange(4.0)).tolist()
+    shares = [1, e[1] / (e[2] + e[1]), (e[3] + e[1]) / (e[3] + e[2] + e[1]), 1, 1, (e[3] + e[2]) / (e[3] + e[2] + e[1])]
+    assert bag_of_tokens(INPUTS, TARGETS, rule="sample", decay=1.0).values == pytest.approx((sum(shares) / 6,))
+    # so far: the token at distance 0 weighs 1, the most; row 0, p=1 now answers 2 (wrong), p=2 1 (wrong)
+    assert bag_of_tokens(INPUTS, TARGETS, sees="so far", decay=1.0).values[0] < floor.values[0]
+
+
+def test_a_tiny_decay_breaks_the_plain_bags_ties_towards_the_nearer_token():
+    """As decay -> 0 the weighted counts order tokens as the plain counts do, except that a tie goes to
+    the token seen last instead of being split: the two scores differ, a little."""
+    x, y = lag_task(256, 16, 16, 3, torch.Generator().manual_seed(0))
+    plain, tilted = bag_of_tokens(x, y).values[0], bag_of_tokens(x, y, decay=1e-6).values[0]
+    assert tilted != plain and abs(tilted - plain) < 0.05
+    # ALiBi's slope 1/16 on 05's task scores about what ALiBi did there (0.238; 05 section 7)
+    x, y = lag_task(512, 24, 16, 3, torch.Generator().manual_seed(101))
+    assert bag_of_tokens(x, y, decay=1 / 16).values[0] == pytest.approx(0.239, abs=0.001)
+
+
+def test_the_untrained_floor_is_one_result_per_seed():
+    floor = untrained([0.134, 0.137, 0.137])
+    assert floor.name == "untrained" and not floor.is_fixed and "no training" in floor.note
+    table = with_floors({"trained": [0.205, 0.207, 0.209]}, [floor], metric="probe accuracy")
+    assert table.beats("trained") == ["untrained"]
 
 
 def test_the_kneser_ney_floor_is_a_perplexity_of_the_same_windows():
