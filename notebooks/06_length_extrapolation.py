@@ -1561,7 +1561,7 @@ check_exercise_4(rescale)
 predicted_kept = 3
 check_exercise_1(predicted_kept, kept)
 
-# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Exercise 2. (b): PI's ratio is 1/8 for every pair, pair 0 included (section 7,
 # whose control shows that slowing pair 0 alone costs at L; pairs 2-7 alone too).
 answer_2 = "b"
