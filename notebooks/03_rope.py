@@ -1047,7 +1047,8 @@ for length in (TRAIN_LEN, 4 * TRAIN_LEN, LONG):
 # sinusoid has not learned the task (0.568 at $L$), so its failure beyond $L$ says little about
 # absolute encodings against RoPE. Beyond $L$ plain RoPE falls to the floors: at 4L and at 8L it
 # is not separated from any of the three (0.080 against 0.098 and 0.083 without position).
-# **From 4L on plain RoPE is no better than no position at all.** Base 2 keeps 0.996 at 4L and
+# **From 4L on plain RoPE is not separated from a decoder with no position at all**: it does
+# not degrade smoothly. Base 2 keeps 0.996 at 4L and
 # 0.993 at 8L, ahead of every floor. That fits the slow-pair explanation but does not isolate it:
 # base 2 changes the fast pairs too, so the slow pairs remain a hypothesis here (the open-ended
 # experiment below tests them).
@@ -1140,7 +1141,7 @@ checked(
 
 # %% [markdown]
 # Dilution costs nothing here (0.996 ± 0.009 at 256 with every distance seen); unseen distances
-# alone break it (0.404 ± 0.207 at 64, 0.237 ± 0.153 at 256). One tiny model, one key to find:
+# alone break it (0.404 ± 0.207 at 64, 0.086 ± 0.034 at 128, 0.237 ± 0.153 at 256). One tiny model, one key to find:
 # [06](06_length_extrapolation.ipynb) measures both on language models.
 #
 # ## 10 · Partial rotary
@@ -1234,7 +1235,7 @@ print(f"share of |x|^2 in the 48 pass-through dims: {pass_share:.2f}; lowest"
 #   new token by the cache length (section 5).
 # - The decay bound falls, then levels off (section 7); float32 angles, cast last, still drift
 #   with the position (section 8); partial rotary rotates part of each head (section 10).
-# - Plain RoPE does not extrapolate (erratum E3): from 4L on it is no better than no position;
+# - Plain RoPE does not extrapolate (erratum E3): from 4L on it is not separated from no position;
 #   the controls tie the failure to unseen distances; base 2 extrapolates, but the slow pairs
 #   as the cause remain a hypothesis (section 9).
 #

@@ -780,8 +780,8 @@ plt.show()
 # position sits exactly at the ceiling; axial and mixed RoPE stay above 0.95 in every seed, ahead
 # of PEG and the 1-D sinusoid; the two learned tables, whose seeds disagree (a standard deviation
 # above 0.1, as for 2-D sin-cos), are not separated from any other scheme with position. The
-# floors: the model without position, the best rule that sees only the bag of patches (for the
-# digits, the most frequent training label), chance, and a **linear readout**: a logistic
+# floors: the model without position, the bag of patches (exact, for the direction task) or the
+# most frequent training label (for the digits), chance, and a **linear readout**: a logistic
 # regression on the raw pixels, one fixed weight per pixel, so it knows absolute position through
 # the input index.
 
@@ -884,8 +884,8 @@ checked("every ordering in the reading of section 4 holds by the rule")
 #   one; the learned tables, whose slow seeds stay well below 1, are not separated from them.
 # - The linear readout gets every held-out offset right, and the RoPEs only tie it: the held-out
 #   offsets cannot tell a rule about offsets from an absolute code. On the digits no scheme is
-#   ahead of it and most are behind: after 150 steps these models are far from what the data
-#   allow, and "not separated" among them is a statement about that budget.
+#   ahead of it and most are behind; one explanation, not tested here, is the 150-step budget,
+#   so "not separated" among them may say more about it than about the schemes.
 # - PEG fits its training images but is clearly lower held out (0.71). Why, this notebook does
 #   not test; its 3x3 window cannot be the reason alone: in most training images too (the count
 #   above), B is more than one patch from A, and PEG fits them all.
