@@ -781,9 +781,9 @@ plt.show()
 # of PEG and the 1-D sinusoid; the two learned tables, whose seeds disagree (a standard deviation
 # above 0.1, as for 2-D sin-cos), are not separated from any other scheme with position. The
 # floors: the model without position, the bag of patches (exact, for the direction task) or the
-# most frequent training label (for the digits), chance, and a **linear readout**: a logistic
-# regression on the raw pixels, one fixed weight per pixel, so it knows absolute position through
-# the input index.
+# most frequent training label (for the digits; it sees no input), chance, and a **linear
+# readout**: a logistic regression on the raw pixels, whose fixed weight per pixel gives it
+# absolute position.
 
 # %% tags=["nbval-check-output"]
 def held(
@@ -881,16 +881,16 @@ checked("every ordering in the reading of section 4 holds by the rule")
 #   others are slower or unable, this notebook does not test); read from an unrotated class token in
 #   one layer, RoPE acts here as a smooth *absolute* code (§5, Exercise 4).
 # - The RoPEs, PEG, 2-D sin-cos and the 1-D sinusoid beat every floor of the direction task but
-#   one; the learned tables, whose slow seeds stay well below 1, are not separated from them.
+#   one; the learned tables, whose slow seeds stay well below 1, are not separated from the floors.
 # - The linear readout gets every held-out offset right, and the RoPEs only tie it: the held-out
 #   offsets cannot tell a rule about offsets from an absolute code. On the digits no scheme is
 #   ahead of it and most are behind; one explanation, not tested here, is the 150-step budget,
 #   so "not separated" among them may say more about it than about the schemes.
 # - PEG fits its training images but is clearly lower held out (0.71). Why, this notebook does
-#   not test; its 3x3 window cannot be the reason alone: in most training images too (the count
-#   above), B is more than one patch from A, and PEG fits them all.
-# - Learned tables stall in some seeds; 2-D sin-cos in one, yet it is ahead of the 1-D sinusoid,
-#   the lowest (0.54).
+#   not test; its 3x3 window cannot be the reason alone: in most training images too, B is more
+#   than one patch from A, and PEG fits them all.
+# - Learned tables stall in some seeds, 2-D sin-cos in one; the 1-D sinusoid, the lowest held
+#   out (0.54), fits its training images in no seed.
 # - On the digits, content alone gives 0.42 (the model without position); every seed with
 #   position beats every seed without, and the schemes with position are not separated from
 #   each other.
@@ -1434,13 +1434,12 @@ checked("every ordering in the reading of section 6 holds by the rule")
 
 # %% [markdown]
 # **Takeaway**
-# - Where the answer survives rescaling (direction, digits), "learned beats fixed" was mostly
-#   "interpolated beats extrapolated": at interpolated coordinates the fixed schemes are not
-#   separated from the resampled tables; extrapolated, on the digits, they are not separated
-#   from the model without position.
+# - Where the answer survives rescaling (direction, digits), the resampled tables lead the fixed
+#   schemes only against extrapolated coordinates: interpolated, they are not separated; on the
+#   digits, extrapolated ones are not separated from the model without position.
 # - Part of that is built into those tasks: on the control, interpolation adds little zero-shot
-#   and calls 2-column pairs "no"; after 10 fine-tune steps it is higher again in every seed of
-#   every scheme.
+#   and calls 2-column pairs "no"; after 10 fine-tune steps interpolation is above extrapolation
+#   in every seed of every scheme, ahead by the rule for two of three.
 # - Upsampling changes the content too: the digits model without position falls from 0.42 to
 #   0.16, the floor for every zero-shot digits number.
 
