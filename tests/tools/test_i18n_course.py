@@ -21,7 +21,7 @@ from babel.messages.pofile import write_po
 
 from posenc_course import i18n, numerics
 from posenc_course.exercises import nb05, strict, ExerciseFailure
-from tools import i18n_course
+from tools import i18n_common, i18n_course
 from tools.i18n_common import ERROR, OUT_OF_DATE
 
 
@@ -74,7 +74,7 @@ def _translated(template: Catalog, n: int = 2) -> list:
     """``n`` messages of the code (in ``template``) that the committed catalog translates, with numbers."""
     catalog = i18n_course.load()
     return [m for m in template if m.id and catalog.get(m.id) is not None and catalog.get(m.id).string
-            and not catalog.get(m.id).fuzzy and i18n_course.NUMBER.search(m.id)][:n]
+            and not catalog.get(m.id).fuzzy and i18n_common.NUMBER.search(m.id)][:n]
 
 
 def test_update_keeps_a_changed_message_fuzzy_adds_a_new_one_empty_and_drops_a_removed_one(tmp_path, template):
