@@ -673,12 +673,20 @@ def edited_chinese_page(tmp_path_factory) -> tuple[BeautifulSoup, dict[str, str]
                         if " ".join(raw.split()) in current and not raw.startswith("**Run time")
                         and re.fullmatch(r"[A-Z*][^$\"'<>|_\\#-]{60,}", " ".join(raw.split()))]
 
-    # the first notebook with three such paragraphs (an English change leaves a notebook's catalog fuzzy
-    # until it is translated again) and no Chinese in its English (a quote of the source article would be
-    # marked English with its Chinese in it, which the last assertion below could not tell from a translation)
-    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
-                   if not re.search("[\u4e00-\u9fff]", p.with_suffix(".py").read_text(encoding="utf-8")))
-    stem, (nb, po, plain) = next((s, found) for s in stems if len((found := candidates(s))[2]) >= 3)
+    # the first notebook with three such paragraphs without Chinese (an English change leaves a notebook's
+    # catalog fuzzy until it is translated again) whose catalog marks no English that holds Chinese (a quote
+    # of the source article, a Chinese title: marked English with Chinese in it, the last assertion below
+    # could not tell it from a translation; a current translation of such a paragraph is not marked)
+    cjk = re.compile("[\u4e00-\u9fff]")
+
+    def usable(stem: str):
+        nb, po, plain = candidates(stem)
+        if any(cjk.search(m.id) for m in po if m.id and (m.fuzzy or not m.string)):
+            return nb, po, []
+        return nb, po, [c for c in plain if not cjk.search(c[1])]
+
+    stems = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    stem, (nb, po, plain) = next((s, found) for s in stems if len((found := usable(s))[2]) >= 3)
     current = {m.id: m.string for m in po if m.id and m.string and not m.fuzzy}
     (cell, raw, edited), (_, _, fuzzy), (_, _, kept) = plain[:3]
     cell.source = cell.source.replace(raw, raw + " One more sentence.", 1)
