@@ -30,7 +30,7 @@
 # the position-scheme interface) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb)
 # (frequencies $\theta_i = 10000^{-2i/d}$, the rotation $M_k$ with $PE(p+k) = M_k\,PE(p)$).
 #
-# **Run time:** about 128 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 57 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import math

@@ -21,7 +21,7 @@
 # **Prerequisites:** [01 · Sinusoidal encoding](01_sinusoidal.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb) and [03 · RoPE](03_rope.ipynb).
 #
-# **Run time:** about 175 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 112 s on a laptop CPU (measured with `make execute`, one thread).
 
 # %%
 import copy

@@ -19,7 +19,7 @@
 # [03 · RoPE](03_rope.ipynb) (the schemes compared here) and [04 · Vision](04_vision.ipynb) (the
 # one-layer ViT and its class token, in section 4).
 #
-# **Run time:** about 90 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 70 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 21 small training runs of 150 steps (7 schemes × 3 seeds).
 
 # %%
