@@ -1087,8 +1087,8 @@ by_pairs["all (PI ×8)"] = ppl["RoPE + PI ×8"][:, 0]  # from section 3
 by_pairs["YaRN"] = ppl["RoPE + YaRN"][:, 0]
 pair_table = pd.DataFrame(by_pairs, index=[f"seed {s}" for s in SEEDS]).T
 pair_table["mean"] = pair_table.mean(axis=1)
-pair_table.index.name = "pairs divided by 8"
-pair_table.columns.name = "perplexity at L"
+# rows: the pairs divided by 8
+pair_table.columns.name = "pairs divided by 8: perplexity at L"
 display(pair_table.round(2))
 
 
