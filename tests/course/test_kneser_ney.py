@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections import Counter
 
 import pytest
@@ -125,13 +124,12 @@ def test_a_longer_history_helps_exactly_where_the_text_needs_it():
     assert ppl[2] < 1.1 < 1.3 < ppl[1] < 1.5 < ppl[0], ppl
 
 
-def test_notebook_06_data_in_seconds():
-    """06's corpus and windows: the 6-gram is counted and scored within a few seconds, and ahead of the 4-gram."""
+def test_notebook_06_data_the_6gram_ahead_of_the_4gram():
+    """06's corpus and windows: more context helps a smoothed n-gram (the 6-gram is ahead of the 4-gram).
+    How long counting takes is the notebook's run time, measured by `make execute`, not asserted here."""
     corpus = char_corpus()
     inputs, targets = lm_eval_windows(corpus.valid, 256, 32)
-    start = time.perf_counter()
     six = KneserNey(corpus.train, 6, len(corpus.vocab)).perplexity(inputs, targets, 32)
-    assert time.perf_counter() - start < 20
     four = KneserNey(corpus.train, 4, len(corpus.vocab)).perplexity(inputs, targets, 32)
     assert 5 < six < four < 12, (six, four)
 
