@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -111,8 +112,10 @@ def test_one_name_per_layout_across_the_library():
     torch.testing.assert_close(table[:, 4:], torch.cos(torch.arange(5.0)[:, None] * posenc_lib.rope_inv_freq(8)))
 
 
-def test_version():
-    assert posenc_lib.__version__ == "0.3.0"
+def test_the_version_the_package_reports_is_the_one_it_is_installed_as():
+    """``posenc_lib.__version__`` and pyproject.toml's version (what pip installs and reports) are one number."""
+    project = tomllib.loads((Path(posenc_lib.__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert posenc_lib.__version__ == project["project"]["version"]
 
 
 def test_the_textbook_rotations_removed_in_0_3_still_import_with_a_deprecation_warning():
