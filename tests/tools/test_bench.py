@@ -291,3 +291,17 @@ def test_make_bench_quick_writes_every_result(tmp_path, capsys):
     out = capsys.readouterr().out
     assert all(f"| {name} |" in out for name in rope_bench.METHOD_NAMES) and rope_bench.RATIO_NOTE in rope_md
     assert "within 1.05× the fastest peer of that layout" in rope_md
+
+
+def test_the_attribution_rows_rotate_alike():
+    """bench/rope_attribution.py: the rows of a group (one layout) compute the same rotation (eager here), so the
+    timing compares the work around it; bf16 rows agree to bf16's rounding of one rotation."""
+    from bench.rope_attribution import rows
+    for dtype, tol in ((torch.float32, 1e-6), (torch.bfloat16, 2e-2)):
+        cases = rows((1, 2, 8, 8), dtype, compile=False)
+        for layout in ("interleaved", "half"):
+            outs = [fn() for name, fn in cases.items() if name.startswith(layout)]
+            assert len(outs) >= 3
+            for q, k in outs[1:]:
+                torch.testing.assert_close(q.float(), outs[0][0].float(), atol=tol, rtol=tol)
+                torch.testing.assert_close(k.float(), outs[0][1].float(), atol=tol, rtol=tol)
