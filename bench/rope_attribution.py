@@ -27,20 +27,11 @@ import torch
 from torch import Tensor
 from torch.utils.benchmark import Timer
 
+from bench.rope_bench import hf_rotate_half as _hf
+from bench.rope_bench import meta_complex as _meta
 from posenc_lib.rotary import apply_rope_qk, rope_cos_sin, rope_inv_freq, rotate_half
 
 Pair = tuple[Tensor, Tensor]
-
-
-def _meta(q: Tensor, k: Tensor, freqs_cis: Tensor) -> Pair:
-    def turn(x: Tensor) -> Tensor:
-        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
-        return torch.view_as_real(z * freqs_cis).flatten(3).type_as(x)
-    return turn(q), turn(k)
-
-
-def _hf(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> Pair:
-    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
 
 
 def _full(half: Tensor) -> Tensor:
