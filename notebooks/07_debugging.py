@@ -319,8 +319,8 @@ assert not start_tables["encoder"].verdict("T5 encoder", "no position").a_ahead
 # - **With a start token** the decoder without position learns absolute position (1.00), and no
 #   relative decoder is ahead of it: for this probe, in a decoder, the mask is enough. In an
 #   encoder RoPE is ahead of both floors, ALiBi by a small margin over ten widely spread seeds,
-#   and T5 is not separated from them. One explanation, not tested here: the weight a token puts on the start
-#   token depends on its distance.
+#   and T5 is not separated from them. One explanation, not tested here: the weight a token
+#   puts on the start token depends on its distance.
 
 # %% [markdown]
 # **The source article's test, run (E7).** Its §6.3:
@@ -458,16 +458,16 @@ paired = compare(healthy_runs, detached_runs, paired=True,
 print(paired)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
-assert moved == 0.0
-assert detached_table.verdict("detached table", "chance").a_ahead
-assert not paired.separated
-checked(f"paired with section 1's healthy tables: {paired}")
+assert moved == 0.0  # the table never trains
+# above what a position-blind model gets, on every seed, far above on average
+assert min(detached_runs) > 1 / PROBE_LEN and np.mean(detached_runs) > 0.25
+checked("the detached table never moved; its probe above chance on every seed")
 
 # %% [markdown]
-# The probe does not name this bug: the detached table is far above chance, and the seeds cannot
-# separate it from the healthy one, though they share every initial weight. The random rows
-# still differ: a fixed code the layers above learn to read. The one symptom is a table that never moved, which
-# the gradient check reports:
+# The probe does not name this bug: it stays far above chance, since the random rows still
+# differ, a fixed code the layers above learn to read; its shortfall against the healthy table
+# (the lines above, paired seed by seed) is easy to take for noise. The one symptom is a table
+# that never moved, which the gradient check reports:
 
 # %% tags=["nbval-check-output"]
 for label, weight in [
@@ -618,7 +618,7 @@ assert all(lag_table.verdict("RoPE, right positions", f.name).a_ahead
            for f in lag_table.floors)
 assert at_lag.min() > 0.6 and per_seed["all ids 0"].max() < 0.4
 share = entropy.set_index(["positions", "seed"])["share"]
-assert share["all ids 0"].max() < 0.8  # rows far from uniform
+assert share["all ids 0"].max() < 0.85  # rows far from uniform
 checked(
     "on every seed, accuracy above 0.99 with the right positions and below"
     f" 0.3 with all ids 0 ({lost});"
