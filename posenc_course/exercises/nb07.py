@@ -2,7 +2,8 @@
 
 Each checker and the function it expects::
 
-    check_exercise_1(fn)  fn(attn_mask) -> (batch, seq) position ids: cumsum(mask) - 1 on real tokens, 0 on pads
+    check_exercise_1(fn)  fn(doc_ids) -> (batch, seq) position ids of packed documents: each token's index in
+                          its own document (a run of equal ids)
     check_exercise_2(fn)  fn(attn_mask, n_new) -> (batch, n_new) positions of the new tokens of a left-padded,
                           cached decode step
     check_exercise_3(fn)  fn(positions, attn_mask, max_len) -> (max_len,) bool: the rows of a learnable table
@@ -46,30 +47,34 @@ def _check_int_tensor(ex: Exercise, got: object, shape: tuple[int, ...], what: s
     return got.long()
 
 
-@checker(N_("Exercise 1 (position ids from the mask)"))
+def _packed_ids(doc_ids: Tensor) -> Tensor:
+    """Each token's index inside its own document, for rows of documents packed one after another."""
+    slot = torch.arange(doc_ids.shape[-1]).expand_as(doc_ids)
+    starts = torch.ones_like(doc_ids, dtype=torch.bool)
+    starts[:, 1:] = doc_ids[:, 1:] != doc_ids[:, :-1]
+    return slot - torch.where(starts, slot, 0).cummax(-1).values
+
+
+@checker(N_("Exercise 1 (position ids of packed documents)"))
 def check_exercise_1(ex: Exercise, fn: Callable[[Tensor], Tensor]) -> None:
-    """fn(attn_mask) must equal position_ids_from_mask(attn_mask) on bool and 0/1 integer masks."""
-    masks = [_mask([3, 5, 2], 5, "left"), _mask([3, 5, 2], 5, "right"), _mask([4, 1], 6, "left").long(),
-             torch.ones(2, 4, dtype=torch.bool), torch.tensor([[0, 1, 1, 0, 1, 1]])]
-    for mask in masks:
-        got = _check_int_tensor(ex, ex.call(fn, mask.clone()), tuple(mask.shape), _("one position per slot"))
-        want = position_ids_from_mask(mask)
+    """fn(doc_ids) must count each packed document's tokens from 0, whatever the documents' ids."""
+    cases = [torch.tensor([[0, 0, 0, 1, 1, 2, 2, 2]]), torch.tensor([[3, 3, 3, 3, 3]]),
+             torch.tensor([[0, 1, 1, 1, 1, 1], [4, 4, 9, 9, 9, 12]]),
+             torch.tensor([[7, 7, 2, 2, 2, 5, 5]])]
+    for doc_ids in cases:
+        got = _check_int_tensor(ex, ex.call(fn, doc_ids.clone()), tuple(doc_ids.shape), _("one position per token"))
+        want = _packed_ids(doc_ids)
         if torch.equal(got, want):
             continue
-        real = mask.bool()
-        shown = _("for the mask {mask} you returned {got}, expected {want}").format(
-            mask=mask.long().tolist(), got=got.tolist(), want=want.tolist())
-        ex.expect(not torch.equal(got, torch.arange(mask.shape[1]).expand_as(got)),
-                  _("the ids ignore the mask: a left-padded row's first real token must get position 0; {shown}")
+        shown = _("for doc_ids {doc_ids} you returned {got}").format(doc_ids=doc_ids.tolist(), got=got.tolist())
+        ex.expect(not torch.equal(got, torch.arange(doc_ids.shape[1]).expand_as(got)),
+                  _("the ids run on across documents: each packed document starts again at position 0; {shown}")
                   .format(shown=shown))
-        ex.expect(not torch.equal(got[real], want[real] + 1),
-                  _("off by one: the first real token has position 0 (cumulative sum minus one); {shown}").format(
-                      shown=shown))
-        ex.expect(torch.equal(got[real], want[real]),
-                  _("the real tokens' positions are wrong; {shown}").format(shown=shown))
-        ex.fail(_("the real tokens are right, but padded slots must get position 0 (a valid row of any table); "
-                  "{shown}").format(shown=shown))
-    ex.passed(_("equals cumsum(mask) - 1 with pads at 0 on {n} masks (bool and 0/1 integers)").format(n=len(masks)))
+        ex.expect(not torch.equal(got, want + 1),
+                  _("off by one: a document's first token has position 0; {shown}").format(shown=shown))
+        ex.fail(_("a document's tokens must get 0, 1, 2, ... in order, restarting where the id changes "
+                  "(the ids are labels, not counts); {shown}").format(shown=shown))
+    ex.passed(_("every packed document counts from 0 on {n} batches, whatever its id").format(n=len(cases)))
 
 
 def _tiny_decoder(max_len: int = 16) -> TinyTransformer:
@@ -166,8 +171,8 @@ check_exercise_5 = choice(
                 "earlier tokens carries no position."),
         "b": N_("Frozen embeddings get no gradient, so during training the model cannot learn to tell the start "
                 "token from the other tokens."),
-        "c": N_("The start token embeds to zero like every other token, so all values are equal and any "
-                "weighting of them gives the same output."),
+        "c": N_("Zeroing the embeddings zeroes the start token's too, so the input is 16 identical tokens again, "
+                "as in the probe without a start token."),
         "d": N_("With zero embeddings the causal mask has nothing to act on, so it no longer hides the later "
                 "tokens and the decoder behaves as an encoder."),
     },

@@ -13,25 +13,38 @@ pytestmark = pytest.mark.usefixtures("single_thread", "strict_checkers")  # wron
 
 
 # ----------------------------------------------------------------- exercise 1
-def ids(mask):
-    real = mask.bool()
-    return (real.long().cumsum(-1) - 1).masked_fill(~real, 0)
+def packed(doc_ids):
+    out = torch.zeros_like(doc_ids)
+    for r, row in enumerate(doc_ids.tolist()):
+        for t in range(1, len(row)):
+            out[r, t] = out[r, t - 1] + 1 if row[t] == row[t - 1] else 0
+    return out
+
+
+def packed_vectorised(doc_ids):
+    slot = torch.arange(doc_ids.shape[1]).expand_as(doc_ids)
+    new = torch.cat([torch.ones_like(doc_ids[:, :1], dtype=torch.bool), doc_ids[:, 1:] != doc_ids[:, :-1]], -1)
+    return slot - (slot * new).cummax(-1).values
 
 
 def test_ex1_accepts_right_answers(capsys):
-    check_exercise_1(ids)
-    check_exercise_1(lambda m: (m.long().cumsum(-1) - 1).clamp_min(0) * m.long())
+    check_exercise_1(packed)
+    check_exercise_1(packed_vectorised)
     assert capsys.readouterr().out.count("[passed] Exercise 1") == 2
 
 
+def counts_by_id(doc_ids):  # assumes the ids are 0, 1, 2, ...: wrong for ids that are labels
+    onehot = torch.nn.functional.one_hot(doc_ids.clamp_max(2), 3)
+    return (onehot.cumsum(1) * onehot).sum(-1) - 1
+
+
 @pytest.mark.parametrize(("wrong", "hint"), [
-    (lambda m: torch.arange(m.shape[1]).expand(m.shape[0], -1), "ignore the mask"),
-    (lambda m: m.long().cumsum(-1) * m.long(), "off by one"),
-    (lambda m: m.long().cumsum(-1) - 1, "padded slots must get position 0"),
-    (lambda m: ids(m).float(), "must be integers"),
-    (lambda m: ids(m)[:, 1:], "expected shape"),
-    (lambda m: ids(m).tolist(), "return a torch.Tensor"),
-    (lambda m: ids(m.flip(-1)), "wrong"),
+    (lambda d: torch.arange(d.shape[1]).expand(d.shape[0], -1), "run on across documents"),
+    (lambda d: packed(d) + 1, "off by one"),
+    (counts_by_id, "restarting where the id changes"),
+    (lambda d: packed(d).float(), "must be integers"),
+    (lambda d: packed(d)[:, 1:], "expected shape"),
+    (lambda d: packed(d).tolist(), "return a torch.Tensor"),
 ])
 def test_ex1_rejects_wrong_answers(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
