@@ -7,9 +7,8 @@
 # words; only their order tells who chases whom. Does a Transformer see that order? Its central
 # operation, self-attention, mixes every token with every other by content. Nothing in the
 # formula says which token came first. Before we learn *how* to give a model positions
-# (notebooks 01-08), we answer *whether* it needs them: exactly, from the formula; by
-# measurement, with trained models beside the best a model without order could do; and
-# fairly, by asking when ignoring order is what one wants.
+# (notebooks 01-08), we ask *whether* it needs them, and when ignoring order is what one
+# wants.
 #
 # **What you will learn**
 # - Check that self-attention without positions is *permutation-equivariant* (shuffle the
@@ -302,8 +301,7 @@ print(f"bag-of-words ceiling: train {ceiling['train']:.3f}, "
 # three seeds: an encoder without positions, the same encoder with the sinusoidal encoding,
 # and a third arm section 1 did not cover, a *causal decoder* without positions (each token
 # attends only to itself and earlier tokens; it reads its answer at the last slot). Seed $s$
-# fixes the initial weights and the batches, and the three arms share them: the schemes
-# draw no random numbers, and the causal mask adds no weight.
+# fixes the initial weights and the batches of all three arms.
 
 # %% tags=["nbval-check-output"]
 test_x, test_y = task.sample(2000, torch.Generator().manual_seed(1), "test")
@@ -449,10 +447,8 @@ checked("3 seeds: blind encoders at the ceiling on training pairs, below it "
 # the two differences matters here is the open-ended experiment's question. Decoders without
 # any encoding (NoPE) return in notebook 05.
 #
-# The seeds also correct a story one run would have told. On the unseen pairs, seed 0's
-# blind model names an absent animal in about a quarter of its answers (0.762 name a
-# present one); seeds 1 and 2 always name one of the two present. How a blind model guesses
-# depends on the seed; that it cannot beat the coin does not.
+# On the unseen pairs, seed 0's blind model names an absent animal in about a quarter of its
+# answers (0.762 name a present one); seeds 1 and 2 never do.
 
 # %% [markdown]
 # **Takeaway:**
@@ -489,9 +485,8 @@ print("W [e; p] == W_e e + W_p p")
 # What concatenation costs: every block (attention $4d^2$, MLP $8d^2$ weights) grows with
 # the *square* of the width. The table counts parameters with the library's own
 # `TransformerBlock` for the size of the original Transformer base's encoder (width 512,
-# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. Table 3, "base"), built on
-# PyTorch's `meta` device, which records shapes without allocating memory. Its positions
-# are sinusoids, which have no parameters, however wide.
+# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. Table 3, "base").
+# Its positions are sinusoids, which have no parameters.
 
 # %% tags=["nbval-check-output"]
 def parameter_count(d_token: int, d_position: int, concatenate: bool,
@@ -693,7 +688,7 @@ hook_table
 # for all $n!$ orderings at once; models for sets (the Set Transformer of Lee et al., 2019;
 # the set anomaly detection of the UvA Transformer tutorial) leave positions out on purpose.
 #
-# A model *with* positions must learn the invariance from the few orderings it sees. A set
+# A model *with* positions would have to learn the invariance from the orderings it sees. A set
 # of 5 distinct tokens, all $5! = 120$ orderings, one untrained model per scheme (same
 # weights, as in section 2): how many different pooled outputs does each give?
 
