@@ -934,8 +934,9 @@ check_exercise_4(matched_token_std)
 #   (`BertEmbeddings.position_embeddings`).
 # - Wang & Chen, *[What Do Position Embeddings Learn? An Empirical Study of Pre-Trained Language
 #   Model Positional Encoding](https://arxiv.org/abs/2010.04903)* (EMNLP 2020): whether the
-#   position tables of pre-trained models such as BERT and GPT-2 learn the meaning of positions,
-#   and how the choice of table affects tasks.
+#   position tables of pre-trained models such as BERT and GPT-2 learn the meaning of positions
+#   (its code, [MiuLab/PE-Study](https://github.com/MiuLab/PE-Study), fits regressions of absolute
+#   and relative position on the tables), and how the choice of table affects tasks.
 # - Beltagy et al., *[Longformer](https://arxiv.org/abs/2004.05150)* (2020), section 5: extending
 #   a learned table by copying rows (exercise 3 asks what happens at the join).
 # - Dosovitskiy et al., *[An Image is Worth 16x16 Words](https://arxiv.org/abs/2010.11929)* (ViT,
