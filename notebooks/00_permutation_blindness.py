@@ -7,16 +7,16 @@
 # words; only their order tells who chases whom. Does a Transformer see that order? Its central
 # operation, self-attention, mixes every token with every other by content. Nothing in the
 # formula says which token came first. Before we learn *how* to give a model positions
-# (notebooks 01-08), we answer *whether* it needs them: exactly, from the formula; by
-# measurement, with trained models beside the best a model without order could do; and
-# fairly, by asking when ignoring order is what one wants.
+# (notebooks 01-08), we ask *whether* it needs them, and when ignoring order is what one
+# wants.
 #
 # **What you will learn**
 # - Check that self-attention without positions is *permutation-equivariant* (shuffle the
 #   tokens and the outputs are shuffled the same way), and that mean pooling makes the model
 #   *permutation-invariant*: it sees a bag of tokens.
 # - Read trained results beside their floors: an encoder without positions stays at the
-#   bag-of-words ceiling on a who-did-what task; with an encoding it solves it.
+#   bag-of-words ceiling on a who-did-what task; with an encoding it solves it, as does a
+#   classifier that reads only adjacent word pairs.
 # - Weigh adding a position vector against concatenating one.
 # - Name the places where position can enter a Transformer (how `posenc_lib` is organised),
 #   and tell absolute from relative encodings.
@@ -25,7 +25,8 @@
 # **Prerequisites:** PyTorch tensors and `nn.Module`; the scaled dot-product attention
 # formula. No earlier notebook is needed: this is the first one.
 #
-# **Run time:** about 77 s on a laptop CPU (measured with `make execute`, one thread).
+# **Run time:** about 77 s on a laptop CPU (measured with `make execute`, one thread), timed on
+# one core of a 2-core server. **Study time:** one lesson of about 90 minutes.
 
 # %%
 import math
@@ -173,9 +174,12 @@ assert moved < 1e-12 and still < 1e-12
 # ## 2. "The cat chases the mouse"
 #
 # **Question.** Two sentences with opposite meanings and the same bag of words: does a model
-# without positions give them different representations? The Chinese pair 我爱北京 ("I love
-# Beijing") / 北京爱我 ("Beijing loves me") is the same bag of four characters too; we
-# tokenise Chinese by character. A `Vocab` maps tokens to ids.
+# without positions give them different representations? The source article opens (§1) with
+# a Chinese pair: 「对于“我爱北京”和“北京爱我”这两个词序完全不同的输入，如果不做任何处理，它会计算出几乎相同的注意力权重」
+# ("for 'I love Beijing' and 'Beijing loves me', two inputs with entirely different word
+# orders, without any treatment it would compute almost the same attention weights"). It is
+# the same bag of four characters; we tokenise Chinese by character. A `Vocab` maps tokens
+# to ids.
 
 # %% tags=["nbval-check-output"]
 pairs = {
@@ -223,7 +227,8 @@ formatted(similarity, {c: rounding if "diff" in c else "{:.4f}"
 
 # %% [markdown]
 # Without positions the two sentences are the same point (differences at float64 rounding,
-# cosine 1). With the sinusoidal encoding they differ, though only slightly (cosine still
+# cosine 1): not "almost the same", as the article puts it, but the same, up to the order of
+# the tokens. With the sinusoidal encoding they differ, though only slightly (cosine still
 # close to 1): an untrained model need not separate them far, only at all, and section 3
 # asks whether training uses that. It is worse than "the sentence vectors agree": by
 # equivariance, the hidden state of the *token* "cat" is the same whether the cat chases or
@@ -296,8 +301,7 @@ print(f"bag-of-words ceiling: train {ceiling['train']:.3f}, "
 # three seeds: an encoder without positions, the same encoder with the sinusoidal encoding,
 # and a third arm section 1 did not cover, a *causal decoder* without positions (each token
 # attends only to itself and earlier tokens; it reads its answer at the last slot). Seed $s$
-# fixes the initial weights and the batches, and the three arms share them: the schemes
-# draw no random numbers, and the causal mask adds no weight.
+# fixes the initial weights and the batches of all three arms.
 
 # %% tags=["nbval-check-output"]
 test_x, test_y = task.sample(2000, torch.Generator().manual_seed(1), "test")
@@ -343,16 +347,47 @@ formatted(table, {c: "{:.3f}" for c in table.columns})
 # %% [markdown]
 # A trained result means something only beside its **floors**: what a sceptic would get
 # without the idea under test, on the same test sentences. Here: the encoder without
-# positions, trained the same way; the exact bag-of-words ceiling; and chance, a uniform
-# guess among the six animals. The series reads each comparison with one rule (`compare`,
-# docs/comparison.md, taught in notebook 02): A is ahead of B when the mean gap clears twice
-# the seed spread and 0.02.
+# positions, trained the same way; the exact bag-of-words ceiling; chance, a uniform guess
+# among the six animals; and the sceptic's strongest, a **bigram classifier**: a logistic
+# regression on the counts of adjacent word pairs ("cat chases", "the cat", "cat" before the
+# pad), fitted on the 2000 training-split sentences. It sees order, two words at a time.
+
+# %% tags=["nbval-check-output"]
+V = len(task.vocab)  # token 0 is the pad
+
+
+def bigram_counts(x: torch.Tensor) -> torch.Tensor:
+    """(n, seq) token ids -> (n, V * V) counts of adjacent pairs."""
+    x = torch.cat([x, torch.zeros_like(x[:, :1])], dim=1)  # a final pad
+    pair = x[:, :-1] * V + x[:, 1:]
+    return torch.zeros(len(x), V * V).scatter_add_(1, pair,
+                                                   torch.ones(pair.shape))
+
+
+bigram = torch.nn.Linear(V * V, task.n_classes)
+torch.nn.init.zeros_(bigram.weight), torch.nn.init.zeros_(bigram.bias)
+optimiser = torch.optim.Adam(bigram.parameters(), lr=0.05)
+counts = bigram_counts(train_x)
+for step in range(200):  # full batch from zero: no seed involved
+    optimiser.zero_grad()
+    torch.nn.functional.cross_entropy(bigram(counts), train_y).backward()
+    optimiser.step()
+with torch.no_grad():
+    right = bigram(bigram_counts(test_x)).argmax(-1) == test_y
+bigram_acc = right.float().mean().item()
+print(f"bigram classifier on the unseen pairs: {bigram_acc:.3f}")
+
+# %% [markdown]
+# The series reads each comparison with one rule (`compare`, docs/comparison.md, taught in
+# notebook 02): A is ahead of B when the mean gap clears twice the seed standard deviation
+# and 0.02.
 
 # %% tags=["nbval-check-output"]
 acc = table["test accuracy (unseen pairs)"]
 floors = [no_position(acc["no position"].tolist()),
           fixed("bag of words", ceiling["test"], "exact ceiling"),
-          chance(task.n_classes)]
+          chance(task.n_classes),
+          fixed("bigram classifier", bigram_acc, "word pairs, fitted")]
 scored = with_floors({name: acc[name].tolist()
                       for name in ("sinusoidal", "decoder, no position")},
                      floors, metric="test accuracy (unseen pairs)")
@@ -386,30 +421,34 @@ for runs_ in (sin_runs, causal_runs):
 for arm in ("sinusoidal", "decoder, no position"):
     assert scored.beats(arm) == ["no position", "bag of words", "chance"]
     assert scored.verdict(arm, "no position").gap > 0.4
+    assert not scored.verdict(arm, "bigram classifier").separated
+assert bigram_acc > 0.99
 named = blind_runs["names a present animal"]
 assert 0.65 < named[0] < 0.85 and (named[1:] > 0.99).all()
 assert len({m.num_parameters() for m in models.values()}) == 1  # a buffer
 checked("3 seeds: blind encoders at the ceiling on training pairs, below it "
         "on unseen pairs; the sinusoidal encoder and the causal decoder "
-        ">= 0.95 and ahead of every floor; same parameter count")
+        ">= 0.95, ahead of the floors without order and level with the "
+        "bigram classifier; same parameter count")
 
 # %% [markdown]
 # The encoder without positions sits at the coin-flip ceiling on the training split: it
 # cannot know which of the two animals acted. With the sinusoidal encoding the same network
-# solves the task on every seed, on animal pairs it never saw together, ahead of all three
-# floors.
+# solves the task on every seed, on animal pairs it never saw together, ahead of the three
+# floors that see no order. It is not separated from the bigram classifier, which gets every
+# unseen pair right too ("cat chases" names an active agent, "cat" before the pad a passive
+# one). So this task shows *whether* a model sees order, not how good a way of giving it
+# order is.
 #
 # **The headline is about encoders.** The causal decoder has no position encoding either,
 # and it solves the task too (the table's third arm). It differs from the blind encoder in
 # its mask and in reading its answer at the last slot; section 1's argument assumed that
-# every token attends to every other, and exercise 2 asks what the mask changes. Which of
+# every token attends to every other (exercise 2 asks what changes without that). Which of
 # the two differences matters here is the open-ended experiment's question. Decoders without
 # any encoding (NoPE) return in notebook 05.
 #
-# The seeds also correct a story one run would have told. On the unseen pairs, seed 0's
-# blind model names an absent animal in about a quarter of its answers (0.762 name a
-# present one); seeds 1 and 2 always name one of the two present. How a blind model guesses
-# depends on the seed; that it cannot beat the coin does not.
+# On the unseen pairs, seed 0's blind model names an absent animal in about a quarter of its
+# answers (0.762 name a present one); seeds 1 and 2 never do.
 
 # %% [markdown]
 # **Takeaway:**
@@ -446,9 +485,8 @@ print("W [e; p] == W_e e + W_p p")
 # What concatenation costs: every block (attention $4d^2$, MLP $8d^2$ weights) grows with
 # the *square* of the width. The table counts parameters with the library's own
 # `TransformerBlock` for the size of the original Transformer base's encoder (width 512,
-# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. Table 3, "base"), built on
-# PyTorch's `meta` device, which records shapes without allocating memory. Its positions
-# are sinusoids, which have no parameters, however wide.
+# 6 layers, 8 heads, a vocabulary of about 37 000 tokens, Vaswani et al. Table 3, "base").
+# Its positions are sinusoids, which have no parameters.
 
 # %% tags=["nbval-check-output"]
 def parameter_count(d_token: int, d_position: int, concatenate: bool,
@@ -509,55 +547,12 @@ formatted(costs, {"per layer vs add": "{:.2f}x"}
 #
 # | hook | called | what it does |
 # |---|---|---|
-# | `add_to_embeddings(x, positions)` | once, before the first block | adds a vector per position to the token embeddings |
+# | `add_to_embeddings(x, positions)` | once, before the first block | adds a vector to each token's embedding (a row per position; PEG's is computed from the tokens) |
 # | `rotate_qk(q, k, positions)` | in every attention layer | transforms queries and keys (never values) |
 # | `score_bias(q_positions, k_positions)` | in every attention layer | adds a bias of the positions to $s\,q\cdot k$ |
 # | `qk_bias(q, k, q_positions, k_positions)` | in every attention layer | adds a bias that also reads q and k |
 #
-# One scheme object is shared by all layers. The table below is computed from the library's
-# code: which hooks each scheme class overrides.
-
-# %% tags=["nbval-check-output"]
-from posenc_lib.conditional.peg import PEG
-from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE
-from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
-from posenc_lib.rotary.rope import RotaryPE
-from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
-from posenc_lib.score_bias.alibi import ALiBi
-from posenc_lib.score_bias.swin import SwinRelativeBias
-from posenc_lib.score_bias.t5 import T5RelativeBias
-
-HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias", "qk_bias",
-         "score_scale")
-catalogue = {  # scheme class -> (family, notebook that teaches it)
-    SinusoidalPE: ("sinusoidal (Vaswani et al.)", "01"),
-    LearnablePE: ("learnable table (BERT, GPT-2)", "02"),
-    RotaryPE: ("rotary, RoPE (RoFormer, LLaMA)", "03, 06"),
-    SinCos2DPE: ("2-D sin-cos (MAE)", "04"),
-    Learnable2DPE: ("2-D learnable (row + column)", "04"),
-    AxialRoPE2D: ("2-D axial RoPE", "04"),
-    MixedRoPE2D: ("2-D mixed RoPE (Heo et al.)", "04"),
-    T5RelativeBias: ("T5 bucketed relative bias", "05, 06"),
-    ALiBi: ("ALiBi linear bias", "05, 06"),
-    SwinRelativeBias: ("Swin 2-D relative bias", "05"),
-    TransformerXLRelative: ("Transformer-XL relative attention", "05, 06"),
-    PEG: ("conditional, PEG convolution (CPVT)", "05"),
-}
-
-
-def overrides(cls: type) -> str:
-    base = PositionScheme
-    return ", ".join(h for h in HOOKS
-                     if getattr(cls, h) is not getattr(base, h))
-
-
-hook_table = pd.DataFrame([
-    {"scheme": cls.__name__, "family": family, "notebook": notebook,
-     "kind": cls.kind, "overrides": overrides(cls)}
-    for cls, (family, notebook) in catalogue.items()
-]).set_index("scheme")
-assert all(hook_table["overrides"] != "")  # every scheme uses a hook
-hook_table
+# One scheme object is shared by all layers.
 
 # %% [markdown]
 # ### Absolute or relative?
@@ -568,6 +563,10 @@ hook_table
 # on the 1-D schemes, float64, untrained:
 
 # %% tags=["nbval-check-output"]
+from posenc_lib.rotary.rope import RotaryPE
+from posenc_lib.score_bias.alibi import ALiBi
+from posenc_lib.score_bias.t5 import T5RelativeBias
+
 one_d_schemes = {
     "NoPosition": NoPosition,
     "SinusoidalPE": lambda: SinusoidalPE(32),
@@ -633,6 +632,52 @@ checked("6 schemes sorted by the shift and shuffle tests as the map says; "
 # - a shift test tells absolute encodings from relative ones; a shuffle test tells either
 #   from none.
 
+# %% [markdown] jp-MarkdownHeadingCollapsed=true tags=["deep-dive"]
+# ### Deep dive (optional) · Which hooks each library class uses
+#
+# Computed from the library's code: the hooks each scheme class overrides. PEG (05) uses
+# `add_to_embeddings`, but what it adds is a convolution of the tokens, not a row per
+# position, and CPVT applies it after the first encoder block, not before it.
+
+# %% tags=["deep-dive", "nbval-check-output"]
+from posenc_lib.conditional.peg import PEG
+from posenc_lib.embeddings.tables_2d import Learnable2DPE, SinCos2DPE
+from posenc_lib.qk_bias.transformer_xl import TransformerXLRelative
+from posenc_lib.rotary.rope_2d import AxialRoPE2D, MixedRoPE2D
+from posenc_lib.score_bias.swin import SwinRelativeBias
+
+HOOKS = ("add_to_embeddings", "rotate_qk", "score_bias", "qk_bias",
+         "score_scale")
+catalogue = {  # scheme class -> (family, notebook that teaches it)
+    SinusoidalPE: ("sinusoidal (Vaswani et al.)", "01"),
+    LearnablePE: ("learnable table (BERT, GPT-2)", "02"),
+    RotaryPE: ("rotary, RoPE (RoFormer, LLaMA)", "03, 06"),
+    SinCos2DPE: ("2-D sin-cos (MAE)", "04"),
+    Learnable2DPE: ("2-D learnable (row + column)", "04"),
+    AxialRoPE2D: ("2-D axial RoPE", "04"),
+    MixedRoPE2D: ("2-D mixed RoPE (Heo et al.)", "04"),
+    T5RelativeBias: ("T5 bucketed relative bias", "05, 06"),
+    ALiBi: ("ALiBi linear bias", "05, 06"),
+    SwinRelativeBias: ("Swin 2-D relative bias", "05"),
+    TransformerXLRelative: ("Transformer-XL relative attention", "05, 06"),
+    PEG: ("PEG: a convolution of the tokens (CPVT)", "05"),
+}
+
+
+def overrides(cls: type) -> str:
+    base = PositionScheme
+    return ", ".join(h for h in HOOKS
+                     if getattr(cls, h) is not getattr(base, h))
+
+
+hook_table = pd.DataFrame([
+    {"scheme": cls.__name__, "family": family, "notebook": notebook,
+     "kind": cls.kind, "overrides": overrides(cls)}
+    for cls, (family, notebook) in catalogue.items()
+]).set_index("scheme")
+assert all(hook_table["overrides"] != "")  # every scheme uses a hook
+hook_table
+
 # %% [markdown]
 # ## 6. When order should not matter: sets
 #
@@ -643,7 +688,7 @@ checked("6 schemes sorted by the shift and shuffle tests as the map says; "
 # for all $n!$ orderings at once; models for sets (the Set Transformer of Lee et al., 2019;
 # the set anomaly detection of the UvA Transformer tutorial) leave positions out on purpose.
 #
-# A model *with* positions must learn the invariance from the few orderings it sees. A set
+# A model *with* positions would have to learn the invariance from the orderings it sees. A set
 # of 5 distinct tokens, all $5! = 120$ orderings, one untrained model per scheme (same
 # weights, as in section 2): how many different pooled outputs does each give?
 
@@ -690,8 +735,8 @@ checked("120 orderings of one set: one pooled output without positions, "
 # - "The cat chases the mouse" and "the mouse chases the cat" are one input without
 #   positions, two with a sinusoidal encoding.
 # - On who-did-what, encoders without positions stay at or below the exact bag-of-words
-#   ceiling; with positions they solve it on unseen pairs, ahead of every floor. A causal decoder without
-#   positions solves it too: the blindness is the encoder's.
+#   ceiling; with positions they solve it on unseen pairs, ahead of every floor without order
+#   and level with a bigram classifier. A causal decoder without positions solves it too.
 # - Adding keeps the width; concatenating a full-width vector quadruples the weights per
 #   layer. Position enters in the embeddings, a q/k rotation or the scores; a shift test tells
 #   absolute encodings from relative ones.
@@ -742,7 +787,7 @@ predicted_ceiling = ...  # your prediction: a number between 0 and 1
 check_exercise_1(predicted_ceiling, LOPSIDED_TASK.bag_of_words_ceiling())
 
 # %% [markdown]
-# ### Exercise 2 · Explain why: a causal mask breaks the symmetry
+# ### Exercise 2 · Explain why: the decoder's gap
 # A decoder (`TinyTransformer(..., causal=True)`) lets each token attend only to itself and
 # earlier tokens. The cell below shuffles 8 tokens three times and measures the equivariance
 # gap, $\max |f(\text{tokens}[P]) - f(\text{tokens})[P]|$ over the per-token features, for
@@ -769,12 +814,12 @@ for causal in (False, True):
 # %% [markdown]
 # Why is the decoder's gap far from zero?
 #
-# - **(a)** The softmax of a row depends on the order of the row's entries, so shuffling the
-#   keys changes each token's weights.
-# - **(b)** The decoder has learned positions during training, and a shuffle moves each token
-#   away from the place it learned.
-# - **(c)** Floating-point rounding differs from one order of the tokens to another, and the
-#   decoder adds up its rows in a new order after a shuffle.
+# - **(a)** The decoder reads its answer at the last slot, and a shuffle puts a different
+#   token into that slot.
+# - **(b)** LayerNorm normalises over the whole sequence, so its statistics change when the
+#   tokens are put in another order.
+# - **(c)** Floating-point sums depend on the order of their terms, and after a shuffle the
+#   decoder adds up its rows in a new order.
 # - **(d)** The mask is fixed in index space: after a shuffle, a token sees a different set
 #   of earlier tokens.
 
@@ -833,8 +878,8 @@ predicted_ceiling = 0.5 * 0.5 + 0.5 * 1.0
 check_exercise_1(predicted_ceiling, LOPSIDED_TASK.bag_of_words_ceiling())
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2. (a): the encoder uses the same softmax and its gap is rounding;
-# (b): both models are untrained; (c): rounding is near 1e-16, the gap is not.
+# Exercise 2. (a): the gap is over per-token features, before any readout;
+# (b): LayerNorm acts on each token alone; (c): rounding is near 1e-16.
 answer_2 = "d"
 check_exercise_2(answer_2)
 

@@ -104,7 +104,9 @@ plt.show()
 #
 # $$\theta_i = 10000^{-2i/d}, \qquad i = 0, \dots, d/2 - 1 .$$
 #
-# Positions count from 0, and the sine and cosine of one pair share one frequency. The
+# Positions count from 0, and the sine and cosine of one pair share one frequency. (The source
+# article's §3.1 gives the range as 「i=0,1,...,d_model-1」; with columns $2i$ and $2i+1$ it
+# stops at $d/2 - 1$, as the article's own code, `arange(0, d_model, 2)`, has it.) The
 # frequencies form a geometric sequence from $\theta_0 = 1$ down to $10000^{-(d-2)/d}$. Code
 # usually computes them in log space, $\theta_i = \exp\!\big(-\tfrac{2i}{d}\ln 10000\big)$: one
 # `exp` of an evenly spaced ramp.
@@ -246,9 +248,9 @@ plt.show()
 #
 # **Erratum E1.** The source article (§3.1) writes
 # 「对于非常长的序列（接近或超过max_len），虽然可以计算，但高频维度（i较大的维度）的波长会非常长，可能导致位置信息区分度下降。」
-# ("for very long sequences the encoding can still be computed, but the wavelengths of the
-# high-frequency dimensions, those with larger i, become very long, which may make positions harder
-# to tell apart"). The wavelengths are right; the name is backwards: **small $i$ = high
+# ("for very long sequences (close to or beyond max_len), the encoding can still be computed,
+# but the wavelengths of the high-frequency dimensions (those with larger i) become very long,
+# which may make positions harder to tell apart"). The wavelengths are right; the name is backwards: **small $i$ = high
 # frequency** (short wavelength, the value changes every position), **large $i$ = low frequency**
 # (long wavelength, the value drifts slowly). We check it
 # two ways: from the formula, and by *counting* how often each sine column changes sign in the
@@ -549,8 +551,9 @@ plt.show()
 # DistilBERT's `create_sinusoidal_embeddings`, the concatenated one against Marian's
 # `MarianSinusoidalPositionalEmbedding` (`tests/lib/test_sinusoidal.py`).
 #
-# Not every concatenated table is a permutation. tensor2tensor (`get_timing_signal_1d`) and
-# fairseq (`SinusoidalPositionalEmbedding`) space their $h = d/2$ frequencies as
+# Not every concatenated table is a permutation. tensor2tensor (`get_timing_signal_1d`), the
+# code the paper itself released (its conclusion links it), and fairseq
+# (`SinusoidalPositionalEmbedding`) space their $h = d/2$ frequencies as
 # $10000^{-i/(h-1)}$, not $10000^{-i/h}$, so the slowest pair is exactly $1/10000$; fairseq's
 # docstring says it "differs slightly from the description in Section 3.5", and fairseq
 # numbers positions from `padding_idx + 1`, not 0. Those are other numbers: a checkpoint of
@@ -841,14 +844,14 @@ check_exercise_1(predicted_turns, turns_512)
 # Each frequency $\theta_i$ gets two columns, $\sin p\theta_i$ and $\cos p\theta_i$. Why not a
 # sine alone, with twice as many frequencies?
 #
-# - **(a)** With both, a shift by $k$ turns every pair by the same angle $k\theta_i$ whatever
-#   $p$ is, so one matrix $M_k$ maps $PE(p)$ to $PE(p+k)$.
-# - **(b)** Without the cosine the values would not stay between -1 and 1, and a code that
-#   grows with $p$ would swamp the token embeddings.
-# - **(c)** The cosines make the table trainable, so the model can adapt half of the code to
-#   its task while the sines stay fixed.
-# - **(d)** The cosines carry the low frequencies and the sines the high ones, so together they
-#   cover every wavelength from $2\pi$ to $10000 \cdot 2\pi$.
+# - **(a)** With both, the code of $p + k$ is one fixed linear function of the code of $p$,
+#   for every $p$; a sine alone cannot give that.
+# - **(b)** With a sine alone, position 0 would get the zero vector, and a model could not tell
+#   the first token from a padded slot.
+# - **(c)** With a sine alone, two positions far apart could get the same code, because each
+#   sine repeats itself after its wavelength.
+# - **(d)** A sine is an odd function, $\sin(-x) = -\sin(x)$, so a sine alone could never
+#   tell the position $p$ from the position $-p$.
 
 # %% tags=["exercise", "nbval-check-output"]
 answer_2 = ...  # "a", "b", "c" or "d"
@@ -887,7 +890,9 @@ check_exercise_3(my_theta)
 #   in `tests/lib/test_sinusoidal.py`).
 # - Hugging Face `transformers`: [`modeling_distilbert.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/distilbert/modeling_distilbert.py) (`create_sinusoidal_embeddings`,
 #   interleaved), [`modeling_marian.py`](https://github.com/huggingface/transformers/blob/main/src/transformers/models/marian/modeling_marian.py) (`MarianSinusoidalPositionalEmbedding`, concatenated).
-# - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding` with `register_buffer`.
+# - Harvard NLP, *[The Annotated Transformer](https://nlp.seas.harvard.edu/annotated-transformer/)*: `PositionalEncoding`, the
+#   common pattern section 8 improves on: a persistent buffer (the default of `register_buffer`)
+#   and angles computed in float32 (the deep dive of section 1 measures what that costs).
 # - A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, *动手学深度学习* (Dive into Deep Learning, Chinese
 #   edition, v2.0.0), section 10.6, *自注意力和位置编码* (self-attention and positional encoding),
 #   [zh.d2l.ai](https://zh.d2l.ai/chapter_attention-mechanisms/self-attention-and-positional-encoding.html):
@@ -911,8 +916,8 @@ predicted_turns = 16
 check_exercise_1(predicted_turns, turns_512)
 
 # %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
-# Exercise 2. (b) a sine is bounded too; (c) the table is a buffer (section 8);
-# (d) both columns of a pair share one frequency.
+# Exercise 2. (b) a zero row is still a distinct code; (c) the slow sines
+# keep far positions apart; (d) an odd function does tell p from -p.
 answer_2 = "a"
 check_exercise_2(answer_2)
 

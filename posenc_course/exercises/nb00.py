@@ -29,14 +29,14 @@ check_exercise_1 = prediction(
 )
 
 check_exercise_2 = choice(
-    N_("Exercise 2 (why a causal decoder is not equivariant)"),
+    N_("Exercise 2 (why the decoder's gap is large)"),
     options={
-        "a": N_("The softmax of a row depends on the order of the row's entries, so shuffling the keys changes "
-                "each token's weights."),
-        "b": N_("The decoder has learned positions during training, and a shuffle moves each token away from "
-                "the place it learned."),
-        "c": N_("Floating-point rounding differs from one order of the tokens to another, and the decoder adds "
-                "up its rows in a new order after a shuffle."),
+        "a": N_("The decoder reads its answer at the last slot, and a shuffle puts a different token into that "
+                "slot."),
+        "b": N_("LayerNorm normalises over the whole sequence, so its statistics change when the tokens are put "
+                "in another order."),
+        "c": N_("Floating-point sums depend on the order of their terms, and after a shuffle the decoder adds up "
+                "its rows in a new order."),
         "d": N_("The mask is fixed in index space: after a shuffle, a token sees a different set of earlier "
                 "tokens."),
     },
@@ -46,14 +46,15 @@ check_exercise_2 = choice(
            "which is why decoders without any encoding can still learn positions (the open-ended experiment, "
            "and 05)."),
     hints={
-        "a": N_("permuting a row's entries permutes its softmax the same way (section 1 uses exactly "
-                "this): the encoder, with the same softmax, has a gap at rounding level."),
-        "b": N_("both models are untrained (fresh random weights); the gap is there before any training."),
+        "a": N_("the gap is measured on the per-token features (`features`), before any readout: no slot is "
+                "singled out there."),
+        "b": N_("LayerNorm normalises each token's vector on its own, in the encoder too, whose gap is at "
+                "rounding level."),
         "c": N_("rounding differences are near 1e-16 in float64, as the encoder's gap shows; the decoder's "
                 "gap is of the order of the outputs themselves."),
     },
-    nudge=N_("The encoder in the same cell has the same softmax, the same rounding and no training either: "
-             "look for what only the decoder has."),
+    nudge=N_("The encoder in the same cell has the same layers, the same rounding and no readout in this "
+             "measurement either, so look for what only the decoder has."),
 )
 
 

@@ -34,14 +34,14 @@ check_exercise_1 = prediction(
 check_exercise_2 = choice(
     N_("Exercise 2 (why a sine and a cosine per frequency)"),
     options={
-        "a": N_("With both, a shift by k turns every pair by the same angle k theta_i whatever p is, so one "
-                "matrix M_k maps PE(p) to PE(p+k)."),
-        "b": N_("Without the cosine the values would not stay between -1 and 1, and a code that grows with p "
-                "would swamp the token embeddings."),
-        "c": N_("The cosines make the table trainable, so the model can adapt half of the code to its task "
-                "while the sines stay fixed."),
-        "d": N_("The cosines carry the low frequencies and the sines the high ones, so together they cover "
-                "every wavelength from 2 pi to 10000 * 2 pi."),
+        "a": N_("With both, the code of p + k is one fixed linear function of the code of p, for every p; a "
+                "sine alone cannot give that."),
+        "b": N_("With a sine alone, position 0 would get the zero vector, and a model could not tell the first "
+                "token from a padded slot."),
+        "c": N_("With a sine alone, two positions far apart could get the same code, because each sine repeats "
+                "itself after its wavelength."),
+        "d": N_("A sine is an odd function, sin(-x) = -sin(x), so a sine alone could never tell the position p "
+                "from the position -p."),
     },
     answer="a",
     why=N_("The pair (sin p theta, cos p theta) is a point on a circle; a shift by k is a rotation of that "
@@ -49,15 +49,15 @@ check_exercise_2 = choice(
            "also needs cos(p theta), which the vector would not hold. Section 6 builds M_k from these "
            "rotations, and RoPE (03) applies the same rotations to queries and keys."),
     hints={
-        "b": N_("a sine is bounded by 1 as well; boundedness is what the waves fixed about the integer p "
-                "(section 1), with or without the cosine."),
-        "c": N_("the table is a buffer, not a parameter (section 8): nothing in it is trained, sines or "
-                "cosines."),
-        "d": N_("the sine and the cosine of one pair share one frequency theta_i; the frequency changes from "
-                "pair to pair (sections 1 and 4)."),
+        "b": N_("a zero row is still unlike every other row, and the token embedding, not the position code, "
+                "tells a pad from a word: nothing is lost there."),
+        "c": N_("two positions share a sine-only code only if every sine agrees at both, and the slowest ones, "
+                "with wavelengths in the thousands, do not."),
+        "d": N_("an odd function does tell p from -p (it flips the sign); the even one, which cannot, is the "
+                "cosine, and positions are never negative anyway."),
     },
-    nudge=N_("Section 6 finds one matrix M_k that moves every position by k: ask what that matrix needs to "
-             "find in the vector."),
+    nudge=N_("Try to compute sin((p+k) theta) from the numbers stored at position p alone, with one rule for "
+             "every p: what else would you need?"),
 )
 
 

@@ -29,13 +29,13 @@ def test_exercise_1_rejects_a_wrong_prediction_with_its_hint(guess, hint):
         check_exercise_1(guess, LOPSIDED_TASK.bag_of_words_ceiling())
 
 
-# exercise 2: why a causal decoder is not equivariant
+# exercise 2: why the decoder's gap is large (the mask, not the readout, LayerNorm or rounding)
 def test_exercise_2_accepts_the_mask(capsys):
     check_exercise_2("d")
     assert "[passed] Exercise 2" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("a", "permutes its softmax"), ("b", "untrained"),
+@pytest.mark.parametrize(("letter", "hint"), [("a", "before any readout"), ("b", "on its own"),
                                               ("c", "rounding differences"), ("e", "one of")])
 def test_exercise_2_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_try):
     with pytest.raises(ExerciseFailure, match=hint):

@@ -41,7 +41,7 @@ def test_exercise_1_rejects_a_wrong_count(guess, hint):
         check_exercise_1(guess, TURNS)
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("b", "bounded"), ("c", "buffer"), ("d", "share one frequency"),
+@pytest.mark.parametrize(("letter", "hint"), [("b", "zero row"), ("c", "slowest ones"), ("d", "odd function"),
                                               (2, "one letter")])
 def test_exercise_2_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_try):
     with pytest.raises(ExerciseFailure, match=hint):
