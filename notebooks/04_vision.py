@@ -1382,7 +1382,7 @@ for table, v in itertools.product(RESAMPLED, EXTRAPOLATED):
 print(f"column gap, {AT_TWO}, 2-D learnable, resampled:"
       f" {np.mean(at('column gap', '2-D learnable, resampled', AT_TWO)):.2f}")
 
-# %% tags=["nbval-check-output"]
+# %%
 ft_floors = {}
 for task_name, (inputs, labels, (tune_x, tune_y)) in MOVED.items():
     print(f"\n{task_name}, fine-tuned on {BIG}x{BIG}:")
