@@ -2,7 +2,8 @@
 
 1. predict, then run: the score at offset 5 of a vector of two pairs, a fast one (theta = 0.4)
    and a slow one (theta = 0.004), with itself.
-2. explain why: RoPE rotates queries and keys, never values.
+2. explain why: shifting every position changes nothing, a decode step with the offset forgotten breaks
+   the model.
 3. ``interleaved_to_half(weight, n_heads)``: a q/k projection converted between layouts.
 4. design: ``grouped_positions(length)``, position ids that keep a long input's order and show
    the last query of a RoPE decoder only distances it saw in training (checked as properties,
@@ -39,31 +40,31 @@ check_exercise_1 = prediction(
 )
 
 check_exercise_2 = choice(
-    N_("Exercise 2 (why RoPE rotates q and k, not v)"),
+    N_("Exercise 2 (why a shift changes nothing and a forgotten offset breaks the model)"),
     options={
-        "a": N_("Rotating v would change the norms of the values, so the layer's output would grow or shrink "
-                "with the position of each key."),
-        "b": N_("Rotating v too would make the layer slower and its cache larger, and nothing else would "
-                "change."),
-        "c": N_("Values have a different head_dim from queries and keys, so a rotation built for q and k "
-                "does not fit them."),
-        "d": N_("Rotated values would carry each key's absolute position into the output; the offset is "
-                "needed only in the scores."),
+        "a": N_("Position 100 lies beyond the training length, where RoPE extrapolates; position 0 was never met "
+                "by a query with cached keys in training."),
+        "b": N_("Shifting moves every query and key together, so each offset m - n stays; the decode step moves "
+                "the new query alone, changing its offsets."),
+        "c": N_("The cache holds unrotated keys, so a decode step rotates them again by the new token's position, "
+                "and position 0 undoes the rotation they needed."),
+        "d": N_("Shifting by 100 turns each pair by a whole number of turns, so every rotation comes back to where "
+                "it started; positions 0 and 31 differ by part of a turn."),
     },
-    answer="d",
-    why=N_("Relative position enters through the scores, <R_m q, R_n k> = q^T R_(n-m) k. The values are "
-           "mixed by those weights and passed on; rotating them by their own position n would stamp an "
-           "absolute angle on the output. Section 5 measures it: shifted positions change nothing with q "
-           "and k rotated, and change the output once v is rotated too."),
+    answer="b",
+    why=N_("The score of a query at m and a key at n depends on m - n only (section 1). Adding 100 to every "
+           "position keeps every m - n, so nothing changes. The forgotten offset puts the new query at 0 while the "
+           "cached keys keep 0..30: the key 3 back now sits at offset -28, a distance the model never used."),
     hints={
-        "a": N_("a rotation keeps every norm (section 1); the trouble is the absolute angle it would add."),
-        "b": N_("section 5 measures more than speed: with v rotated, the layer's output changes when every "
-                "position shifts by the same amount."),
-        "c": N_("in this library and in LLaMA, q, k and v heads share one head_dim; the reason is what a "
-                "rotated value would carry, not its shape."),
+        "a": N_("the model was trained at positions 0-31 only, yet the shift by 100 changes nothing: what does "
+                "the score depend on?"),
+        "c": N_("section 5 says the cached keys are already rotated by their own positions; nothing rotates them "
+                "again."),
+        "d": N_("pair 0 turns by 100 rad for a shift of 100, which is not a whole number of turns (2 pi = 6.28); "
+                "the reason lies in what the score depends on."),
     },
-    nudge=N_("Section 5 shifts every position by the same amount: ask which part of the layer's output would "
-             "notice if v were rotated too."),
+    nudge=N_("Write the offset m - n between the new query and the key 3 back, once after the shift and once with "
+             "the offset forgotten."),
 )
 
 

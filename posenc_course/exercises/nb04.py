@@ -7,8 +7,8 @@ Each checker and the function it expects::
     check_exercise_2(predicted, actual)  predict, then run: how many patches of the 4x4 grid the 1-D
                              sinusoid rates more similar to (1, 3) than (2, 3), the patch right below
     check_exercise_3(value)  the exact bag-of-patches ceiling of RelativeDirection(grid_h=3, grid_w=6)
-    check_exercise_4(letter) explain why: a one-layer class-token ViT with RoPE behaves like an
-                             absolute code
+    check_exercise_4(letter) explain why: with a mean over the patch tokens instead of the class token,
+                             RoPE's A-B offset reaches the classifier
     check_exercise_5(predicted, actual)  predict, then run: the slowest axial-RoPE pair's turn
                              (rad) across a 40-patch side with base 100 and head_dim 8
 """
@@ -107,31 +107,31 @@ def check_exercise_3(ex: Exercise, value: float) -> None:
 
 
 check_exercise_4 = choice(
-    N_("Exercise 4 (why a one-layer class-token ViT uses RoPE as an absolute code)"),
+    N_("Exercise 4 (whether RoPE's offset reaches a mean-pooled readout)"),
     options={
-        "a": N_("Only the class token's scores reach the classifier; its query is unrotated, so each score "
-                "reads the key's own (r, c), not the A-B offset."),
-        "b": N_("RoPE rotates the values as well as the keys, so the class token's output carries each "
-                "patch's absolute angle, not the offset between A and B."),
-        "c": N_("Base 100 is too small for RoPE to express offsets on a 4x4 grid: the slowest pairs barely "
-                "turn, so every offset gives the same scores."),
-        "d": N_("The class token is rotated by the mean position of all patches, which cancels the offsets."),
+        "a": N_("Yes: each patch's output mixes values with weights set by patch-to-patch scores, which depend "
+                "on the A-B offset; the mean keeps them."),
+        "b": N_("No: a mean over the patches forgets which patch was where, so no position at all, absolute "
+                "or relative, can reach the classifier."),
+        "c": N_("No: RoPE does not rotate the values, so no patch's output carries any position, and the "
+                "mean of those outputs carries none either."),
+        "d": N_("Only with a base above 100: at base 100 the pairs barely turn across a 4x4 grid, so every "
+                "offset between two patches gives the same scores."),
     },
     answer="a",
-    why=N_("Only the class token's row of attention reaches the classifier; its query sits unrotated at "
-           "(0, 0), so each score compares it with a key turned by that patch's own (r, c): a function of the "
-           "patch's absolute place, never of the A-B offset. The offset between two patches enters a score "
-           "only when one patch's query meets the other's key, and in one layer read from the class token "
-           "those scores are computed and discarded. A second layer (or a readout from the patches) is where "
-           "RoPE's offset could matter."),
+    why=N_("After the layer, patch A's token is a mix of the values weighted by A's scores, and its score "
+           "against B compares A's query and B's key turned by their own (r, c): a function of the offset "
+           "between them (03's proof). The mean of the patch tokens keeps that mix, so the classifier can read "
+           "the offset. With the class token, only its own row reaches the classifier, and its unrotated query "
+           "meets each key's absolute place: RoPE acts as an absolute code."),
     hints={
-        "b": N_("RoPE turns queries and keys only; values are not rotated (section 2's inline code)."),
-        "c": N_("base 100 was chosen so that even the slowest pair turns by a useful angle across the grid "
-                "(section 2 prints it)."),
-        "d": N_("the class token gets angle 0: it is never rotated (section 2)."),
+        "b": N_("the mean forgets the order of what it averages, but each patch token already holds what its "
+                "attention weights picked up."),
+        "c": N_("the values are not rotated, but the weights that mix them come from rotated queries and keys."),
+        "d": N_("section 2 chose base 100 so that even the slowest pair turns by a useful angle across the "
+                "grid; the fast pairs turn far more."),
     },
-    nudge=N_("Follow the one row of attention that reaches the classifier: whose query is it, and which "
-             "angle does that query carry?"),
+    nudge=N_("Ask what a patch token holds after the attention layer, and whether the mean passes it on."),
 )
 
 check_exercise_5 = prediction(

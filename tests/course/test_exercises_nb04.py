@@ -89,8 +89,8 @@ def test_ex4_and_ex5_accept_the_right_answers(capsys):
     assert capsys.readouterr().out.count("[passed]") == 2
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("b", "values are not rotated"), ("c", "slowest pair"),
-                                              ("d", "angle 0")])
+@pytest.mark.parametrize(("letter", "hint"), [("b", "already holds"), ("c", "rotated queries and keys"),
+                                              ("d", "slowest pair")])
 def test_ex4_rejects_each_wrong_option_with_its_hint(letter, hint, second_try):
     with pytest.raises(ExerciseFailure, match=hint):
         second_try(check_exercise_4, letter)
