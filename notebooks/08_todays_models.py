@@ -906,7 +906,7 @@ for k, (size, labels) in enumerate([("3 x 3, held out", split.test_labels),
          floors.chance(task.n_classes)],
         metric=f"accuracy, {size}")
 
-# %% tags=["nbval-check-output"]
+# %%
 fig, ax = plt.subplots(figsize=(7.5, 3.8))
 SIZES = ["3 x 3, held out", "5 x 5 (new resolution)"]
 for k, size in enumerate(SIZES):  # one colour and marker per test set
