@@ -8,16 +8,18 @@ Each checker and what it expects::
     check_exercise_2(letter)             explain why: the M-RoPE order for a 40 x 40 grid of patches
     check_exercise_3(fn)                 design: fn(config) -> the inverse frequencies of a Llama-family config
                                          (default, linear, llama3), against transformers' own rotary module
-                                         on configs the learner has not seen
+                                         on configs the learner has not seen; the ready-made readers
+                                         (LlamaRotaryEmbedding, posenc_lib's rotary_scheme) are refused
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 from torch import Tensor
 
-from posenc_course.exercises import Exercise, checker, choice, prediction
+from posenc_course.exercises import Exercise, ExerciseFailure, checker, choice, prediction
 from posenc_course.i18n import N_, _
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3"]
@@ -36,26 +38,28 @@ check_exercise_1 = prediction(
 check_exercise_2 = choice(
     N_("Exercise 2 (which M-RoPE order for a 40 x 40 grid)"),
     options={
-        "a": N_("Sectioned: width gets 24 pairs, the most of any axis, so it can tell more columns apart."),
-        "b": N_("Interleaved: every axis gets fast and slow pairs, so near columns differ visibly and far "
-                "ones stay apart."),
+        "a": N_("Sectioned: width's pairs are the slowest of the head and never wrap around within 40 "
+                "columns, so no two columns alias."),
+        "b": N_("Interleaved: it gives width more pairs than the sectioned order does, so more columns can be "
+                "told apart."),
         "c": N_("Either: the two orders use the same 64 frequencies, only given to the axes in another "
                 "order, so the scores are the same."),
-        "d": N_("Sectioned: width's pairs are the slowest of the head and never wrap around within 40 "
-                "columns, so no two columns alias."),
+        "d": N_("Interleaved: every axis gets fast and slow pairs, so near columns differ visibly and far "
+                "ones stay apart."),
     },
-    answer="b",
+    answer="d",
     why=N_("In the sectioned order width reads pairs 40-63, the slowest of the head: with base 10^6 the "
            "fastest of them turns about 1.8e-4 rad per column, some 0.007 rad across 40 columns, so a score "
-           "barely sees which column a patch is in. Interleaved, width's fastest pair turns about 0.65 rad per "
-           "column and its slowest still separates the far columns."),
+           "barely sees which column a patch is in, and a model learns column position slowly if at all "
+           "(section 5's toy had not after 150 steps). Interleaved, width's fastest pair turns about 0.65 rad "
+           "per column and its slowest still separates the far columns."),
     hints={
-        "a": N_("the number of pairs matters less than their speed: width's 24 pairs in the sectioned order "
-                "are the 24 slowest, turning at most about 1.8e-4 rad per column (section 2's print)."),
+        "a": N_("they do not wrap, but they hardly turn at all: 40 columns add up to less than 0.01 rad, "
+                "so neighbouring columns give nearly the same scores."),
+        "b": N_("count again: interleaved gives width 20 pairs, sectioned 24; what differs is which "
+                "frequencies width gets, not how many."),
         "c": N_("the set of frequencies is the same, but which axis gets which is not; a score depends on "
                 "delta w only through the pairs that read w."),
-        "d": N_("they do not wrap, but they hardly turn at all: 40 columns add up to less than 0.01 rad, "
-                "so neighbouring columns look alike."),
     },
     nudge=N_("Section 2 prints how far width's pairs turn per column in each order: compare that with what "
              "40 columns need."),
@@ -83,6 +87,33 @@ def _llama_config(shape: dict, params: dict):
                        rope_parameters=dict(params))
 
 
+@contextlib.contextmanager
+def _shortcuts_refused(used: list[str]) -> Iterator[None]:
+    """Within the block, the ready-made readers of a config's frequencies raise, and append their name to
+    ``used``: transformers' ``LlamaRotaryEmbedding`` and ``ROPE_INIT_FUNCTIONS``, and posenc_lib's
+    ``rope_frequencies`` (behind ``RotaryPE`` and ``hf_config.rotary_scheme``). ``rope_inv_freq`` stays."""
+    from unittest import mock
+
+    from transformers import modeling_rope_utils
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    from posenc_lib.rotary import scaling
+
+    def refused(name: str) -> Callable[..., None]:
+        def refuse(*args: object, **kwargs: object) -> None:
+            used.append(name)
+            raise RuntimeError(f"{name} is not allowed in this exercise")
+        return refuse
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(LlamaRotaryEmbedding, "__init__", refused("LlamaRotaryEmbedding")))
+        stack.enter_context(mock.patch.dict(modeling_rope_utils.ROPE_INIT_FUNCTIONS, {
+            kind: refused(f"ROPE_INIT_FUNCTIONS[{kind!r}]") for kind in modeling_rope_utils.ROPE_INIT_FUNCTIONS}))
+        stack.enter_context(mock.patch.object(scaling, "rope_frequencies",
+                                              refused("posenc_lib's rope_frequencies (RotaryPE, rotary_scheme)")))
+        yield
+
+
 @checker(N_("Exercise 3 (design: the frequencies of a config you have not seen)"))
 def check_exercise_3(ex: Exercise, inv_freq_of: Callable[[object], Tensor]) -> None:
     """inv_freq_of(config) -> (head_dim // 2,) inverse frequencies of a Llama-family config, against the model's own
@@ -96,7 +127,16 @@ def check_exercise_3(ex: Exercise, inv_freq_of: Callable[[object], Tensor]) -> N
         for params in _PARAMS:
             config = _llama_config(shape, params)
             want = LlamaRotaryEmbedding(config).inv_freq.float()
-            got = ex.call(inv_freq_of, config)
+            used: list[str] = []
+            with _shortcuts_refused(used):
+                try:
+                    got = ex.call(inv_freq_of, config)
+                except ExerciseFailure:
+                    if not used:
+                        raise
+                    ex.fail(_("your reader called {name}, which computes the answer for you; compute the "
+                              "frequencies from config.rope_parameters yourself (rope_inv_freq for the plain "
+                              "ones is fine)").format(name=used[0]))
             label = _("{kind}, base {base:g}, head_dim {d}").format(kind=params["rope_type"],
                                                                     base=params["rope_theta"], d=shape["head_dim"])
             if not isinstance(got, torch.Tensor):

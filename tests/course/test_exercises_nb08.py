@@ -35,12 +35,12 @@ def test_ex1_rejects_a_wrong_count(guess, hint):
 
 
 def test_ex2_accepts_interleaved(capsys):
-    check_exercise_2("b")
+    check_exercise_2("d")
     assert "[passed] Exercise 2" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("a", "slowest"), ("c", "which axis gets which"),
-                                              ("d", "hardly turn")])
+@pytest.mark.parametrize(("letter", "hint"), [("a", "hardly turn"), ("b", "20 pairs, sectioned 24"),
+                                              ("c", "which axis gets which")])
 def test_ex2_rejects_each_wrong_option_with_its_own_hint(letter, hint, second_try):
     with pytest.raises(ExerciseFailure, match=hint):
         second_try(check_exercise_2, letter)
@@ -78,3 +78,54 @@ def test_ex3_accepts_a_reader_of_every_config(capsys):
 def test_ex3_rejects_wrong(wrong, hint):
     with pytest.raises(ExerciseFailure, match=hint):
         check_exercise_3(wrong)
+
+
+def _library_reader(config):
+    from posenc_lib.interop import hf_config
+
+    return hf_config.rotary_scheme(config).inv_freq
+
+
+def _model_reader(config):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    return LlamaRotaryEmbedding(config).inv_freq
+
+
+def _rotary_pe_reader(config):
+    from posenc_lib.rotary.rope import RotaryPE
+
+    return RotaryPE(config.head_dim, scaling=config.rope_parameters).inv_freq
+
+
+def _transformers_init(config):
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    kind = config.rope_parameters["rope_type"]
+    return ROPE_INIT_FUNCTIONS[kind](config)[0] if kind in ROPE_INIT_FUNCTIONS else inv_freq_of(config)
+
+
+@pytest.mark.parametrize(("shortcut", "name"), [(_library_reader, "rope_frequencies"),
+                                                (_model_reader, "LlamaRotaryEmbedding"),
+                                                (_rotary_pe_reader, "rope_frequencies"),
+                                                (_transformers_init, "ROPE_INIT_FUNCTIONS")])
+def test_ex3_refuses_the_ready_made_readers(shortcut, name):
+    with pytest.raises(ExerciseFailure, match=f"your reader called .*{name}"):
+        check_exercise_3(shortcut)
+
+
+def test_ex3_leaves_the_readers_working_after_a_refusal(capsys):
+    with pytest.raises(ExerciseFailure):
+        check_exercise_3(_model_reader)
+    check_exercise_3(inv_freq_of)
+    assert "[passed] Exercise 3" in capsys.readouterr().out
+    from posenc_lib.interop import hf_config
+
+    assert hf_config.rotary_scheme(_llama_config_for_test()).inv_freq.numel() == 8
+
+
+def _llama_config_for_test():
+    from posenc_course.exercises.nb08 import _llama_config
+
+    return _llama_config(dict(hidden_size=64, num_attention_heads=4, head_dim=16),
+                         {"rope_type": "default", "rope_theta": 10000.0})
