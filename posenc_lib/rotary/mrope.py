@@ -11,9 +11,14 @@ Which pair reads which axis, with ``mrope_section = (s_t, s_h, s_w)`` (s_t + s_h
 
 * sectioned (Qwen2-VL, Qwen2.5-VL): the first s_t pairs read t, the next s_h read h, the last s_w
   read w. So time gets the fastest frequencies and width the slowest.
-* interleaved (Qwen3-VL): pairs cycle t, h, w, t, h, w, ...; pair i reads h when i % 3 == 1 and
+* interleaved (Qwen3-VL, ``mrope_interleaved=True``, the name of Hugging Face's config key): pairs cycle
+  t, h, w, t, h, w, ...; pair i reads h when i % 3 == 1 and
   i < 3 s_h, w when i % 3 == 2 and i < 3 s_w, t otherwise. Every axis gets fast and slow
   frequencies alike.
+
+This is the order in which pairs are given to the axes, not the pair layout (``layout``: "half" or
+"interleaved", which dimensions form a pair): posenc_lib 0.3's ``interleaved=`` flag is therefore
+called ``mrope_interleaved=`` (0.3's name still works, with a DeprecationWarning, until 0.4).
 
 The cos and sin tables have the shape and meaning of :func:`~posenc_lib.rotary.rope.rope_cos_sin`'s
 (half width, one column per pair), so :func:`~posenc_lib.rotary.rope.apply_rope` rotates
@@ -37,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import warnings
+
 import torch
 from torch import Tensor
 
@@ -57,20 +64,33 @@ from posenc_lib.scheme import PositionScheme
 
 __all__ = ["mrope_axes", "default_mrope_section", "mrope_cos_sin", "mrope_positions", "MRoPE"]
 
-def mrope_axes(n_pairs: int, mrope_section: Sequence[int], interleaved: bool = False) -> Tensor:
+
+def _renamed_flag(mrope_interleaved: bool, interleaved: bool | None, stacklevel: int) -> bool:
+    """``mrope_interleaved``, or 0.3's name for it, ``interleaved``, with a DeprecationWarning at the caller's line."""
+    if interleaved is None:
+        return mrope_interleaved
+    warnings.warn("interleaved= is now called mrope_interleaved= (Hugging Face's config key; layout= is the pair "
+                  "layout); interleaved= will be removed in posenc_lib 0.4", DeprecationWarning, stacklevel=stacklevel + 1)
+    return interleaved
+
+def mrope_axes(
+    n_pairs: int, mrope_section: Sequence[int], mrope_interleaved: bool = False, *, interleaved: bool | None = None
+) -> Tensor:
     """The axis each rotary pair reads: (n_pairs,) int64, 0 = t, 1 = h, 2 = w.
 
     Args:
         n_pairs: rotary pairs per head (head_dim // 2).
         mrope_section: (s_t, s_h, s_w), pairs per axis, summing to n_pairs.
-        interleaved: Qwen3-VL's cycling order instead of Qwen2-VL's consecutive sections (module docstring).
+        mrope_interleaved: Qwen3-VL's cycling order instead of Qwen2-VL's consecutive sections (module
+            docstring). ``interleaved``: 0.3's name for it (deprecated).
 
     Raises ValueError naming ``mrope_section`` unless it is three non-negative ints that sum to
-    n_pairs and (interleaved) that the cycling order can honour: 3 s_h <= n_pairs + 1, 3 s_w <= n_pairs.
+    n_pairs and (mrope_interleaved) that the cycling order can honour: 3 s_h <= n_pairs + 1, 3 s_w <= n_pairs.
     """
+    mrope_interleaved = _renamed_flag(mrope_interleaved, interleaved, stacklevel=2)
     check_int("n_pairs", n_pairs)
     section = _check_section(mrope_section, n_pairs)
-    if not interleaved:
+    if not mrope_interleaved:
         axes = [axis for axis, count in enumerate(section) for _ in range(count)]
     else:  # plain Python, so that torch.compile sees a constant
         axes = [1 if i % 3 == 1 and i < 3 * section[1] else 2 if i % 3 == 2 and i < 3 * section[2] else 0
@@ -84,14 +104,16 @@ def mrope_axes(n_pairs: int, mrope_section: Sequence[int], interleaved: bool = F
     return torch.tensor(axes, dtype=torch.int64)
 
 
-def default_mrope_section(n_pairs: int, interleaved: bool = False) -> list[int]:
+def default_mrope_section(n_pairs: int, mrope_interleaved: bool = False, *, interleaved: bool | None = None) -> list[int]:
     """The published split of the pairs scaled to n_pairs: Qwen2-VL's 16:24:24 (s_h = s_w = 3n // 8), or
     Qwen3-VL's 24:20:20 for the interleaved order (s_h = s_w = 5n // 16); t takes the rest.
 
-    For 64 pairs (head_dim 128) these are exactly (16, 24, 24) and (24, 20, 20).
+    For 64 pairs (head_dim 128) these are exactly (16, 24, 24) and (24, 20, 20). ``interleaved``: 0.3's
+    name for ``mrope_interleaved`` (deprecated).
     """
+    mrope_interleaved = _renamed_flag(mrope_interleaved, interleaved, stacklevel=2)
     check_int("n_pairs", n_pairs)
-    spatial = 5 * n_pairs // 16 if interleaved else 3 * n_pairs // 8
+    spatial = 5 * n_pairs // 16 if mrope_interleaved else 3 * n_pairs // 8
     return [n_pairs - 2 * spatial, spatial, spatial]
 
 
@@ -99,9 +121,11 @@ def mrope_cos_sin(
     positions: Tensor,
     inv_freq: Tensor,
     mrope_section: Sequence[int],
-    interleaved: bool = False,
+    mrope_interleaved: bool = False,
     attention_factor: float = 1.0,
     dtype: torch.dtype = torch.float32,
+    *,
+    interleaved: bool | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Half-width cos and sin of M-RoPE's angles: pair i turns by ``positions[axis(i)] * inv_freq[i]``.
 
@@ -109,15 +133,17 @@ def mrope_cos_sin(
         positions: (3, batch, seq) or (3, seq) integer coordinates, rows (t, h, w).
         inv_freq: (n_pairs,) frequencies theta_i, e.g. ``rope_inv_freq(head_dim, base)``.
         mrope_section: (s_t, s_h, s_w) pairs per axis, summing to n_pairs (:func:`mrope_axes`).
-        interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
+        mrope_interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
         attention_factor: multiplies cos and sin (as in :func:`rope_cos_sin`).
         dtype: dtype of the result (angles in float32, or float64 for float64).
+        interleaved: 0.3's name for ``mrope_interleaved`` (deprecated).
 
     Returns:
         ``(cos, sin)``, each (batch, seq, n_pairs) or (seq, n_pairs): the tables
         :func:`~posenc_lib.rotary.rope.apply_rope` takes. Each column is exactly the
         column of :func:`rope_cos_sin` for the positions of its axis (the same float32 products).
     """
+    mrope_interleaved = _renamed_flag(mrope_interleaved, interleaved, stacklevel=2)
     check_integer_tensor("positions", positions)
     if positions.dim() not in (2, 3) or positions.shape[0] != 3:
         raise ValueError(
@@ -127,7 +153,7 @@ def mrope_cos_sin(
     check_float_tensor("inv_freq", inv_freq)
     if inv_freq.dim() != 1:
         raise ValueError(f"inv_freq must have shape (n_pairs,), got {tuple(inv_freq.shape)}")
-    axes = mrope_axes(inv_freq.numel(), mrope_section, interleaved).to(positions.device)
+    axes = mrope_axes(inv_freq.numel(), mrope_section, mrope_interleaved).to(positions.device)
     per_axis = positions.reshape(3 * positions.shape[1], -1) if positions.dim() == 3 else positions
     cos, sin = rope_cos_sin(per_axis, inv_freq, attention_factor, dtype)  # (3 * batch | 3, seq, n_pairs)
     cos, sin = cos.unflatten(0, (3, -1)), sin.unflatten(0, (3, -1))  # (3, batch | 1, seq, n_pairs)
@@ -182,7 +208,7 @@ class MRoPE(PositionScheme):
             for head_dim 128; Qwen3-VL interleaved: (24, 20, 20)). ``None``: those published
             proportions scaled to this head (:func:`default_mrope_section`).
         base: rope_theta (Qwen2-VL: 1e6).
-        interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
+        mrope_interleaved: Qwen3-VL's cycling assignment instead of Qwen2-VL's sections.
         layout: the pairing of dims, "half" (Hugging Face's Qwen models) or "interleaved".
 
     Positions must index the table: 0 <= position < n_tokens (checked in eager mode). The frequencies
@@ -200,29 +226,39 @@ class MRoPE(PositionScheme):
         coordinates: Tensor,
         mrope_section: Sequence[int] | None = None,
         base: float = 10000.0,
-        interleaved: bool = False,
+        mrope_interleaved: bool = False,
         layout: Layout = "half",
+        *,
+        interleaved: bool | None = None,
     ):
         super().__init__()
+        mrope_interleaved = _renamed_flag(mrope_interleaved, interleaved, stacklevel=2)
         check_even_int("head_dim", head_dim)
         check_integer_tensor("coordinates", coordinates)
         if coordinates.dim() != 2 or coordinates.shape[1] != 3 or coordinates.shape[0] < 1:
             raise ValueError(f"coordinates must have shape (n_tokens, 3): one (t, h, w) row per token, "
                              f"got {tuple(coordinates.shape)}")
-        if not isinstance(interleaved, bool):
-            raise TypeError(f"interleaved must be a bool, got {type(interleaved).__name__}")
+        if not isinstance(mrope_interleaved, bool):
+            raise TypeError(f"mrope_interleaved must be a bool, got {type(mrope_interleaved).__name__}")
         check_choice("layout", layout, LAYOUTS)
         self.base = check_number("base", base, above=1)
-        self.head_dim, self.layout, self.interleaved = head_dim, layout, interleaved
+        self.head_dim, self.layout, self.mrope_interleaved = head_dim, layout, mrope_interleaved
         if mrope_section is None:
-            mrope_section = default_mrope_section(head_dim // 2, interleaved)
+            mrope_section = default_mrope_section(head_dim // 2, mrope_interleaved)
         self.mrope_section = _check_section(mrope_section, head_dim // 2)
-        mrope_axes(head_dim // 2, self.mrope_section, interleaved)  # a section the cycling order can honour
+        mrope_axes(head_dim // 2, self.mrope_section, mrope_interleaved)  # a section the cycling order can honour
         self.register_buffer("coordinates", coordinates.to(torch.int64), persistent=False)  # the layout's constants
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.base), persistent=False)
 
+    @property
+    def interleaved(self) -> bool:
+        """0.3's name for :attr:`mrope_interleaved` (deprecated: removed in posenc_lib 0.4)."""
+        warnings.warn("MRoPE.interleaved is now called MRoPE.mrope_interleaved; interleaved will be removed in "
+                      "posenc_lib 0.4", DeprecationWarning, stacklevel=2)
+        return self.mrope_interleaved
+
     def extra_repr(self) -> str:
-        order = "interleaved" if self.interleaved else "sectioned"
+        order = "mrope_interleaved" if self.mrope_interleaved else "sectioned"
         return (f"head_dim={self.head_dim}, n_tokens={self.coordinates.shape[0]}, mrope_section={self.mrope_section}, "
                 f"{order}, base={self.base:g}, layout={self.layout!r}")
 
@@ -235,7 +271,7 @@ class MRoPE(PositionScheme):
         n = self.coordinates.shape[0]
         check_position_range("positions", positions, n, f"the rows of the {n}-token coordinate table")
         coords = self.coordinates.to(positions.device)[positions].movedim(-1, 0)  # (3, batch, seq)
-        return mrope_cos_sin(coords, self.inv_freq, self.mrope_section, self.interleaved, 1.0, dtype)
+        return mrope_cos_sin(coords, self.inv_freq, self.mrope_section, self.mrope_interleaved, 1.0, dtype)
 
     def rotation_tables(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """cos and sin at token indices ``positions`` (batch|1, seq) for every layer of one forward pass: :meth:`cos_sin`."""

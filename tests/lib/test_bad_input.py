@@ -193,7 +193,7 @@ BAD_INPUTS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
                  r"got \[1, 1, 1\]"),
     ("mrope section of two axes", lambda: MRoPE(8, video, [2, 2]), ValueError,
      r"mrope_section must be 3 ints >= 0 .* got \[2, 2\]"),
-    ("mrope section the interleaving cannot honour", lambda: mrope_axes(4, [0, 2, 2], interleaved=True), ValueError,
+    ("mrope section the interleaving cannot honour", lambda: mrope_axes(4, [0, 2, 2], mrope_interleaved=True), ValueError,
      r"mrope_section = \[0, 2, 2\] cannot be interleaved over 4 pairs .*\[2, 1, 1\] pairs per axis"),
     ("mrope positions of rank 1", lambda: mrope_cos_sin(torch.zeros(5, dtype=torch.long), rope_inv_freq(8), [2, 1, 1]),
      ValueError, r"positions must have shape \(3, batch, seq\) or \(3, seq\).*got \(5,\)"),

@@ -62,8 +62,8 @@ def test_options_reach_the_constructor():
     assert build_scheme("rope", D, H, layout="interleaved", base=500.0).layout == "interleaved"
     assert build_scheme("alibi", D, H, causal=False).requires_causal is False
     assert build_scheme("learnable", D, H, grid=GRID, n_prefix=1).max_len == 1 + 12
-    video = build_scheme("mrope", D, H, grid=GRID, n_prefix=2, frames=3, n_text_after=1, interleaved=True)
-    assert torch.equal(video.coordinates, mrope_positions(3, *GRID, n_text_before=2, n_text_after=1)) and video.interleaved
+    video = build_scheme("mrope", D, H, grid=GRID, n_prefix=2, frames=3, n_text_after=1, mrope_interleaved=True)
+    assert torch.equal(video.coordinates, mrope_positions(3, *GRID, n_text_before=2, n_text_after=1)) and video.mrope_interleaved
     assert build_scheme("decoupled-rope", D, H, rope_dim=2).nope_dim == D // H - 2
 
 

@@ -87,7 +87,7 @@ CASES = [
          causal=True, far_offset=1000),
     # M-RoPE over 1 text token then a 1 x 3 x 3 grid: SEQ tokens, positions index the table
     Case("mrope-sectioned", lambda: MRoPE(HEAD_DIM, mrope_positions(1, 3, 3, n_text_before=1)), causal=True),
-    Case("mrope-interleaved", lambda: MRoPE(HEAD_DIM, mrope_positions(1, 3, 3, n_text_before=1), interleaved=True),
+    Case("mrope-interleaved", lambda: MRoPE(HEAD_DIM, mrope_positions(1, 3, 3, n_text_before=1), mrope_interleaved=True),
          causal=True),
     Case(
         "decoupled-rope-yarn",

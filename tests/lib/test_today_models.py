@@ -51,7 +51,7 @@ from posenc_lib.interop.hf_config import rotary_scheme  # noqa: E402
 from posenc_lib.attention import MultiHeadAttention  # noqa: E402
 from posenc_lib.interop.hf import additive_causal_mask, attention_from_hf
 from posenc_lib.rotary.decoupled import DecoupledRoPE  # noqa: E402
-from posenc_lib.rotary.mrope import MRoPE, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
+from posenc_lib.rotary.mrope import MRoPE, default_mrope_section, mrope_axes, mrope_cos_sin, mrope_positions  # noqa: E402
 from posenc_lib.rotary.rope import convert_rope_checkpoint  # noqa: E402
 from posenc_lib.rotary.rope import (
     RotaryPE,
@@ -282,7 +282,7 @@ def test_mrope_matches_qwen_vl(index):
         record(f"rotated q, k {name} apply_rotary_pos_emb", ours_q, hf_q, tol=ROTATION)
         record(f"rotated q, k {name} apply_rotary_pos_emb", ours_k, hf_k, tol=ROTATION)
     # the scheme: token indices looked up in the layout's coordinate table
-    scheme = MRoPE(HEAD_DIM, layout, section, base=base, interleaved=interleaved)
+    scheme = MRoPE(HEAD_DIM, layout, section, base=base, mrope_interleaved=interleaved)
     hf_cos, hf_sin = hf(torch.zeros(1), layout.T[:, None, :])
     q, k = qk(layout.shape[0], batch=1)
     hf_q, hf_k = apply(q, k, hf_cos, hf_sin)
@@ -293,9 +293,9 @@ def test_mrope_matches_qwen_vl(index):
 
 def test_mrope_axes_follow_the_two_orderings():
     assert mrope_axes(8, [2, 3, 3]).tolist() == [0, 0, 1, 1, 1, 2, 2, 2]
-    assert mrope_axes(8, [4, 2, 2], interleaved=True).tolist() == [0, 1, 2, 0, 1, 2, 0, 0]
+    assert mrope_axes(8, [4, 2, 2], mrope_interleaved=True).tolist() == [0, 1, 2, 0, 1, 2, 0, 0]
     # Qwen3-VL's published section for head_dim 128: h and w on pairs 1, 4, ..., 58 and 2, 5, ..., 59
-    axes = mrope_axes(64, [24, 20, 20], interleaved=True)
+    axes = mrope_axes(64, [24, 20, 20], mrope_interleaved=True)
     assert (axes[1:60:3] == 1).all() and (axes[2:60:3] == 2).all() and torch.bincount(axes).tolist() == [24, 20, 20]
 
 
@@ -318,7 +318,7 @@ def test_mrope_of_a_text_layout_is_rope_in_attention():
     n = 12
     text = torch.arange(n)[:, None].expand(n, 3)
     torch.manual_seed(0)
-    ours = MultiHeadAttention(HIDDEN, N_HEADS, MRoPE(HEAD_DIM, text, SECTION_3VL, interleaved=True))
+    ours = MultiHeadAttention(HIDDEN, N_HEADS, MRoPE(HEAD_DIM, text, SECTION_3VL, mrope_interleaved=True))
     rope = MultiHeadAttention(HIDDEN, N_HEADS, RotaryPE(HEAD_DIM))
     rope.load_state_dict(ours.state_dict())
     x = torch.randn(2, n, HIDDEN, generator=torch.Generator().manual_seed(4))
@@ -592,3 +592,26 @@ def test_a_llama_checkpoint_runs_in_llama4_once_its_qk_rows_are_permuted():
     assert all(torch.equal(back[name], t) for name, t in llama_model.state_dict().items())
     with pytest.raises(ValueError, match=r"head_dim must divide the rows of .*q_proj.weight \(64\), got head_dim=6"):
         convert_rope_checkpoint(llama_model.state_dict(), 6, "interleaved")
+
+
+def test_the_old_flag_interleaved_still_works_with_a_deprecation_warning_at_the_callers_line():
+    """0.4 calls M-RoPE's order flag mrope_interleaved= (Hugging Face's config key), so that "interleaved" names
+    one thing in MRoPE's constructor, the pair layout; 0.3's interleaved= stays until 0.4."""
+    coords = mrope_positions(1, 3, 3, n_text_before=1)
+    with pytest.warns(DeprecationWarning, match="now called mrope_interleaved") as caught:
+        old = MRoPE(HEAD_DIM, coords, interleaved=True)
+    assert old.mrope_interleaved and caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as caught:
+        assert old.interleaved and caught[0].filename == __file__
+    new = MRoPE(HEAD_DIM, coords, mrope_interleaved=True)
+    assert old.mrope_section == new.mrope_section
+    with pytest.warns(DeprecationWarning) as caught:
+        axes = mrope_axes(8, [4, 2, 2], interleaved=True)
+    assert torch.equal(axes, mrope_axes(8, [4, 2, 2], mrope_interleaved=True)) and caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as caught:
+        section = default_mrope_section(64, interleaved=True)
+    assert section == [24, 20, 20] and caught[0].filename == __file__
+    inv_freq = rope_inv_freq(HEAD_DIM)
+    with pytest.warns(DeprecationWarning) as caught:
+        cos, _ = mrope_cos_sin(coords.T, inv_freq, new.mrope_section, interleaved=True)
+    assert torch.equal(cos, mrope_cos_sin(coords.T, inv_freq, new.mrope_section, True)[0]) and caught[0].filename == __file__
