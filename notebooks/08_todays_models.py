@@ -366,7 +366,8 @@ for name, config_class, module_class, section, interleaved in [
 
 # %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 for section, interleaved in (([2, 3, 3], False), ([4, 2, 2], True)):
-    ours = mrope.MRoPE(16, coords, section, base=1e6, interleaved=interleaved)
+    ours = mrope.MRoPE(16, coords, section, base=1e6,
+                       mrope_interleaved=interleaved)
     inline = coords[:, axes_of(8, section, interleaved)] * theta16
     torch.testing.assert_close(torch.cat(ours.cos_sin(torch.arange(29)[None])),
                                torch.stack((inline.cos(), inline.sin())))
@@ -864,9 +865,9 @@ def arm_scheme(arm: str, video: WhenAndWhere):
         coords = coords * torch.tensor([0, 1, 1])  # t = 0 for every frame
     if arm == REVERSED:  # (w, h, t): width on the fastest pairs, time slowest
         return mrope.MRoPE(24, coords.flip(-1), SECTION, base=BASE,
-                           interleaved=False)
+                           mrope_interleaved=False)
     return mrope.MRoPE(24, coords, SECTION, base=BASE,
-                       interleaved=arm != "M-RoPE, sectioned")
+                       mrope_interleaved=arm != "M-RoPE, sectioned")
 
 
 def train_video(setup: tuple[str, int]) -> tuple[float, ...]:
