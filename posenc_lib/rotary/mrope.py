@@ -252,7 +252,7 @@ class MRoPE(PositionScheme):
 
     @property
     def interleaved(self) -> bool:
-        """0.3's name for :attr:`mrope_interleaved` (deprecated: removed in posenc_lib 0.4)."""
+        """0.3's name for ``mrope_interleaved`` (deprecated: removed in posenc_lib 0.4)."""
         warnings.warn("MRoPE.interleaved is now called MRoPE.mrope_interleaved; interleaved will be removed in "
                       "posenc_lib 0.4", DeprecationWarning, stacklevel=2)
         return self.mrope_interleaved
