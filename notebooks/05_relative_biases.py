@@ -292,7 +292,7 @@ print(
 #
 # ALiBi (Press et al. 2022, §3) adds $-m_h (i - j)$ to head $h$'s score of query $i$ and key
 # $j \le i$: a penalty linear in distance, with a fixed slope per head. The paper's models are
-# causal; encoders use $-m_h|i - j|$. For $n$ heads, $n$ a power of two, $m_h = 2^{-8h/n}$,
+# causal; for encoders the usual extension is $-m_h|i - j|$ (section 8's "ALiBi full"). For $n$ heads, $n$ a power of two, $m_h = 2^{-8h/n}$,
 # $h = 1..n$: a geometric sequence from $2^{-8/n}$ down to $2^{-8}$. For other head counts the
 # reference code takes the $p$ slopes of the power of two $p$ below $n$, then every other slope
 # of $2p$ until there are $n$. The power-of-two case, against the library:
@@ -1500,7 +1500,7 @@ check_exercise_6(my_buckets)
 # - Haviv, Ram, Press, Izsak, Levy (2022), *[Transformer Language Models without Positional
 #   Encodings Still Learn Positional Information](https://arxiv.org/abs/2203.16634)*.
 # - Kazemnejad et al. (2023), *[The Impact of Positional Encoding on Length Generalization in
-#   Transformers](https://arxiv.org/abs/2305.19466)* (NoPE, and how the causal mask yields absolute position).
+#   Transformers](https://arxiv.org/abs/2305.19466)* (NoPE, and a construction by which the causal mask yields absolute position).
 # - Zuo, Guerzhoy, Guerzhoy (COLING 2025), *[Position Information Emerges in Causal Transformers
 #   Without Positional Encodings via Similarity of Nearby Embeddings](https://arxiv.org/abs/2501.00073)*:
 #   another account of section 5's signal, in trained and untrained models.
