@@ -795,12 +795,16 @@ display(
 # tells only nine classes apart (four corners, four edges, the interior); circular padding
 # leaves the probe at chance.
 
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert min(peg_probe["3 PEG, zeros"]) > 0.5 > 10 * chance_peg
 assert distinct_one == 9 and max(peg_probe["1 PEG, zeros"]) < (
     distinct_one / G**2 + 0.05
 )
 assert max(peg_probe["3 PEG, circular"]) < 2 * chance_peg
+checked(
+    "three zero-padded PEGs above 0.5 on every seed; one PEG within its"
+    " ceiling of nine classes; circular padding below twice chance"
+)
 
 # %% [markdown]
 # **Takeaway:**
@@ -906,10 +910,14 @@ probe_table = with_floors(
 # (notebook 00). Most of it is there before training (0.136); training adds 0.071, ahead by the
 # rule.
 
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input", "nbval-check-output"]
 assert min(nope_probe["trained"]) > 3 * chance_pos
 assert max(nope_probe["no mask"]) < 1.5 * chance_pos
 assert probe_table.beats("trained decoder") == ["untrained", "chance"]
+checked(
+    "the trained decoder above 3x chance on every seed and ahead of the"
+    " untrained ones and chance; no mask below 1.5x chance"
+)
 
 # %% [markdown]
 # **Takeaway:**
@@ -1238,8 +1246,8 @@ checked(
 
 # %% [markdown]
 # On a log-log plot memory grows as $L$ (slope 1) for the added tables, RoPE and compact ALiBi,
-# and as $L^2$ for the pairwise biases. Times vary with the machine and its load (a busy machine
-# can reorder them): the time panel is a look, not a check.
+# and as $L^2$ for the pairwise biases. Times vary with the machine and its load: the time
+# panel is a look, not a check.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -1395,8 +1403,8 @@ check_exercise_1(my_alibi_slopes)
 
 # %% [markdown]
 # ### Exercise 2 · Predict, then run: how many pairs share one Swin table row?
-# Section 3's last panels count the (query, key) pairs that use each table row of a $3 \times 3$
-# window. In Swin's $7 \times 7$ window, how many pairs use the row of offset
+# Section 3's "Pairs per table row" panel counts the (query, key) pairs that use each row for a
+# $3 \times 3$ window. In Swin's $7 \times 7$ window, how many pairs use the row of offset
 # $(\Delta r, \Delta c) = (2, -3)$ (query row minus key row, query column minus key column)?
 # Write it into `predicted_pairs`, then run the cell after it.
 
