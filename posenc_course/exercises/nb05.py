@@ -1,12 +1,13 @@
 """Checkers for notebook 05 (relative biases, conditional encodings, no encoding).
 
 1. ``my_alibi_slopes(n_heads)``: ALiBi's head slopes, including head counts that are not a power of two.
-2. ``my_swin_index(window_h, window_w)``: the row of Swin's bias table used by each (query, key) pair.
-3. ``first_shared_distance``: the smallest distance that T5's default buckets no longer tell apart
-   from its neighbour.
+2. predict, then run: how many (query, key) pairs of a 7 x 7 Swin window share the table row of
+   offset (dr, dc) = (2, -3).
+3. predict, then run: how many rows of its 32-row bias table section 7's T5 decoder, trained on
+   24-token sequences, ever changes.
 4. explain why (a letter): compact ALiBi is wrong without the causal mask.
-5. predict, then run: with 8 heads, the steepest ALiBi head's softmax factor for distance 3
-   (distance 0 being 1).
+5. explain why (a letter): one ALiBi head cannot put its largest weight on the key 3 back in a
+   one-layer decoder on random tokens.
 6. design ``my_buckets(distance)``: a causal bucketing with 16 buckets whose last bucket starts
    exactly at max_distance = 64, unlike T5's (section 1). The checker checks properties (exact
    buckets for 0-7, never decreasing, every bucket used, bucket 15 from 64 on and not before), so
@@ -28,8 +29,6 @@ from torch import Tensor
 from posenc_course.exercises import Exercise, checker, choice, prediction
 from posenc_course.i18n import N_, _
 from posenc_lib.score_bias.alibi import alibi_slopes
-from posenc_lib.score_bias.swin import swin_relative_position_index
-from posenc_lib.score_bias.t5 import t5_relative_bucket
 
 __all__ = ["check_exercise_1", "check_exercise_2", "check_exercise_3", "check_exercise_4", "check_exercise_5",
            "check_exercise_6"]
@@ -68,88 +67,87 @@ def check_exercise_1(ex: Exercise, my_alibi_slopes: Callable[[int], Any]) -> Non
     ex.passed(_("the slopes match for 1-32 heads, powers of two or not"))
 
 
-@checker(N_("Exercise 2 (Swin relative position index)"))
-def check_exercise_2(ex: Exercise, my_swin_index: Callable[[int, int], Any]) -> None:
-    """my_swin_index(h, w) must equal swin_relative_position_index(h, w) for square and rectangular windows."""
-    for h, w in ((2, 2), (3, 3), (7, 7), (2, 4), (4, 3)):
-        out = ex.call(my_swin_index, h, w)
-        want = swin_relative_position_index(h, w)
-        ex.expect(isinstance(out, Tensor) and out.shape == want.shape,
-                  _("for a {h}x{w} window return a ({n}, {n}) tensor, got {got}").format(
-                      h=h, w=w, n=h * w, got=tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__))
-        ex.expect(not out.dtype.is_floating_point,
-                  _("an index must be an integer tensor, got dtype {dtype}").format(dtype=out.dtype))
-        if torch.equal(out, want.t()):
-            ex.fail(_("you get the transpose: Swin uses the query's coordinates minus the key's, (r_i - r_j, "
-                      "c_i - c_j)"))
-        if out.min() < 0:
-            ex.fail(_("some entries are negative: shift both differences by (window - 1) before combining them"))
-        if h != w and torch.equal(out, ((want // (2 * w - 1)) * (2 * h - 1) + want % (2 * w - 1))):
-            ex.fail(_("the row difference must be multiplied by the number of column offsets, 2*window_w - 1"))
-        ex.expect(torch.equal(out, want),
-                  _("for a {h}x{w} window the index differs in {wrong} of {total} entries; row part (r_i - r_j + h - "
-                    "1) * (2w - 1) plus column part (c_i - c_j + w - 1)").format(
-                      h=h, w=w, wrong=int((out != want).sum()), total=want.numel()))
-    ex.passed(_("the index matches for square and rectangular windows"))
+check_exercise_2 = prediction(
+    N_("Exercise 2 (predict how many pairs share one Swin table row)"), variable="predicted_pairs",
+    tolerance=0,
+    too_high=N_("Both patches must lie in the window: a query near the wrong edge has no key 2 rows up and 3 "
+                "columns to the right."),
+    too_low=N_("Count the query positions that leave room for such a key, rows and columns separately, and "
+               "multiply."),
+    why=N_("The pair needs the key 2 rows above the query and 3 columns to its right: 7 - 2 = 5 query rows "
+           "and 7 - 3 = 4 query columns leave room, 5 x 4 = 20 pairs. A row of the table is shared by "
+           "(M - |dr|)(M - |dc|) pairs: 49 for offset (0, 0), one for a corner: the near offsets get the "
+           "most training signal."),
+)
 
 
-@checker(N_("Exercise 3 (where T5's exact buckets end)"))
-def check_exercise_3(ex: Exercise, first_shared_distance: Any) -> None:
-    """The smallest distance d >= 0 whose bucket (bidirectional, 32 buckets, max_distance 128) equals that of d + 1."""
-    d = torch.arange(0, 200)
-    buckets = t5_relative_bucket(-d, bidirectional=True, num_buckets=32, max_distance=128)
-    answer = int(torch.nonzero(buckets[:-1] == buckets[1:])[0])
-    ex.expect(isinstance(first_shared_distance, int) and not isinstance(first_shared_distance, bool),
-              _("give a whole number (an int), got {value!r}").format(value=first_shared_distance))
-    ex.expect(first_shared_distance != 16, _("16 is the number of buckets per direction; bidirectional T5 gives "
-                                             "half of those to exact distances"))
-    ex.expect(first_shared_distance != 128,
-              _("128 (max_distance) is where the log-spaced buckets end, not where they begin"))
-    ex.expect(first_shared_distance == answer,
-              _("d = {d} and d + 1 fall in buckets {bucket} and {next_bucket}").format(
-                  d=first_shared_distance, bucket=int(buckets[first_shared_distance]),
-                  next_bucket=int(buckets[first_shared_distance + 1]))
-              if 0 <= first_shared_distance < 199 else _("look at distances 0-199"))
-    ex.passed(_("distances 0-{last} have their own bucket; from {answer} on, neighbours share (log spacing)").format(
-        last=answer - 1, answer=answer))
-
+check_exercise_3 = prediction(
+    N_("Exercise 3 (predict how many T5 bias rows training changes)"), variable="predicted_rows",
+    tolerance=0,
+    too_high=N_("A 24-token sequence has distances 0-23 only, and a row changes only if some distance falls "
+                "in its bucket."),
+    too_low=N_("Distances 0-15 already have 16 buckets of their own, and 16-23 reach log-spaced ones too."),
+    why=N_("Causal T5 gives distances 0-15 one bucket each (16 rows); 16-23 fall into the log-spaced buckets "
+           "16, 17 and 18. No distance in a 24-token sequence reaches buckets 19-31, so their rows get no "
+           "gradient and keep their initial values: run on longer sequences, the model meets biases it never "
+           "trained (06 returns to this)."),
+)
 
 check_exercise_4 = choice(
     N_("Exercise 4 (why compact ALiBi needs the causal mask)"),
     options={
-        "a": N_("The compact form m_h j is not exact in float32: the large products m_h j lose digits that "
-                "the full bias keeps."),
-        "b": N_("SDPA refuses a (heads, 1, L) bias without is_causal, so without the mask the compact bias is "
-                "never applied."),
-        "c": N_("Without the mask, keys after the query count, and there -m|i - j| falls with j while m j "
-                "rises."),
-        "d": N_("Without the mask each key has a mirror image on the other side of the query, so the slopes "
-                "must be doubled."),
+        "a": N_("In float32 the large products m_h j lose digits that the full bias keeps, and the mask hides "
+                "that error."),
+        "b": N_("Full minus compact is -m i for a key before the query but m i - 2m j for one after it, which "
+                "varies with j."),
+        "c": N_("A softmax ignores a constant added to its row only when some entries of that row are masked "
+                "to -inf."),
+        "d": N_("Without is_causal, SDPA drops a (heads, 1, L) bias that does not have the full (heads, L, L) "
+                "shape of the scores."),
     },
-    answer="c",
-    why=N_("-m|i - j| equals m j - m i only for j <= i. The term -m i is one constant per query row, which "
-           "the softmax ignores; for keys after the query the sign of j flips, the bias differs from the full "
-           "one by more than a constant per row, and no per-key vector can follow it. Section 2 measures the "
-           "gap without the mask."),
+    answer="b",
+    why=N_("For j <= i, -m(i - j) = m j - m i: the compact bias plus -m i, one constant per query row, which "
+           "the softmax ignores. For j > i the full bias is m i - m j, which differs from m j by m i - 2m j: not "
+           "a constant per row, so no per-key vector can follow it. Section 2 measures the gap without the "
+           "mask."),
     hints={
         "a": N_("in float32 the two forms agree to rounding under the mask (section 2 and its deep dive); the "
                 "precision caveat is bf16 at long lengths, and it does not explain the gap section 2 prints at L = 24."),
-        "b": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
+        "c": N_("softmax(s + c) = softmax(s) for any constant c added to a whole row, masked entries or not."),
+        "d": N_("SDPA broadcasts a (heads, 1, L) float mask without complaint; it computes the wrong "
                 "attention, silently."),
-        "d": N_("the slopes are the same with or without the mask; what changes is which keys count."),
     },
-    nudge=N_("Write -m|i - j| once for a key before the query and once for a key after it, and compare "
-             "each with m j."),
+    nudge=N_("Subtract the compact bias from the full one for a key after the query, not only for a key "
+             "before it."),
 )
 
-check_exercise_5 = prediction(
-    N_("Exercise 5 (predict ALiBi's weight at distance 3, 8 heads)"), variable="predicted_weight",
-    tolerance=0.03,
-    too_high=N_("With 8 heads the steepest slope is 2^(-8/8) = 1/2, twice that of 4 heads: the factor "
-                "is exp(-3/2)."),
-    too_low=N_("The factor is exp(-m d) with m = 1/2 and d = 3, not a power of 1/2."),
-    why=N_("m_1 = 2^(-8/n) = 1/2 for n = 8, so distance 3 gets exp(-1.5) = 0.22 of the weight of "
-           "distance 0: a clear recency preference, still no peak at distance 3."),
+check_exercise_5 = choice(
+    N_("Exercise 5 (can one ALiBi head peak at distance 3?)"),
+    options={
+        "a": N_("No: in one layer the keys carry no position, and the head's own term -m d favours the "
+                "nearest key."),
+        "b": N_("Yes: training can make the query's content score the key 3 back highest, since that key "
+                "holds the answer."),
+        "c": N_("No: the causal mask hides the key 3 back from the query, so the head never sees the "
+                "answer at all."),
+        "d": N_("Yes: the head whose penalty reaches -1 near distance 3 (slope about 1/3) gives that "
+                "distance its largest weight."),
+    },
+    answer="a",
+    why=N_("In one layer a key is its token's embedding alone, and with random tokens nothing in the content "
+           "marks the key 3 back. The only position input is -m d, which falls with the distance for every "
+           "m > 0, so on average each head's weights fall with the distance too (section 7 prints 1, 0.78, "
+           "0.61, 0.47 for the steepest head). Whether the four heads together could form a peak is the "
+           "question section 7 leaves open."),
+    hints={
+        "b": N_("the content score of a key depends on its token only; with random tokens the token 3 back "
+                "is no more likely to be any one token than the token 2 back."),
+        "c": N_("the mask hides keys after the query; from position 3 on, the key 3 back is visible."),
+        "d": N_("exp(-m d) falls with d for every slope m > 0: the penalty reaching -1 somewhere does not "
+                "make that distance the largest weight."),
+    },
+    nudge=N_("Ask what, in one layer on random tokens, could make the key 3 back look different from the "
+             "key 2 back."),
 )
 
 

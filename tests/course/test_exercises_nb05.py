@@ -9,6 +9,7 @@ import torch
 
 from posenc_course.exercises import ExerciseFailure
 from posenc_course.exercises.nb05 import check_exercise_1, check_exercise_2, check_exercise_3
+from posenc_lib.score_bias.swin import swin_relative_position_index
 from posenc_lib.score_bias.t5 import t5_relative_bucket
 
 pytestmark = pytest.mark.usefixtures("strict_checkers")  # wrong answers raise ExerciseFailure
@@ -49,84 +50,74 @@ def test_ex1_rejects_wrong(wrong, hint):
         check_exercise_1(wrong)
 
 
-# ---------------------------------------------------------------- exercise 2: Swin index
+# ---------------------------------------------------------------- exercise 2: pairs per Swin table row
 
 
-def my_swin_index(h, w):
-    rows, cols = torch.arange(h).repeat_interleave(w), torch.arange(w).repeat(h)
-    return (rows[:, None] - rows[None, :] + h - 1) * (2 * w - 1) + (cols[:, None] - cols[None, :] + w - 1)
+def _pairs_per_row(m: int, dr: int, dc: int) -> int:
+    """The run of exercise 2: pairs of an m x m window whose table row is that of (dr, dc)."""
+    index = swin_relative_position_index(m, m)
+    return int((index == (dr + m - 1) * (2 * m - 1) + (dc + m - 1)).sum())
 
 
-def test_ex2_accepts_solution(capsys):
-    check_exercise_2(my_swin_index)
+def test_ex2_the_run_counts_what_the_solution_predicts(capsys):
+    assert _pairs_per_row(7, 2, -3) == (7 - 2) * (7 - 3) == 20
+    assert _pairs_per_row(7, 0, 0) == 49 and _pairs_per_row(7, 6, -6) == 1
+    check_exercise_2(20, _pairs_per_row(7, 2, -3))
     assert "[passed] Exercise 2" in capsys.readouterr().out
 
 
-def _unshifted(h, w):
-    rows, cols = torch.arange(h).repeat_interleave(w), torch.arange(w).repeat(h)
-    return (rows[:, None] - rows[None, :]) * (2 * w - 1) + (cols[:, None] - cols[None, :])
-
-
-def _wrong_multiplier(h, w):
-    rows, cols = torch.arange(h).repeat_interleave(w), torch.arange(w).repeat(h)
-    return (rows[:, None] - rows[None, :] + h - 1) * (2 * h - 1) + (cols[:, None] - cols[None, :] + w - 1)
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [
-        (lambda h, w: my_swin_index(h, w).t(), "transpose"),
-        (_unshifted, "negative"),
-        (_wrong_multiplier, "2\\*window_w - 1"),
-        (lambda h, w: my_swin_index(h, w).float(), "integer"),
-        (lambda h, w: my_swin_index(h, w)[:-1], "return a"),
-        (lambda h, w: my_swin_index(h, w).flip(0), "differs in"),
-    ],
-)
-def test_ex2_rejects_wrong(wrong, hint):
+@pytest.mark.parametrize(("guess", "hint"), [(49, "too high.*no key 2 rows up"), (6, "too low.*multiply"),
+                                             (21, "only the exact value passes"), ("20", "must be a number")])
+def test_ex2_rejects_a_wrong_count(guess, hint):
     with pytest.raises(ExerciseFailure, match=hint):
-        check_exercise_2(wrong)
+        check_exercise_2(guess, 20)
 
 
-# ---------------------------------------------------------------- exercise 3: first shared distance
+# ---------------------------------------------------------------- exercise 3: T5 rows that training reaches
 
 
-def test_ex3_accepts_solution(capsys):
-    check_exercise_3(8)
+def test_ex3_the_buckets_of_24_tokens_are_the_solution(capsys):
+    reached = t5_relative_bucket(-torch.arange(24), bidirectional=False)
+    assert reached.unique().tolist() == list(range(19))
+    check_exercise_3(19, 19)
     assert "[passed] Exercise 3" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("wrong", "hint"), [(16, "buckets per direction"), (128, "max_distance"), (7, "buckets 7 and 8"),
-                                             (9, "d = 9"), (8.0, "int"), (True, "int"), (-1, "distances 0-199")])
-def test_ex3_rejects_wrong(wrong, hint):
+@pytest.mark.parametrize(("guess", "hint"), [(32, "too high.*distances 0-23"), (16, "too low.*log-spaced"),
+                                             (24, "too high"), (19.5, "only the exact value")])
+def test_ex3_rejects_a_wrong_count(guess, hint):
     with pytest.raises(ExerciseFailure, match=hint):
-        check_exercise_3(wrong)
+        check_exercise_3(guess, 19)
 
 
-# ----------------------------------------------------------------- exercises 4 and 5
+# ----------------------------------------------------------------- exercises 4 and 5 (explain why)
 def test_ex4_and_ex5_accept_the_right_answers(capsys):
-    import math
-
     from posenc_course.exercises.nb05 import check_exercise_4, check_exercise_5
-    check_exercise_4("(C)")
-    check_exercise_5(0.22, math.exp(-1.5))
+    check_exercise_4("(B)")
+    check_exercise_5("a")
     assert capsys.readouterr().out.count("[passed]") == 2
 
 
-@pytest.mark.parametrize(("letter", "hint"), [("a", "float32"), ("b", "silently"), ("d", "which keys count")])
+@pytest.mark.parametrize(("letter", "hint"), [("a", "float32"), ("c", "any constant"), ("d", "silently")])
 def test_ex4_rejects_each_wrong_option_with_its_hint(letter, hint, second_try):
     from posenc_course.exercises.nb05 import check_exercise_4
     with pytest.raises(ExerciseFailure, match=hint):
         second_try(check_exercise_4, letter)
 
 
-@pytest.mark.parametrize(("guess", "hint"), [(0.47, "too high"), (0.125, "too low")])
-def test_ex5_rejects_a_wrong_weight(guess, hint):
-    import math
-
+@pytest.mark.parametrize(("letter", "hint"), [("b", "token only"), ("c", "keys after the query"),
+                                              ("d", "every slope")])
+def test_ex5_rejects_each_wrong_option_with_its_hint(letter, hint, second_try):
     from posenc_course.exercises.nb05 import check_exercise_5
     with pytest.raises(ExerciseFailure, match=hint):
-        check_exercise_5(guess, math.exp(-1.5))
+        second_try(check_exercise_5, letter)
+
+
+def test_ex5_the_first_wrong_answer_gets_the_nudge_not_the_answer():
+    from posenc_course.exercises.nb05 import check_exercise_5
+    with pytest.raises(ExerciseFailure, match="Then try another letter") as raised:
+        check_exercise_5("d")
+    assert "The answer is" not in str(raised.value)
 
 
 # ----------------------------------------------------------------- exercise 6: design buckets
