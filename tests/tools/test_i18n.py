@@ -261,7 +261,9 @@ def out_of_date(tmp_path_factory, pots) -> tuple[list[i18n.Problem], dict[str, s
     def edit(name: str, change) -> None:
         path = catalogs / f"{name}.po"
         catalog = i18n.load(path)
-        change(catalog, [m for m in catalog if m.id and m.string and not i18n.nothing_to_translate(m.id)][5])
+        with open(pots / f"{name}.pot", "rb") as f:
+            english = {m.id for m in read_po(f)}  # the current English: an entry of an edited paragraph has no section
+        change(catalog, [m for m in catalog if m.id in english and m.string and not i18n.nothing_to_translate(m.id)][5])
         with open(path, "wb") as f:
             write_po(f, catalog, width=76)
 
