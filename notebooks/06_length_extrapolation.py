@@ -1614,7 +1614,7 @@ check_exercise_4(rescale, [models["RoPE", s] for s in SEEDS], inputs, targets)
 predicted_kept = 3
 check_exercise_1(predicted_kept, kept)
 
-# %% jupyter={"source_hidden": true} tags=["solution"]
+# %% jupyter={"source_hidden": true} tags=["solution", "nbval-check-output"]
 # Exercise 2. (b): PI's ratio is 1/8 for every pair, pair 0 included (section 7,
 # whose control shows that slowing pair 0 alone costs at L, and pairs 2-7 alone
 # too; why the slow pairs cost is open).
