@@ -440,7 +440,7 @@ print(
 # row 2, used by all three, but in most other batches less (below). Split by sequence, row 2's
 # three norms add up to far more than their sum's norm: they point different ways.
 
-# %%
+# %% tags=["nbval-check-output"]
 logits = model(tokens, attn_mask=mask)
 per_token = F.cross_entropy(
     logits.flatten(0, 1), targets.flatten(), reduction="none"
