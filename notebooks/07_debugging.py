@@ -14,7 +14,7 @@
 # - **attention maps** with position working, and lost;
 # - **padding**: left padding needs position ids from the mask (`cumsum - 1`) for absolute
 #   encodings (erratum E6); relative schemes are immune, except under dynamic NTK;
-# - a **bug zoo** of seven real bugs, and a one-page checklist.
+# - a **bug zoo** of seven common bugs, and a one-page checklist.
 #
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb),
 # [02 · Learnable absolute encoding](02_learnable.ipynb), [03 · RoPE](03_rope.ipynb),
@@ -65,7 +65,11 @@ from posenc_lib.analysis.probes import (
 )
 from posenc_lib.embeddings.learnable import LearnablePE
 from posenc_lib.embeddings.sinusoidal import SinusoidalPE
-from posenc_lib.models import TinyTransformer, last_token_logits_two_ways
+from posenc_lib.models import (
+    TinyTransformer,
+    last_token_logits_two_ways,
+    with_scheme,
+)
 from posenc_lib.registry import build_scheme
 from posenc_lib.rotary.rope import RotaryPE, convert_rope_checkpoint
 from posenc_lib.scheme import NoPosition
@@ -112,10 +116,10 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # %% [markdown]
 # ## 1 · The position probe: who gets absolute position?
 #
-# **Question:** after adding a positional encoding, how do you know the model can *use* it? Take
-# the content away: the probe (`probe` below, `position_probe` written out) feeds 16 copies of
-# one token and trains the model for 100 steps to output each index $0, \dots, 15$. What it
-# gets right, it got from position.
+# **Question:** after adding a positional encoding, how do you know the model can *use* it? The
+# probe (`probe` below, `position_probe` written out) feeds 16 copies of one token and trains
+# the model for 100 steps to output each index $0, \dots, 15$: what it gets right comes from
+# position.
 #
 # What to expect. With identical tokens every value vector is the same, so attention returns
 # that vector whatever its weights: a scheme that only *reweights* attention (RoPE, T5, ALiBi)
@@ -125,10 +129,10 @@ def build(name: str, causal: bool, seed: int = 0) -> TinyTransformer:
 # token $i$ see $i+1$ keys: with equal weights it puts $1/(i+1)$ on the one distinct value, a
 # share that differs at every position.
 #
-# Two checks on untrained models: does the output change when all positions move by 50
-# (`shift_sensitivity`), and does it depend on token order
-# (`permutation_sensitivity`, notebook 00: shuffle the tokens, put the outputs back in place,
-# take the largest change; rounding level means blind to order)?
+# Three checks on untrained models: does the output change when the scheme is removed, same
+# weights (`with_scheme(model, NoPosition())`), when all positions move by 50
+# (`shift_sensitivity`), when the tokens are shuffled (`permutation_sensitivity`, notebook 00,
+# outputs put back in place)? Rounding level means "no".
 
 # %% tags=["nbval-check-output"]
 PROBE_LEN, SEEDS = 16, (0, 1, 2)
@@ -185,9 +189,11 @@ words = torch.randint(0, 16, (4, PROBE_LEN), generator=gen)
 structure = {}
 for name in SCHEMES:
     for causal in (False, True):
-        model = build(name, causal, seed=0)
+        model = build(name, causal, seed=0).eval()
+        with torch.no_grad():  # the same weights without the scheme
+            removed = with_scheme(model, NoPosition())(words) - model(words)
         structure[name, "decoder" if causal else "encoder"] = {
-            "kind": model.scheme.kind,
+            "scheme matters": removed.abs().max().item(),
             "order matters": permutation_sensitivity(model, words),
             "shift by 50 matters": shift_sensitivity(model, words, 50),
         }
@@ -195,13 +201,14 @@ for name in SCHEMES:
 
 # %%
 def verdict(row: pd.Series) -> str:
-    """What the scheme gives the model by itself, read off the table."""
+    """What the scheme gives the model by itself, measured in the table."""
     if row["probe"] > 0.9:
         return "absolute"
-    if row["order matters"] < 1e-4:
-        return "none"
-    # order without a relative term: the causal mask
-    return "relative" if row["kind"] != "none" else "none (mask: order)"
+    if row["scheme matters"] < 1e-4:  # removing it changes nothing
+        # order without any position: the causal mask
+        return "none" if row["order matters"] < 1e-4 else "none (mask: order)"
+    # the scheme changes the outputs, a common shift does not
+    return "relative" if row["shift by 50 matters"] < 1e-4 else "unclear"
 
 
 stats = probes.groupby(["scheme", "model", "start token"], sort=False)[
@@ -217,7 +224,7 @@ shown = summary.copy()
 # 2 decimals
 spread = stats.agg(lambda runs: mean_std(runs, digits=2)).unstack("start token")
 shown["probe"], shown["probe, start token"] = spread[False], spread[True]
-for column in ("order matters", "shift by 50 matters"):
+for column in ("scheme matters", "order matters", "shift by 50 matters"):
     shown[column] = [
         f"{v:.1e}" if v > 1e-4 else "< 1e-4" for v in summary[column]
     ]
@@ -229,8 +236,9 @@ print(
     f" {1 / (PROBE_LEN - 1):.4f} with a start token)"
 )
 print(
-    "order matters, shift by 50 matters: max |logit change| of an untrained"
-    " model (< 1e-4: rounding only)"
+    "scheme, order, shift by 50 matters: max |logit change| of an untrained"
+    " model when the scheme is removed, the tokens shuffled, the positions"
+    " shifted (< 1e-4: rounding only)"
 )
 shown
 
@@ -248,6 +256,16 @@ for (name, where), row in summary.iterrows():
         assert row["shift by 50 matters"] < 1e-4
 assert summary.loc[("NoPosition", "encoder"), "verdict"] == "none"
 assert summary.loc[("NoPosition", "encoder"), "order matters"] < 1e-5
+# every scheme changes the outputs of its untrained model; no position changes nothing
+none = summary.index.get_level_values("scheme") == "NoPosition"
+assert (summary["scheme matters"][~none] > 1e-3).all()
+assert (summary["scheme matters"][none] < 1e-4).all()
+# a RoPE that rotates nothing (every position id 0) fails the measured check
+rope_decoder = build("RotaryPE", causal=True).eval()
+with torch.no_grad():
+    rotates_nothing = rope_decoder(words, positions=torch.zeros_like(words))
+    rotates_nothing -= with_scheme(rope_decoder, NoPosition())(words)
+assert rotates_nothing.abs().max() < 1e-4  # its verdict: "none (mask: order)"
 # a start token does not help
 assert np.allclose(acc["NoPosition", "encoder", True], 1 / (PROBE_LEN - 1))
 # Orderings of trained probes use the series' rule (02 §3); a model at chance on every seed
@@ -277,7 +295,8 @@ for name, causal, start in (("LearnablePE", False, False), ("RotaryPE", True, Tr
     assert probe(build(name, causal), start) == library, (name, library)
 checked(
     "the inline probe gives position_probe's accuracy;"
-    f" verdicts {summary['verdict'].value_counts().to_dict()}; the relative"
+    f" verdicts {summary['verdict'].value_counts().to_dict()} (a RoPE decoder"
+    " that rotates nothing would get 'none (mask: order)'); the relative"
     " schemes exactly at chance without a start token, every decoder and"
     " RoPE's encoder clearly above it with one"
 )
@@ -299,6 +318,12 @@ for where in ("decoder", "encoder"):
          floors.chance(PROBE_LEN - 1)],
         metric="probe accuracy", digits=2,
     )
+t5_encoder = acc["T5RelativeBias", "encoder", True]
+t5_at_chance = int(np.isclose(t5_encoder, 1 / (PROBE_LEN - 1)).sum())
+print(
+    f"T5 encoder with a start token: {t5_at_chance} of {len(t5_encoder)} seeds"
+    f" exactly at chance (1/{PROBE_LEN - 1})"
+)
 
 # %% jupyter={"source_hidden": true}
 for short in SHORT.values():
@@ -312,23 +337,23 @@ assert not start_tables["encoder"].verdict("T5 encoder", "no position").a_ahead
 # %% [markdown]
 # **Reading the tables.**
 # - **Absolute, relative:** only the *added* encodings solve the probe (1.00 on every seed) and
-#   change under a common shift; RoPE, T5 and ALiBi sit exactly at chance and change under a
-#   permutation only.
-# - **None:** an encoder without position stays at chance even with a start token. A decoder
-#   without position has no relative term, yet order matters to it, through the mask.
+#   change under a common shift. RoPE, T5 and ALiBi sit exactly at chance, yet removing them
+#   changes the outputs and a shift does not: *relative*, measured (a RoPE that rotates nothing
+#   would read "none").
+# - **None:** removing the scheme changes nothing; a decoder still sees order, through the mask.
 # - **With a start token** the decoder without position learns absolute position (1.00), and no
 #   relative decoder is ahead of it: for this probe, in a decoder, the mask is enough. In an
-#   encoder RoPE is ahead of both floors, ALiBi by a small margin over ten widely spread seeds,
-#   and T5 is not separated from them. One explanation, not tested here: the weight a token
-#   puts on the start token depends on its distance.
+#   encoder RoPE is ahead of both floors, ALiBi just over the bar (a hypothesis, by the rule),
+#   and T5 is not separated from them, most seeds exactly at chance. Yet T5 carries position
+#   (the untrained checks): the probe did not learn, which says nothing about the encoding.
 
 # %% [markdown]
 # **The source article's test, run (E7).** Its §6.3:
 # 「用一个只有位置编码作为输入（词嵌入设为零）的小Transformer来学习这个任务」 ("a small Transformer
 # whose only input is the position encoding, word embeddings set to zero, learns this task"), and
 # 「如果模型无法快速学会，说明位置编码的信息注入可能有问题。」 ("if the model cannot learn it quickly,
-# position injection may be faulty"). As written, in the case most favourable to a relative
-# scheme: a decoder with a start token, token embeddings zeroed and frozen.
+# position injection may be faulty"). Run here with details it does not name: a decoder, a start
+# token, token embeddings zeroed and frozen.
 
 # %% tags=["nbval-check-output"]
 def e7_run(setup: tuple) -> float:
@@ -363,9 +388,12 @@ for name in SCHEMES:
 # RoPE, T5 and ALiBi sit exactly at chance on every seed, start token notwithstanding
 # (Exercise 5 asks why); the added encodings score 1.00. The test only asks "is a vector added
 # to the input?", so it declares every relative scheme broken, notebook 08's models included:
-# erratum E7. In an *encoder*, use the probe with a start token instead; in a decoder the mask
-# alone passes that, so only a task that needs a relative offset, trained beside the
-# no-position floor, tells a broken rotation from a working one (section 3).
+# erratum E7. Instead, use the untrained checks of the first table: exact, no training, and
+# they fail a RoPE that rotates nothing, in a decoder too. The probe with a start token, in an
+# encoder, is **one-sided**: ahead of the no-position floor (RoPE), position arrives; at chance,
+# no verdict, since a probe that did not train scores like a broken encoding (T5). Whether a
+# trained model *uses* relative position takes a task that needs an offset, trained beside the
+# no-position floor (section 3).
 
 # %% [markdown]
 # **Takeaway:**
@@ -408,16 +436,54 @@ print(
 
 # %% [markdown]
 # **Check.** Rows 0-9 receive gradient, rows 10-127 exactly none (Exercise 3 asks why). Read
-# the chart for zero or not: row 8, used by one
-# sequence, gets more than row 2, used by all three, since the vectors of different sequences
-# partly cancel.
+# the chart for zero or not, not by height: here row 8, used by one sequence, gets more than
+# row 2, used by all three, but in most other batches less (below). Split by sequence, row 2's
+# three norms add up to far more than their sum's norm: they point different ways.
 
-# %%
+# %% tags=["nbval-check-output"]
+logits = model(tokens, attn_mask=mask)
+per_token = F.cross_entropy(
+    logits.flatten(0, 1), targets.flatten(), reduction="none"
+).view(3, 10)  # 0 at the ignored pads
+parts = []
+for row in range(3):  # one sequence's share of the loss, backpropagated alone
+    model.zero_grad()
+    (per_token[row].sum() / mask.sum()).backward(retain_graph=True)
+    parts.append(model.scheme.weight.grad[2].clone())
+part_norms = [p.norm().item() for p in parts]
+print(
+    "row 2, each sequence's gradient norm:",
+    [round(v, 4) for v in part_norms],
+    f"sum {sum(part_norms):.4f}; norm of their sum"
+    f" {torch.stack(parts).sum(0).norm().item():.4f}",
+)
+
+ratios = []
+for seed in range(40):  # other batches of this shape, each with its own model
+    draw = torch.Generator().manual_seed(100 + seed)
+    other_tokens = torch.randint(1, 16, (3, 10), generator=draw)
+    other_targets = torch.randint(0, 16, (3, 10), generator=draw)
+    other = build("LearnablePE", causal=False, seed=100 + seed)
+    cross_entropy(
+        other(other_tokens.masked_fill(~mask, 0), attn_mask=mask),
+        other_targets.masked_fill(~mask, -100),
+    ).backward()
+    other_norms = row_gradient_norms(other.scheme.weight)
+    ratios.append((other_norms[8] / other_norms[2]).item())
+print(
+    f"row 8 / row 2 in {len(ratios)} other batches: median"
+    f" {np.median(ratios):.2f}; row 8 ahead in {sum(r > 1 for r in ratios)}"
+)
+
+# %% jupyter={"source_hidden": true}
+assert torch.allclose(torch.stack(parts).sum(0).norm(), norms[2])
+assert np.median(ratios) < 1  # this batch's row 8 > row 2 is the exception
+assert sum(part_norms) > 1.5 * norms[2]  # they partly cancel
 assert (norms[:10] > 0).all() and (norms[10:] == 0).all()
 assert torch.equal(
     norms > 0, torch.cat([uses > 0, torch.zeros(118, dtype=torch.bool)])
 )
-# one sequence, more gradient than three
+# in this batch, one sequence gives more gradient than three
 assert uses[8] < uses[2] and norms[8] > 1.05 * norms[2]
 
 # %% [markdown]
@@ -587,9 +653,8 @@ weights.groupby(["offset", "positions"], sort=False)["weight"].agg(
 # %% [markdown]
 # **Check.** The healthy maps are stripes parallel to the diagonal: each query puts most of its
 # weight on the key 3 back, the task's lag (0.83 of a head's weight). With every position 0 RoPE
-# rotates nothing and a score depends on the two tokens alone: the stripes dissolve, yet the
-# rows stay peaked (0.64 of a uniform row's entropy) at offsets that vary from row to row, so
-# each offset's average is near uniform attention's. The floors: a decoder
+# rotates nothing: the stripes dissolve, yet the rows stay peaked (0.64 of a uniform row's
+# entropy) at offsets that vary from row to row. The floors: a decoder
 # without position trained the same way, and a rule that knows which tokens came earlier and
 # how often, not where (`bag_of_tokens`: the most frequent, or one drawn).
 
@@ -716,8 +781,8 @@ gaps.map(lambda v: "0" if v == 0 else f"{v:.0e}" if v < 1e-4 else f"{v:.2f}")
 
 # %% [markdown]
 # **Check.** Right padding with a mask changes nothing beyond float32 rounding (a few
-# $10^{-7}$). Left padding with default positions moves the two *absolute* encodings by whole
-# logits. RoPE, T5 and ALiBi (like no encoding) are **immune in exact arithmetic**: every real
+# $10^{-7}$). Left padding with default positions moves the two *absolute* encodings far beyond
+# rounding. RoPE, T5 and ALiBi (like no encoding) are **immune in exact arithmetic**: every real
 # token moves by the same number of pad slots, and they see only differences of positions (for
 # RoPE: $\langle R_{m+p}q, R_{n+p}k\rangle = \langle R_m q, R_n k\rangle$); in float32, up to
 # rounding. With positions from the mask, every scheme gives the unpadded result.
@@ -790,14 +855,14 @@ assert by_width[24] > 1.5 * by_width[12]  # more padding, a larger change
 # Every setting moves the real tokens' logits far above rounding, positions from the mask
 # included: the ids are right, but the frequencies follow the batch's longest sequence, not
 # each sequence; with default ids they follow the padded width, so the more padding, the larger
-# the change. The cure: batch sequences of similar length, or use a scaling that does not depend
-# on the length (linear, static NTK, YaRN, notebook 06).
+# the change. Batching sequences of similar length reduces it; the cure is a scaling that does
+# not depend on the length (linear, static NTK, YaRN, notebook 06).
 
 # %% [markdown]
 # The source article (§6.3) says of padded training batches that adding the position code
 # 「不需要特殊处理」 ("needs no special handling"), because the mask stops attention to the pads.
-# Right for right padding, not for left (erratum E6): the mask protects the attention, not the
-# positions. Decoders with a learnable table (std 1), or none (the floor), three seeds, 300
+# It does not discuss left padding, where the mask protects the attention, not the positions
+# (erratum E6). Decoders with a learnable table (std 1), or none (the floor), three seeds, 300
 # steps: on section 3's lag-3 task (*relative*) and on "repeat the first token" (*absolute*),
 # tested on 512 sequences of random lengths 6 to 16, left-padded to 16.
 
@@ -996,9 +1061,8 @@ checked(
 # first-token models fail: the first real token of a row of $n$ tokens sits at position $16 - n$,
 # and the model looks for position 0, a masked pad (a head puts 1.00 of its weight on the first
 # token with ids from the mask, 0.41 with default ids). At 0.30 they fall behind the bag of
-# tokens (0.38) and the decoder without position (0.44), both scored on the same positions: on
-# this task, wrong positions are worse than none. Positions from the mask restore them, ahead of
-# every floor.
+# tokens (0.38) and the decoder without position (0.44), scored on the same positions: wrong
+# positions are worse than none. Positions from the mask restore them, ahead of every floor.
 
 # %% [markdown]
 # **Takeaway:**
@@ -1011,7 +1075,7 @@ checked(
 # %% [markdown]
 # ## 5 · A bug zoo
 #
-# Seven bugs from real code, each run, measured, and caught by a check or a library error.
+# Seven common bugs, each run, measured, and caught by a check or a library error.
 #
 # ### 5.1 · Wrong RoPE layout when loading weights
 # The RoPE models of section 3 were trained with interleaved pairs (Meta's layout). Loading their
@@ -1381,7 +1445,7 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 #
 # | # | Check | How | Where |
 # |---|---|---|---|
-# | 1 | Position arrives, of the expected kind | probe on identical tokens (with, without a start token); shift, permutation checks | §1; `position_probe`, `shift_sensitivity`, `permutation_sensitivity` |
+# | 1 | Position arrives, of the expected kind | untrained: removing the scheme changes outputs, a shift does (absolute) or not (relative); probe: above its floors shows position, at chance nothing | §1; `with_scheme`, `shift_sensitivity`, `permutation_sensitivity`, `position_probe` |
 # | 2 | A learnable table trains at the rows used | row gradients after one `backward()`; `grad is None`: detached or frozen | §2; `row_gradient_norms` |
 # | 3 | The trained model uses position | diagonal attention maps change with wrong positions | §3; `TinyTransformer.attention_weights` |
 # | 4 | Padding does not change real tokens | padded vs unpadded outputs; left padding: `cumsum(mask) - 1` | §4; `position_ids_from_mask` |
@@ -1398,14 +1462,15 @@ assert max(drifts[False]) < 1e-4 < 0.05 < min(drifts[True])
 # ## Summary
 #
 # - **Probe** (§1): only *added* encodings give absolute position on identical tokens; RoPE, T5
-#   and ALiBi stay exactly at chance. With a start token every decoder learns it, the one without
-#   position too; the article's test keeps the relative schemes at chance (E7).
+#   and ALiBi stay exactly at chance, and untrained checks show them relative. With a start token
+#   every decoder learns it, the one without position too; the article's test keeps the
+#   relative schemes at chance (E7), and a probe at chance is no verdict.
 # - **Gradients** (§2) reach a learnable table exactly at the rows real tokens use; a detached
 #   table escapes the probe, not the gradient check (or a weight diff).
 # - **Attention maps** (§3): with all position ids 0, RoPE decoders lose their stripes and fall
 #   from 1.00 to 0.16, behind a bag of earlier tokens (0.25).
-# - **Padding** (§4): left padding with default positions breaks absolute encodings (first-token
-#   models: 1.00 -> 0.30; E6); `cumsum(mask) - 1` fixes them; relative schemes are immune,
+# - **Padding** (§4): left padding with default positions breaks absolute encodings on tasks
+#   that read absolute position (first-token models: 1.00 -> 0.30; lag-3 models survive; E6); `cumsum(mask) - 1` fixes them; relative schemes are immune,
 #   dynamic NTK is not.
 # - **Bug zoo** (§5): seven bugs, each caught by a check or an error.
 
@@ -1475,8 +1540,7 @@ check_exercise_3(rows_with_gradient)
 # Section 5.2's model with bfloat16 angles was perfect at the training positions and far below
 # that at positions + 1000. The next cell runs seed 0's pair at the shifts
 # 0, 64, 128, ..., 512 and finds the first shift at which the buggy model falls below 0.9.
-# Which whole numbers can bfloat16 store exactly? Write your prediction of that shift into
-# `predicted_break` first, then run the cell: it shows the curve once you have predicted.
+# Write your prediction of that shift into `predicted_break` first, then run the cell: it shows the curve once you have predicted.
 
 # %%
 predicted_break = ...  # your prediction: one of 0, 64, 128, ..., 512
@@ -1499,8 +1563,8 @@ if predicted_break is not ...:  # the curve, once you have predicted
 #   average over the earlier tokens carries no position.
 # - **(b)** Frozen embeddings get no gradient, so during training the model cannot learn to tell
 #   the start token from the other tokens.
-# - **(c)** Zeroing the embeddings zeroes the start token's too, so the input is 16 identical
-#   tokens again, as in the probe without a start token.
+# - **(c)** Zeroing the embeddings zeroes the start token's too, so nothing in the decoder's
+#   input marks index 0 as different any more.
 # - **(d)** With zero embeddings the causal mask has nothing to act on, so it no longer hides the
 #   later tokens and the decoder behaves as an encoder.
 

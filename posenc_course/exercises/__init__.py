@@ -187,7 +187,7 @@ def _show(x: float) -> str:
 
 
 def prediction(title: str, *, variable: str, tolerance: float, relative: bool = False, why: str = "",
-               too_high: str = "", too_low: str = "") -> Callable[[object, object], None]:
+               too_high: str = "", too_low: str = "", nudge: str = "") -> Callable[[object, object], None]:
     """A *predict, then run* checker: ``check(predicted, actual)``.
 
     The learner assigns ``variable`` (a number) in a cell of its own, before the cell that computes
@@ -196,7 +196,9 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
     was predicted and what came out; on a miss it names the gap and adds ``too_high`` or ``too_low``
     (why a prediction errs that way), and ``why`` (what explains the true value) after both. A
     ``variable`` still ``...`` prints "[to do]" naming the variable. ``title``, ``why``, ``too_high``
-    and ``too_low`` are English texts marked with ``N_``, translated when printed.
+    and ``too_low`` are English texts marked with ``N_``, translated when printed. With ``nudge`` (one
+    sentence), the first miss gets the gap and the nudge only, and a second try; later misses get the rest
+    (the record is per ``title``, cleared by a pass or :func:`reset_tries`). Without it, every miss gets all.
     """
     if tolerance < 0 or not math.isfinite(tolerance):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
@@ -221,6 +223,7 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
         allowed = tolerance * abs(truth) if relative else tolerance
         gap = guess - truth
         if abs(gap) <= allowed * (1 + 1e-12):
+            _wrong_tries.pop(title, None)
             within = _("within {allowed}").format(allowed=allowed_text()) if tolerance else _("exact")
             # Translators: "you predicted 0.22, the run gives 0.2231" and "within ±0.03" (or "exact").
             ex.passed(join_sentences(_("{said} ({within}).").format(said=said, within=within), _(why) if why else ""))
@@ -229,6 +232,13 @@ def prediction(title: str, *, variable: str, tolerance: float, relative: bool = 
                   else _("only the exact value passes"))
         template = (_("{said}: too high by {gap} ({passes}).") if gap > 0 else
                     _("{said}: too low by {gap} ({passes})."))
+        if nudge:
+            tried = _wrong_tries.setdefault(title, set())
+            first = not tried
+            tried.add(str(guess))
+            if first:
+                ex.fail(join_sentences(template.format(said=said, gap=_show(abs(gap)), passes=passes), _(nudge),
+                                       _("Then predict again.")))
         reason = too_high if gap > 0 else too_low
         ex.fail(join_sentences(template.format(said=said, gap=_show(abs(gap)), passes=passes),
                                _(reason) if reason else "", _(why) if why else ""))

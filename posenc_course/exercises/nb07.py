@@ -155,13 +155,17 @@ def check_exercise_3(ex: Exercise, fn: Callable[[Tensor, Tensor, int], Tensor]) 
 
 check_exercise_4 = prediction(
     N_("Exercise 4 (predict where bfloat16 angles break)"), variable="predicted_break", tolerance=32,
+    nudge=N_("Which positions does the model see at a given shift, and from which whole number on can bfloat16 "
+             "no longer store every one of them?"),
     too_low=N_("bfloat16 keeps 8 significant bits: every whole number up to 256 is exact, so positions below "
                "256 are not rounded at all."),
     too_high=N_("above 256 bfloat16 keeps only every second whole number, so two neighbouring positions "
                 "already share one value: the offset 3 back is then wrong for some tokens."),
     why=N_("The model sees the positions shift to shift + 15. bfloat16 represents every whole number up to 256 "
            "exactly and only even ones above, so the first shift whose positions pass 256 is the first at which "
-           "some offsets come out as 2 or 4 instead of 3; a lag-3 model needs exactly 3."),
+           "some offsets come out as 2 or 4 instead of 3; a lag-3 model needs exactly 3. The fastest pair has "
+           "theta = 1, so its angle is the position: whether the angle's rounding or the position's breaks it is "
+           "the open-ended experiment's question."),
 )
 
 check_exercise_5 = choice(
@@ -171,8 +175,8 @@ check_exercise_5 = choice(
                 "earlier tokens carries no position."),
         "b": N_("Frozen embeddings get no gradient, so during training the model cannot learn to tell the start "
                 "token from the other tokens."),
-        "c": N_("Zeroing the embeddings zeroes the start token's too, so the input is 16 identical tokens again, "
-                "as in the probe without a start token."),
+        "c": N_("Zeroing the embeddings zeroes the start token's too, so nothing in the decoder's input marks index "
+                "0 as different any more."),
         "d": N_("With zero embeddings the causal mask has nothing to act on, so it no longer hides the later "
                 "tokens and the decoder behaves as an encoder."),
     },
