@@ -17,7 +17,7 @@
 # **Prerequisites:** [00 · Permutation blindness](00_permutation_blindness.ipynb) (why position is
 # needed) and [01 · Sinusoidal encoding](01_sinusoidal.ipynb) (the fixed table we compare with).
 #
-# **Run time:** about 91 s on a laptop CPU (measured with `make execute`, one thread), timed on
+# **Run time:** about 88 s on a laptop CPU (measured with `make execute`, one thread), timed on
 # one core of a 2-core server. **Study time:** one lesson of about 90 minutes.
 
 # %%

@@ -17,7 +17,7 @@
 #
 # **Optional:** the deep dives and the explorer (folded) can be skipped on a first read.
 #
-# **Run time:** about 70 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 77 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in 21 small training runs of 150 steps (7 schemes × 3 seeds).
 
 # %%

@@ -21,7 +21,7 @@
 # [05 · Relative biases](05_relative_biases.ipynb) and, for section 4's dynamic NTK,
 # [06 · Length extrapolation](06_length_extrapolation.ipynb).
 #
-# **Run time:** about 78 s on a laptop CPU (measured with `make execute`, one thread), most of it
+# **Run time:** about 80 s on a laptop CPU (measured with `make execute`, one thread), most of it
 # in section 1's probes and eighteen small decoders.
 
 # %%
